@@ -1,0 +1,1 @@
+"""Complex event automata: construction from CEL and lazy I/O-determinisation."""

@@ -1,0 +1,1 @@
+"""CEQL front end: grammar, parser, AST and semantic analysis."""

@@ -1,0 +1,383 @@
+"""Semantic analysis: resolve names against the schema, type-check predicates, and lower the
+formula to normalised CEL (filters pushed down onto atoms).
+
+Why the push-down needs no case splits here: in CORE's semantics (paper Fig. 2) a variable holds
+a *set* of positions and ``FILTER X[P]`` requires every position in it to satisfy P. A position
+belongs to X exactly when it comes from an atom named X or from an atom under ``AS X`` inside
+the filtered sub-formula, so ``φ FILTER X[P]`` equals φ with P conjoined to each of those atoms.
+For the same reason CORE formulas have no "unsafe" variable reuse: ``A AS x ; B AS x`` simply
+collects both positions into x. ``FILTER F1 OR F2`` duplicates φ, as the paper defines it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from itertools import product
+
+from cercore.ceql import ast
+from cercore.ceql.normal import NAtom, NFormula, NIter, NOr, NSeq
+from cercore.errors import CEQLSemanticError
+from cercore.predicates import Guard, guard_and
+from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
+
+MAX_FILTER_DISJUNCTS = 256
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """The WITHIN clause, resolved. ``epsilon`` is inclusive: end − start ≤ epsilon, measured in
+    query-read events (``kind="events"``) or in the integer values of ``attribute``."""
+
+    kind: str | None = None  # None | "events" | "time" | "attr"
+    epsilon: int = 0
+    attribute: str | None = None
+
+
+@dataclass
+class AnalysedQuery:
+    """Everything later stages need, with no reference to variables."""
+
+    query: ast.Query
+    schema: Schema
+    text: str | None
+    formula: NFormula
+    atoms: list[NAtom]
+    leaves: list[ast.Pred]
+    visible_types: frozenset[int]
+    window: WindowSpec
+    partition_by: tuple[tuple[str, ...], ...]
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Analyser:
+    def __init__(self, query: ast.Query, schema: Schema, text: str | None) -> None:
+        self.q = query
+        self.schema = schema
+        self.text = text
+        self.attr_types = schema.attribute_types()
+        self.leaves: list[ast.Pred] = []
+        self.leaf_index: dict[ast.Pred, int] = {}
+        self.atoms: list[NAtom] = []
+        self.warnings: list[str] = []
+
+    def error(self, msg: str, node=None, hint: str | None = None) -> CEQLSemanticError:
+        return CEQLSemanticError(msg, line=getattr(node, "line", None),
+                                 column=getattr(node, "column", None), text=self.text, hint=hint)
+
+    # ---- clauses ----------------------------------------------------------------------
+    def run(self) -> AnalysedQuery:
+        self.reject_unsupported()
+        visible = self.resolve_streams()
+        self.visible = visible
+        self.check_formula(self.q.formula)
+        formula = self.lower(self.q.formula, (), ())
+        window = self.resolve_window()
+        partition = self.resolve_partition()
+        if window.kind is None:
+            self.warnings.append("no WITHIN clause: memory grows with the stream "
+                                 "(nothing can be reclaimed)")
+        return AnalysedQuery(self.q, self.schema, self.text, formula, self.atoms, self.leaves,
+                             frozenset(self.schema.event_types[t].id for t in visible),
+                             window, partition, self.warnings)
+
+    def reject_unsupported(self) -> None:
+        """Features that parse but that this version does not evaluate: refuse, never ignore."""
+        q = self.q
+        later = "is parsed but not evaluated by this version of cercore"
+        if q.strategy not in (None, "ALL", "ANY"):
+            raise self.error(f"selection strategy {q.strategy} {later}", q,
+                             "use SELECT * (every complex event) for now")
+        if q.projection != "*":
+            raise self.error(f"projection SELECT {'NONE' if q.projection == 'NONE' else '<list>'} "
+                             f"{later}", q, "use SELECT * for now")
+        if q.consume is not None and q.consume != "NONE":
+            raise self.error(f"CONSUME BY {q.consume} {later}", q)
+        if q.limit is not None:
+            raise self.error(f"LIMIT {later}", q)
+        self._reject_operators(q.formula)
+
+    def _reject_operators(self, f: ast.Formula) -> None:
+        later = "is parsed but not evaluated by this version of cercore"
+        if isinstance(f, ast.Contig):
+            raise self.error(f"contiguous sequencing ':' {later}", f, "use ';' for now")
+        if isinstance(f, ast.Iter) and f.contiguous:
+            raise self.error(f"contiguous iteration ':+' {later}", f, "use '+' for now")
+        if isinstance(f, ast.Not):
+            raise self.error(f"NOT(...) {later}", f)
+        for child in _children(f):
+            self._reject_operators(child)
+
+    def resolve_streams(self) -> set[str]:
+        if not self.q.streams:
+            return set(self.schema.event_types)
+        visible: set[str] = set()
+        for s in self.q.streams:
+            if s not in self.schema.streams:
+                raise self.error(f"unknown stream {s!r}" + did_you_mean(s, self.schema.streams),
+                                 self.q)
+            visible.update(self.schema.streams[s].event_types)
+        return visible
+
+    def streams_of(self, event_type: str) -> list[str]:
+        names = self.q.streams or tuple(self.schema.streams)
+        return [s for s in names if event_type in self.schema.streams[s].event_types]
+
+    def resolve_window(self) -> WindowSpec:
+        w = self.q.within
+        if w is None:
+            return WindowSpec()
+        if isinstance(w, ast.EventsWindow):
+            if w.count < 0:
+                raise self.error("WITHIN needs a non-negative number of events", w)
+            return WindowSpec("events", int(w.count))
+        if isinstance(w, ast.TimeWindow):
+            attr = self.schema.time_attribute
+            if attr is None:
+                raise self.error(
+                    "a time window needs event time, but the schema names no time attribute", w,
+                    "mark one attribute primary_time in the declaration, or pass "
+                    "time_attribute=... (CLI: --time-attribute)")
+            units = w.seconds * TIME_UNITS_PER_SECOND[self.schema.time_unit]
+            return WindowSpec("time", int(math.floor(round(units, 6))), attr)
+        attr = w.attribute
+        t = self.attr_types.get(attr)
+        if t is None:
+            raise self.error(f"unknown attribute {attr!r} in WITHIN"
+                             + did_you_mean(attr, self.attr_types), w)
+        if t is not AttrType.INT:
+            raise self.error(f"WITHIN [{attr}] needs an int attribute, not {t.value}", w)
+        used = {self.schema.type_names[t] for a in self.atoms for t in a.types}
+        lacking = sorted(n for n in used if not self.schema.event_types[n].has(attr))
+        if lacking:
+            raise self.error(f"WITHIN [{attr}]: event type(s) {', '.join(lacking)} have no "
+                             f"attribute {attr!r}", w)
+        return WindowSpec("attr", int(math.floor(w.amount)), attr)
+
+    def resolve_partition(self) -> tuple[tuple[str, ...], ...]:
+        declared = {a for n in self.visible for a, _ in self.schema.event_types[n].attributes}
+        for group in self.q.partition_by:
+            for a in group:
+                if a not in declared:
+                    raise self.error(f"unknown attribute {a!r} in PARTITION BY"
+                                     + did_you_mean(a, declared), self.q)
+        used = {self.schema.type_names[t] for a in self.atoms for t in a.types}
+        for group in self.q.partition_by:
+            lacking = sorted(n for n in used
+                             if not any(self.schema.event_types[n].has(a) for a in group))
+            if lacking:
+                self.warnings.append(
+                    f"event type(s) {', '.join(lacking)} have none of PARTITION BY "
+                    f"[{', '.join(group)}]: their events belong to no partition and never match")
+        return tuple(tuple(g) for g in self.q.partition_by)
+
+    # ---- names and types ----------------------------------------------------------------
+    def check_formula(self, f: ast.Formula) -> None:
+        if isinstance(f, ast.EventAtom):
+            self.check_atom(f)
+        elif isinstance(f, ast.Filter):
+            self.check_formula(f.formula)
+            bindable = _bindable(f.formula)
+            for af in _atomic_filters(f.filter):
+                self.check_filter(af, bindable)
+        else:
+            for child in _children(f):
+                self.check_formula(child)
+
+    def check_atom(self, a: ast.EventAtom) -> None:
+        if a.event_type not in self.schema.event_types:
+            raise self.error(f"unknown event type {a.event_type!r}"
+                             + did_you_mean(a.event_type, self.schema.event_types), a)
+        if a.stream is not None:
+            if a.stream not in self.schema.streams:
+                raise self.error(f"unknown stream {a.stream!r}"
+                                 + did_you_mean(a.stream, self.schema.streams), a)
+            if a.event_type not in self.schema.streams[a.stream].event_types:
+                raise self.error(f"stream {a.stream} has no event type {a.event_type}", a)
+            if self.q.streams and a.stream not in self.q.streams:
+                raise self.error(f"stream {a.stream} is not in the FROM clause", a)
+        if a.event_type not in self.visible:
+            raise self.error(f"event type {a.event_type} is not in the FROM stream(s) "
+                             f"{', '.join(self.q.streams)}", a)
+        if a.stream is not None and len(self.streams_of(a.event_type)) > 1:
+            raise self.error(
+                f"{a.stream}>{a.event_type}: telling apart streams that share an event type "
+                "is parsed but not evaluated by this version of cercore", a)
+
+    def check_filter(self, af: ast.AtomicFilter, bindable: dict[str, set[str]]) -> None:
+        if af.var not in bindable:
+            everywhere = _bindable(self.q.formula)
+            if af.var in everywhere:
+                raise self.error(f"variable {af.var!r} is not bound inside the formula this "
+                                 "FILTER applies to", af,
+                                 "put the FILTER where the variable is defined, or widen the "
+                                 "parentheses")
+            raise self.error(f"unknown variable {af.var!r}"
+                             + did_you_mean(af.var, everywhere), af)
+        types = sorted(bindable[af.var])
+        self.check_pred(af.pred, af.var, types)
+
+    def check_pred(self, p: ast.Pred, var: str, types: list[str]) -> None:
+        if isinstance(p, (ast.PredAnd, ast.PredOr)):
+            self.check_pred(p.left, var, types)
+            self.check_pred(p.right, var, types)
+        elif isinstance(p, ast.PredNot):
+            self.check_pred(p.operand, var, types)
+        elif isinstance(p, ast.Compare):
+            lt = self.expr_type(p.left, var, types)
+            rt = self.expr_type(p.right, var, types)
+            if _kind(lt) != _kind(rt):
+                raise self.error(f"cannot compare {lt} with {rt}", p)
+            if lt == "bool" and p.op not in ("==", "!="):
+                raise self.error(f"booleans support only = and !=, not {p.op}", p)
+        elif isinstance(p, ast.Like):
+            t = self.expr_type(p.operand, var, types)
+            if t != "string":
+                raise self.error(f"LIKE needs a string, not {t}", p)
+            try:
+                re.compile(p.pattern)
+            except re.error as e:
+                raise self.error(f"invalid regular expression {p.pattern!r}: {e}", p) from None
+        elif isinstance(p, ast.InSet):
+            t = self.expr_type(p.operand, var, types)
+            for item in p.items:
+                if isinstance(item, ast.Range):
+                    for bound in (item.lo, item.hi):
+                        bt = self.expr_type(bound, var, types)
+                        if not (_kind(bt) == _kind(t) == "number"):
+                            raise self.error(f"a range needs numbers, not {bt} for {t}", item)
+                else:
+                    it = self.expr_type(item, var, types)
+                    if _kind(it) != _kind(t):
+                        raise self.error(f"IN list mixes {t} with {it}", item)
+        elif isinstance(p, ast.InRange):
+            t = self.expr_type(p.operand, var, types)
+            for bound in (p.lo, p.hi):
+                bt = self.expr_type(bound, var, types)
+                if not (_kind(bt) == _kind(t) == "number"):
+                    raise self.error(f"IN RANGE needs numbers, not {t} and {bt}", p)
+
+    def expr_type(self, e: ast.Expr, var: str, types: list[str]) -> str:
+        if isinstance(e, ast.Literal):
+            v = e.value
+            return ("bool" if isinstance(v, bool) else "int" if isinstance(v, int)
+                    else "double" if isinstance(v, float) else "string")
+        if isinstance(e, ast.AttrRef):
+            owners = [t for t in types if self.schema.event_types[t].has(e.name)]
+            if not owners:
+                known = {a for t in types for a, _ in self.schema.event_types[t].attributes}
+                raise self.error(
+                    f"attribute {e.name!r} does not exist in {', '.join(types)} (the events "
+                    f"{var!r} can bind)" + did_you_mean(e.name, known), e)
+            return self.attr_types[e.name].value
+        if isinstance(e, ast.Neg):
+            t = self.expr_type(e.operand, var, types)
+            if _kind(t) != "number":
+                raise self.error(f"cannot negate {t}", e)
+            return t
+        lt = self.expr_type(e.left, var, types)
+        rt = self.expr_type(e.right, var, types)
+        if _kind(lt) != "number" or _kind(rt) != "number":
+            raise self.error(f"arithmetic '{e.op}' needs numbers, not {lt} and {rt}", e)
+        return "int" if lt == rt == "int" else "double"
+
+    # ---- lowering -------------------------------------------------------------------------
+    def guard_of(self, p: ast.Pred) -> Guard:
+        if isinstance(p, ast.PredAnd):
+            return ("and", self.guard_of(p.left), self.guard_of(p.right))
+        if isinstance(p, ast.PredOr):
+            return ("or", self.guard_of(p.left), self.guard_of(p.right))
+        if isinstance(p, ast.PredNot):
+            return ("not", self.guard_of(p.operand))
+        if isinstance(p, ast.PredConst):
+            return ("const", p.value)
+        if p not in self.leaf_index:
+            self.leaf_index[p] = len(self.leaves)
+            self.leaves.append(p)
+        return ("leaf", self.leaf_index[p])
+
+    def lower(self, f: ast.Formula, pending: tuple, forced: tuple) -> NFormula:
+        """``pending``: (variable, guard) filters still looking for their atoms;
+        ``forced``: guards every atom below must satisfy (from an enclosing ``AS X``)."""
+        if isinstance(f, ast.EventAtom):
+            guards = list(forced) + [g for v, g in pending if v == f.event_type]
+            atom = NAtom(len(self.atoms), frozenset({self.schema.event_types[f.event_type].id}),
+                         guard_and(guards))
+            self.atoms.append(atom)
+            return atom
+        if isinstance(f, ast.As):
+            mine = tuple(g for v, g in pending if v == f.var)
+            rest = tuple((v, g) for v, g in pending if v != f.var)
+            return self.lower(f.formula, rest, forced + mine)
+        if isinstance(f, ast.Filter):
+            alternatives = _dnf(f.filter)
+            if len(alternatives) > MAX_FILTER_DISJUNCTS:
+                raise self.error(f"this FILTER expands to {len(alternatives)} alternatives "
+                                 f"(more than {MAX_FILTER_DISJUNCTS})", f,
+                                 "merge OR-ed conditions on one variable into one bracket: "
+                                 "x[a OR b]")
+            out: NFormula | None = None
+            for conj in alternatives:
+                extra = tuple((af.var, self.guard_of(af.pred)) for af in conj)
+                branch = self.lower(f.formula, pending + extra, forced)
+                out = branch if out is None else NOr(out, branch)
+            return out
+        if isinstance(f, ast.Or):
+            return NOr(self.lower(f.left, pending, forced), self.lower(f.right, pending, forced))
+        if isinstance(f, ast.Seq):
+            return NSeq(self.lower(f.left, pending, forced), self.lower(f.right, pending, forced))
+        if isinstance(f, ast.Iter):
+            return NIter(self.lower(f.formula, pending, forced))
+        raise self.error(f"{type(f).__name__} is not evaluated by this version", f)
+
+
+def _kind(t: str) -> str:
+    return "number" if t in ("int", "double") else t
+
+
+def _children(f: ast.Formula) -> list[ast.Formula]:
+    if isinstance(f, (ast.As, ast.Filter, ast.Iter, ast.Not)):
+        return [f.formula]
+    if isinstance(f, (ast.Or, ast.Seq, ast.Contig)):
+        return [f.left, f.right]
+    return []
+
+
+def _bindable(f: ast.Formula) -> dict[str, set[str]]:
+    """Variable -> event types whose positions it can collect inside ``f``."""
+    out: dict[str, set[str]] = {}
+
+    def walk(g: ast.Formula) -> set[str]:
+        if isinstance(g, ast.EventAtom):
+            out.setdefault(g.event_type, set()).add(g.event_type)
+            return {g.event_type}
+        types: set[str] = set()
+        for child in _children(g):
+            types |= walk(child)
+        if isinstance(g, ast.As):
+            out.setdefault(g.var, set()).update(types)
+        return types
+
+    walk(f)
+    return out
+
+
+def _atomic_filters(fe: ast.FilterExpr) -> list[ast.AtomicFilter]:
+    if isinstance(fe, ast.AtomicFilter):
+        return [fe]
+    return _atomic_filters(fe.left) + _atomic_filters(fe.right)
+
+
+def _dnf(fe: ast.FilterExpr) -> list[list[ast.AtomicFilter]]:
+    """``X[p] AND (Y[q] OR Z[r])`` -> [[X[p], Y[q]], [X[p], Z[r]]]."""
+    if isinstance(fe, ast.AtomicFilter):
+        return [[fe]]
+    if isinstance(fe, ast.FilterOr):
+        return _dnf(fe.left) + _dnf(fe.right)
+    return [a + b for a, b in product(_dnf(fe.left), _dnf(fe.right))]
+
+
+def analyse(query: ast.Query, schema: Schema, text: str | None = None) -> AnalysedQuery:
+    """Resolve, type-check and lower a parsed query; raises CEQLSemanticError."""
+    return _Analyser(query, schema, text).run()

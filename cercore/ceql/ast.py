@@ -1,0 +1,367 @@
+"""The abstract syntax of CEQL queries and stream declarations.
+
+Every node records where it starts in the source (``line``/``column``, 1-based; ``None`` for
+nodes built by hand). Positions are excluded from equality, so two queries that differ only
+in layout compare equal.
+
+Formula grammar (CORE §2.2 plus CORE's C++ extensions)::
+
+    φ ::= R | S>R | φ AS X | φ FILTER F | φ OR φ | φ ; φ | φ : φ | φ+ | φ:+ | NOT(φ) | (φ)
+    F ::= X[P] | F AND F | F OR F            -- atomic filters on variables
+    P ::= predicate over one event's attributes (comparisons, LIKE, IN, AND/OR/NOT)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+
+def _pos():
+    return field(default=None, compare=False, repr=False, kw_only=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Value expressions and predicates (inside X[...])
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Literal:
+    """A constant: int, float, str or bool."""
+
+    value: int | float | str | bool
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class AttrRef:
+    """An attribute of the event being tested, e.g. ``price``."""
+
+    name: str
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class BinOp:
+    """Arithmetic: op in ``+ - * / %``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Neg:
+    """Unary minus."""
+
+    operand: Expr
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+Expr = Union[Literal, AttrRef, BinOp, Neg]
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``left op right`` with op in ``< <= > >= == !=`` (``=`` is read as ``==``, ``<>`` as ``!=``)."""
+
+    op: str
+    left: Expr
+    right: Expr
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Like:
+    """``expr LIKE 'regex'``: unanchored regular-expression search."""
+
+    operand: Expr
+    pattern: str
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class InSet:
+    """``expr [NOT] IN {v1, v2, a..b}``. ``items`` holds Literals and Ranges."""
+
+    operand: Expr
+    items: tuple[Literal | Range, ...]
+    negated: bool = False
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Range:
+    """Inclusive range ``lo..hi`` (inside IN) or ``IN RANGE(lo, hi)``."""
+
+    lo: Expr
+    hi: Expr
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class InRange:
+    """``expr [NOT] IN RANGE(lo, hi)``, inclusive."""
+
+    operand: Expr
+    lo: Expr
+    hi: Expr
+    negated: bool = False
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class PredAnd:
+    left: Pred
+    right: Pred
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class PredOr:
+    left: Pred
+    right: Pred
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class PredNot:
+    operand: Pred
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class PredConst:
+    """TRUE / FALSE (appears after rewriting, and as literals ``true``/``false``)."""
+
+    value: bool
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+Pred = Union[Compare, Like, InSet, InRange, PredAnd, PredOr, PredNot, PredConst]
+
+
+# ---------------------------------------------------------------------------------------
+# Filters: X[P] joined by AND / OR
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AtomicFilter:
+    """``X[P]``: every event bound to variable X satisfies P."""
+
+    var: str
+    pred: Pred
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class FilterAnd:
+    left: FilterExpr
+    right: FilterExpr
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class FilterOr:
+    left: FilterExpr
+    right: FilterExpr
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+FilterExpr = Union[AtomicFilter, FilterAnd, FilterOr]
+
+
+# ---------------------------------------------------------------------------------------
+# CEL formulas
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EventAtom:
+    """An event type, optionally qualified by its stream (``S>R``)."""
+
+    event_type: str
+    stream: str | None = None
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class As:
+    """``φ AS X``: X collects every position of φ."""
+
+    formula: Formula
+    var: str
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Filter:
+    """``φ FILTER F``."""
+
+    formula: Formula
+    filter: FilterExpr
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Or:
+    left: Formula
+    right: Formula
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Seq:
+    """``φ1 ; φ2`` (skip-till-any-match sequencing)."""
+
+    left: Formula
+    right: Formula
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Contig:
+    """``φ1 : φ2`` (φ2 starts at the position right after φ1 ends)."""
+
+    left: Formula
+    right: Formula
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Iter:
+    """``φ+`` (``contiguous=False``) or ``φ:+`` (``contiguous=True``)."""
+
+    formula: Formula
+    contiguous: bool = False
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class Not:
+    """``NOT(φ)``: one event that does not match φ (an atom, possibly filtered)."""
+
+    formula: Formula
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+Formula = Union[EventAtom, As, Filter, Or, Seq, Contig, Iter, Not]
+
+
+# ---------------------------------------------------------------------------------------
+# Query clauses
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProjectionItem:
+    """``x`` or ``x[a, b]`` in the SELECT list."""
+
+    var: str
+    attributes: tuple[str, ...] | None = None
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class EventsWindow:
+    """``WITHIN n EVENTS``."""
+
+    count: int
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """``WITHIN 1 HOURS 30 MINUTES ...``; ``seconds`` is the total (fractions allowed)."""
+
+    seconds: float
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class AttrWindow:
+    """``WITHIN n [attr]``: difference of ``attr`` between the last and first event ≤ n."""
+
+    amount: int | float
+    attribute: str
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+Window = Union[EventsWindow, TimeWindow, AttrWindow]
+
+STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
+CONSUME_POLICIES = ("ANY", "PARTITION", "NONE")
+
+
+@dataclass(frozen=True)
+class Query:
+    """A whole CEQL query.
+
+    ``projection`` is ``"*"``, ``"NONE"`` or a tuple of ProjectionItem.
+    ``partition_by`` is a tuple of groups; each group lists alternative attributes
+    (``[a, b], [c]`` -> ``(("a", "b"), ("c",))``).
+    ``strategy`` is None when the SELECT names none; ``consume`` is None when absent.
+    """
+
+    formula: Formula
+    strategy: str | None = None
+    projection: str | tuple[ProjectionItem, ...] = "*"
+    streams: tuple[str, ...] = ()
+    partition_by: tuple[tuple[str, ...], ...] = ()
+    within: Window | None = None
+    consume: str | None = None
+    limit: int | None = None
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+# ---------------------------------------------------------------------------------------
+# Declarations
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttrDecl:
+    """``name:type``; type is ``int|double|string|bool|primary_time`` (lower case)."""
+
+    name: str
+    type: str
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class EventDecl:
+    name: str
+    attributes: tuple[AttrDecl, ...]
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
+@dataclass(frozen=True)
+class StreamDecl:
+    name: str
+    events: tuple[EventDecl, ...]
+    line: int | None = _pos()
+    column: int | None = _pos()

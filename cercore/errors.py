@@ -1,0 +1,76 @@
+"""The exceptions cercore raises. Every user mistake surfaces as one of these."""
+
+from __future__ import annotations
+
+
+class CercoreError(Exception):
+    """Base class of every error cercore raises on purpose."""
+
+
+class CEQLError(CercoreError, ValueError):
+    """A problem with query or declaration text, located at ``line``/``column`` (1-based)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+        text: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.message = message
+        self.line = line
+        self.column = column
+        self.text = text
+        self.hint = hint
+        self.snippet = caret_snippet(text, line, column) if text is not None else ""
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = f" (line {self.line}, column {self.column})" if self.line is not None else ""
+        parts = [f"{self.message}{where}"]
+        if self.snippet:
+            parts.append(self.snippet)
+        if self.hint:
+            parts.append(self.hint)
+        return "\n".join(parts)
+
+
+class CEQLSyntaxError(CEQLError):
+    """The text does not follow the CEQL grammar.
+
+    ``expected`` lists what the parser would have accepted at that spot, in source form
+    (e.g. ``")"``, ``"end of query"``).
+    """
+
+    def __init__(self, message: str, *, expected: list[str] | None = None, **kw) -> None:
+        self.expected = list(expected or [])
+        super().__init__(message, **kw)
+
+
+class CEQLSemanticError(CEQLError):
+    """The text parses but means nothing valid: unknown names, type mismatches,
+    ill-formed formulas, or features this version does not evaluate."""
+
+
+class EventError(CercoreError, ValueError):
+    """An input event is unusable: unknown type, missing or mistyped attribute, time going
+    backwards. ``position`` is the event's 0-based index in the input stream."""
+
+    def __init__(self, message: str, *, position: int | None = None, field: str | None = None) -> None:
+        self.position = position
+        self.field = field
+        where = f"event {position}: " if position is not None else ""
+        super().__init__(where + message)
+
+
+def caret_snippet(text: str | None, line: int | None, column: int | None) -> str:
+    """The offending source line with a caret under ``column`` (both 1-based)."""
+    if text is None or line is None or column is None:
+        return ""
+    lines = text.splitlines() or [""]
+    if not 1 <= line <= len(lines):
+        return ""
+    src = lines[line - 1].expandtabs(1)
+    return f"  {src}\n  {' ' * (max(column, 1) - 1)}^"

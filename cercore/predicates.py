@@ -1,0 +1,160 @@
+"""Atomic predicates, evaluated once per event and vectorised with numpy over a batch.
+
+An *atomic* predicate is a leaf of a filter: a comparison, LIKE, IN or IN RANGE. Filters combine
+leaves with AND/OR/NOT into *guards*. Semantics (DESIGN.md "Filters"):
+
+- a leaf that reads a missing or null attribute is false, and so is one whose arithmetic is
+  undefined (division or modulo by zero); ``NOT`` is plain boolean negation of the leaf;
+- ``int / int`` and ``int % int`` truncate toward zero (C semantics); any double makes it double;
+- strings compare exactly, ``LIKE`` is an unanchored regular-expression search.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from cercore.ceql import ast
+
+# Guard expressions: small tuples over leaf indices, cheap to evaluate on an int bit vector.
+#   ("leaf", k) | ("and", g1, g2) | ("or", g1, g2) | ("not", g) | ("const", bool)
+Guard = tuple
+TRUE_GUARD: Guard = ("const", True)
+
+
+def guard_and(guards: list[Guard]) -> Guard:
+    out: Guard = TRUE_GUARD
+    for g in guards:
+        if g == TRUE_GUARD:
+            continue
+        out = g if out == TRUE_GUARD else ("and", out, g)
+    return out
+
+
+def eval_guard(g: Guard, bits: int) -> bool:
+    """Evaluate a guard on the bit vector of leaf results (bit k = leaf k holds)."""
+    tag = g[0]
+    if tag == "leaf":
+        return bool((bits >> g[1]) & 1)
+    if tag == "and":
+        return eval_guard(g[1], bits) and eval_guard(g[2], bits)
+    if tag == "or":
+        return eval_guard(g[1], bits) or eval_guard(g[2], bits)
+    if tag == "not":
+        return not eval_guard(g[1], bits)
+    return bool(g[1])
+
+
+def format_guard(g: Guard, leaves: list[ast.Pred]) -> str:
+    """Readable text of a guard, for ``explain``."""
+    from cercore.ceql.printer import format_pred
+
+    tag = g[0]
+    if tag == "leaf":
+        return format_pred(leaves[g[1]])
+    if tag in ("and", "or"):
+        return f"({format_guard(g[1], leaves)} {tag.upper()} {format_guard(g[2], leaves)})"
+    if tag == "not":
+        return f"NOT {format_guard(g[1], leaves)}"
+    return "TRUE" if g[1] else "FALSE"
+
+
+@dataclass
+class Columns:
+    """A batch of events as columns: ``values[attr]`` (int64 / float64 / bool / object arrays;
+    nulls hold a placeholder) and ``valid[attr]`` (False where the attribute is missing or null)."""
+
+    n: int
+    values: dict[str, np.ndarray]
+    valid: dict[str, np.ndarray]
+
+
+_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "==": operator.eq, "!=": operator.ne}
+
+
+def _expr(e: ast.Expr, cols: Columns) -> tuple[object, object]:
+    """Evaluate an arithmetic expression: (values, valid) where either may be a scalar."""
+    if isinstance(e, ast.Literal):
+        return e.value, True
+    if isinstance(e, ast.AttrRef):
+        return cols.values[e.name], cols.valid[e.name]
+    if isinstance(e, ast.Neg):
+        v, ok = _expr(e.operand, cols)
+        return -np.asarray(v) if not np.isscalar(v) else -v, ok
+    a, oka = _expr(e.left, cols)
+    b, okb = _expr(e.right, cols)
+    ok = np.logical_and(oka, okb)
+    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    if e.op == "+":
+        return a_arr + b_arr, ok
+    if e.op == "-":
+        return a_arr - b_arr, ok
+    if e.op == "*":
+        return a_arr * b_arr, ok
+    both_int = a_arr.dtype.kind in "iu" and b_arr.dtype.kind in "iu"
+    zero = b_arr == 0
+    ok = np.logical_and(ok, np.logical_not(zero))
+    safe_b = np.where(zero, 1, b_arr)
+    if both_int:
+        q = np.abs(a_arr) // np.abs(safe_b) * np.sign(a_arr) * np.sign(safe_b)
+        return (q if e.op == "/" else a_arr - safe_b * q), ok
+    a_f = a_arr.astype(np.float64)
+    return (a_f / safe_b if e.op == "/" else np.fmod(a_f, safe_b)), ok
+
+
+def _broadcast(x, n: int, dtype=None) -> np.ndarray:
+    arr = np.asarray(x, dtype=dtype)
+    return np.broadcast_to(arr, (n,)) if arr.ndim == 0 else arr
+
+
+def _per_value(values, n: int, fn) -> np.ndarray:
+    """Apply a Python predicate to each distinct value once (strings repeat a lot)."""
+    arr = _broadcast(values, n)
+    if arr.dtype == object:
+        uniq: dict = {}
+        return np.fromiter((uniq[v] if v in uniq else uniq.setdefault(v, fn(v)) for v in arr),
+                           dtype=bool, count=n)
+    return np.fromiter((fn(v) for v in arr), dtype=bool, count=n)
+
+
+def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
+    """Boolean array: which events of the batch satisfy leaf predicate ``p``."""
+    n = cols.n
+    if isinstance(p, ast.Compare):
+        a, oka = _expr(p.left, cols)
+        b, okb = _expr(p.right, cols)
+        res = _CMP[p.op](_broadcast(a, n), _broadcast(b, n))
+        return np.logical_and(np.logical_and(res, oka), okb)
+    if isinstance(p, ast.Like):
+        v, ok = _expr(p.operand, cols)
+        rx = re.compile(p.pattern)
+        res = _per_value(v, n, lambda s: isinstance(s, str) and rx.search(s) is not None)
+        return np.logical_and(res, ok)
+    if isinstance(p, ast.InSet):
+        v, ok = _expr(p.operand, cols)
+        varr = _broadcast(v, n)
+        res = np.zeros(n, dtype=bool)
+        for item in p.items:
+            if isinstance(item, ast.Range):
+                lo, _ = _expr(item.lo, cols)
+                hi, _ = _expr(item.hi, cols)
+                res |= (varr >= lo) & (varr <= hi)
+            else:
+                res |= varr == item.value
+        if p.negated:
+            res = ~res
+        return np.logical_and(res, ok)
+    if isinstance(p, ast.InRange):
+        v, ok = _expr(p.operand, cols)
+        lo, oklo = _expr(p.lo, cols)
+        hi, okhi = _expr(p.hi, cols)
+        varr = _broadcast(v, n)
+        res = (varr >= lo) & (varr <= hi)
+        if p.negated:
+            res = ~res
+        return np.logical_and(np.logical_and(res, ok), np.logical_and(oklo, okhi))
+    raise TypeError(f"not a leaf predicate: {p!r}")  # analysis never produces this

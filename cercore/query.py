@@ -1,0 +1,91 @@
+"""``cercore.compile`` and ``cercore.run``: text -> AST -> analysis -> automaton -> engine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from cercore.automata.cea import CEA, compile_cea
+from cercore.ceql.analysis import AnalysedQuery, analyse
+from cercore.ceql.normal import format_normal
+
+from cercore.predicates import format_guard
+from cercore.runtime.backend import resolve_backend
+from cercore.runtime.output import ComplexEvent
+from cercore.schema import Schema
+
+
+class CompiledQuery:
+    """A query checked against a schema and compiled to a complex event automaton.
+
+    It is immutable and can start any number of independent engines."""
+
+    def __init__(self, text: str, schema: Schema) -> None:
+        self.text = text
+        self.schema = schema
+        from cercore.ceql.parser import parse_query
+
+        self.ast = parse_query(text)
+        self.analysed: AnalysedQuery = analyse(self.ast, schema, text)
+        self.cea: CEA = compile_cea(self.analysed.formula)
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.analysed.warnings)
+
+    def engine(self, backend: str = "auto", on_error: str = "raise",
+               type_column: str = "event_type"):
+        """A fresh engine. ``backend``: "auto" | "python" | "cython"; ``on_error``: "raise"
+        (EventError on a bad event) or "skip" (skip it and count it in ``engine.stats``)."""
+        from cercore.runtime.engine import Engine
+
+        return Engine(self, resolve_backend(backend), on_error, type_column)
+
+    # ---- explain --------------------------------------------------------------------------
+    def atom_text(self, atom) -> str:
+        names = self.schema.type_names
+        types = " | ".join(names[t] for t in sorted(atom.types))
+        if atom.guard == ("const", True):
+            return types
+        return f"{types}[{format_guard(atom.guard, self.analysed.leaves)}]"
+
+    def explain(self) -> str:
+        """The AST, the normalised formula, the window and partitioning, and the automaton."""
+        from cercore.ceql.printer import format_query
+
+        a = self.analysed
+        atoms = {atom.id: atom for atom in a.atoms}
+        w = a.window
+        window = {None: "none (unbounded)", "events": f"{w.epsilon} events",
+                  "time": f"{w.epsilon} {self.schema.time_unit} of {w.attribute}",
+                  "attr": f"{w.epsilon} of {w.attribute}"}[w.kind]
+        parts = [
+            "query:", "  " + format_query(self.ast).replace("\n", "\n  "),
+            "ast:", "  " + repr(self.ast.formula),
+            "normalised formula (filters pushed onto atoms):",
+            "  " + format_normal(a.formula, self.atom_text),
+            f"window: {window}",
+            "partition by: " + (", ".join("[" + ", ".join(g) + "]" for g in a.partition_by)
+                                or "none"),
+            "atoms:",
+            *(f"  a{atom.id}: {self.atom_text(atom)}" for atom in a.atoms),
+            "automaton (CEA, determinised lazily while running):",
+            "  " + self.cea.describe(lambda lab: f"a{lab}").replace("\n", "\n  "),
+        ]
+        if a.warnings:
+            parts += ["warnings:", *(f"  - {m}" for m in a.warnings)]
+        del atoms
+        return "\n".join(parts)
+
+
+def compile(query: str, schema: Schema | str, **schema_options: Any) -> CompiledQuery:
+    """Parse, check and compile ``query`` against ``schema`` (a Schema or declaration text;
+    ``schema_options`` such as ``time_attribute=`` apply when it is text)."""
+    return CompiledQuery(query, Schema.coerce(schema, **schema_options))
+
+
+def run(query: str, schema: Schema | str, events: Iterable | Any, *, backend: str = "auto",
+        on_error: str = "raise", **schema_options: Any) -> list[ComplexEvent]:
+    """Compile ``query`` and evaluate it over ``events``; return every complex event."""
+    return list(compile(query, schema, **schema_options).engine(backend, on_error)
+                .process(events))

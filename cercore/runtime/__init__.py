@@ -1,0 +1,1 @@
+"""The evaluator: letters, tECS, Algorithm 1, enumeration, engine."""

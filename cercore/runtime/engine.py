@@ -1,0 +1,291 @@
+"""The engine: input batches -> letters, window times and partition ids -> evaluator ->
+complex events. One engine evaluates one compiled query over one stream.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cercore.automata.determinize import LazyDeterminiser
+from cercore.errors import EventError
+from cercore.runtime.events import SKIPPED, Batch, EventDecoder
+from cercore.runtime.letters import NOT_READ, LetterEncoder
+from cercore.runtime.output import ComplexEvent, Event
+
+if TYPE_CHECKING:
+    from cercore.query import CompiledQuery
+
+BATCH_SIZE = 4096
+NO_PARTITION = -1
+UNBOUNDED_PAST = -(1 << 62)  # tau when there is no window: nothing is ever out of it
+
+
+class EventStore:
+    """Keeps the batches whose events may still appear in an output, for ``ce.events``.
+
+    Pruning replaces the tuple of batches instead of mutating it, so complex events already
+    handed out keep the events they refer to."""
+
+    def __init__(self, schema) -> None:
+        self.schema = schema
+        self.batches: tuple[tuple[int, Batch, np.ndarray], ...] = ()
+        self.starts: list[int] = []
+        self.lookup = self._make_lookup()
+
+    def _make_lookup(self):
+        batches, starts, schema = self.batches, list(self.starts), self.schema
+
+        def lookup(position: int) -> Event:
+            i = bisect.bisect_right(starts, position) - 1
+            first, batch, _ = batches[i]
+            return batch.event(position - first, schema)
+
+        return lookup
+
+    def add(self, batch: Batch, times: np.ndarray) -> None:
+        self.batches = self.batches + ((batch.first_position, batch, times),)
+        self.starts.append(batch.first_position)
+        self.lookup = self._make_lookup()
+
+    def time_of(self, position: int) -> int:
+        i = bisect.bisect_right(self.starts, position) - 1
+        first, _, times = self.batches[i]
+        return int(times[position - first])
+
+    def prune(self, tau: int, read_times_max) -> None:
+        """Drop leading batches all of whose events are older than ``tau``."""
+        keep = 0
+        while keep < len(self.batches) - 1 and read_times_max(self.batches[keep]) < tau:
+            keep += 1
+        if keep:
+            self.batches = self.batches[keep:]
+            self.starts = self.starts[keep:]
+            self.lookup = self._make_lookup()
+
+
+class Engine:
+    """Evaluates a compiled query over a stream, incrementally.
+
+    Create it with ``CompiledQuery.engine()``. Feed events with ``process`` (an iterable, an
+    Arrow table or a pandas DataFrame) or ``push`` (one event); both return the complex events
+    each event completes, as soon as it arrives.
+    """
+
+    def __init__(self, query: CompiledQuery, backend: str = "python", on_error: str = "raise",
+                 type_column: str = "event_type") -> None:
+        self.query = query
+        self.analysed = query.analysed
+        self.schema = query.schema
+        self.backend = backend
+        self.type_column = type_column
+        self.decoder = EventDecoder(self.schema, on_error)
+        self.encoder = LetterEncoder(self.analysed)
+        self.det = LazyDeterminiser(query.cea)
+        self.evaluator = self._make_evaluator(backend)
+        self.window = self.analysed.window
+        self.time_attribute = self.window.attribute if self.window.kind in ("time", "attr") \
+            else None
+        self.report_time = self.schema.time_attribute
+        self.position = 0  # next input position
+        self.tick = 0  # query-read events so far (EVENTS windows count these)
+        self.last_time: int | None = None
+        self.partition_ids: dict[tuple, int] = {}
+        self.next_partition = 0
+        self.store = EventStore(self.schema)
+        self.n_complex_events = 0
+        self._partition_plan = self._plan_partitions()
+
+    def _make_evaluator(self, backend: str):
+        if backend == "cython":
+            from cercore_fast.evaluator import CythonEvaluator
+
+            return CythonEvaluator(self.det, self.encoder)
+        from cercore.runtime.evaluator import PythonEvaluator
+
+        return PythonEvaluator(self.det, self.encoder)
+
+    # ---- public API ---------------------------------------------------------------------------
+    def process(self, events: Any) -> Iterator[ComplexEvent]:
+        """Evaluate ``events`` (iterable of ``(type, attrs)`` / Event, pyarrow Table or
+        RecordBatch, pandas DataFrame); yield complex events as each one completes."""
+        for batch in self._batches(events):
+            yield from self._run(batch)
+
+    def push(self, event_type: str, attributes: dict[str, Any]) -> list[ComplexEvent]:
+        """Evaluate one event; return the complex events it completes."""
+        return list(self._run(self.decoder.from_records([(event_type, attributes)],
+                                                        self.position)))
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Counters: events received, read by the query, skipped (with reasons), complex events,
+        live partitions, tECS nodes, automaton states and letters."""
+        skips = self.decoder.skips
+        return {"events": self.position, "read": self.tick, "skipped": skips.count,
+                "skipped_by_reason": dict(skips.by_reason), "complex_events": self.n_complex_events,
+                "partitions": len(self.evaluator.live_partitions()),
+                "tecs_nodes": self.evaluator.memory_nodes(), "dfa_states": self.det.n_states,
+                "letters": self.encoder.n_letters, "backend": self.backend}
+
+    @property
+    def skipped_examples(self) -> list[str]:
+        return list(self.decoder.skips.examples)
+
+    # ---- input --------------------------------------------------------------------------------
+    def _batches(self, events: Any) -> Iterator[Batch]:
+        mod = type(events).__module__
+        if mod.startswith("pandas"):
+            import pyarrow as pa
+
+            events = pa.Table.from_pandas(events, preserve_index=False)
+            mod = "pyarrow"
+        if mod.startswith("pyarrow"):
+            for rb in events.to_batches(max_chunksize=BATCH_SIZE) if hasattr(events, "to_batches") \
+                    else [events]:
+                yield self.decoder.from_arrow(rb, self.position, self.type_column)
+            return
+        it = iter(events)
+        while True:
+            chunk = list(itertools.islice(it, BATCH_SIZE))
+            if not chunk:
+                return
+            yield self.decoder.from_records(chunk, self.position)
+
+    # ---- per batch ----------------------------------------------------------------------------
+    def _run(self, batch: Batch) -> Iterator[ComplexEvent]:
+        letters = self.encoder.encode(batch)
+        read = letters != NOT_READ
+        n_ok, error = self._check_times(batch, read)
+        if n_ok < batch.n:
+            letters = letters[:n_ok]
+            read = read[:n_ok]
+        times = self._times(batch, read, n_ok)
+        pids = self._partitions(batch, read, n_ok)
+        self.store.add(batch, times)
+        eps = self.window.epsilon
+        windowed = self.window.kind is not None
+        evaluator = self.evaluator
+        first = batch.first_position
+        lookup = self.store.lookup
+        report = self.report_time is not None
+        for k in np.flatnonzero(read & (pids != NO_PARTITION)).tolist():
+            t = int(times[k])
+            tau = t - eps if windowed else UNBOUNDED_PAST
+            pos = first + k
+            for node in evaluator.step(int(pids[k]), int(letters[k]), pos, t, tau):
+                for start, positions in evaluator.enumerate(node, tau):
+                    self.n_complex_events += 1
+                    yield ComplexEvent(
+                        start, pos, positions,
+                        self.store.time_of(start) if report else None,
+                        self.store.time_of(pos) if report else None, lookup)
+            if windowed and evaluator.maybe_reclaim(tau):
+                self._forget_partitions()
+                self.store.prune(tau, _max_read_time)
+        self.position = first + batch.n if error is None else first + n_ok
+        self.tick += int(read.sum())
+        if error is not None:
+            raise error
+
+    def _check_times(self, batch: Batch, read: np.ndarray) -> tuple[int, EventError | None]:
+        """Validate the window's time attribute on read events: present and non-decreasing.
+        Returns (events usable, error to raise after them)."""
+        if batch.error is not None and self.time_attribute is None:
+            return batch.n, batch.error
+        if self.time_attribute is None:
+            return batch.n, None
+        attr = self.time_attribute
+        vals = batch.columns.values[attr]
+        ok = batch.columns.valid[attr]
+        last = self.last_time
+        skip = self.decoder.on_error == "skip"
+        idx = np.flatnonzero(read)
+        if idx.size:
+            tv = vals[idx]
+            monotone = (np.all(ok[idx]) and np.all(np.diff(tv) >= 0)
+                        and (last is None or tv[0] >= last))
+            if monotone:
+                self.last_time = int(tv[-1])
+                return batch.n, batch.error
+        for k in idx.tolist():
+            err = None
+            if not ok[k]:
+                err = EventError(f"time attribute {attr!r} is missing or null",
+                                 position=batch.first_position + k, field=attr)
+            elif last is not None and vals[k] < last:
+                err = EventError(f"time goes backwards: {attr} = {int(vals[k])} after {last}",
+                                 position=batch.first_position + k, field=attr)
+            if err is None:
+                last = int(vals[k])
+                continue
+            if not skip:
+                self.last_time = last
+                return k, err
+            self.decoder.skips.add(err, "time goes backwards" if ok[k] else "time attribute")
+            read[k] = False
+            batch.type_ids[k] = SKIPPED
+        self.last_time = last
+        return batch.n, batch.error
+
+    def _times(self, batch: Batch, read: np.ndarray, n: int) -> np.ndarray:
+        if self.window.kind == "events":
+            return self.tick + np.cumsum(read, dtype=np.int64) - 1
+        if self.time_attribute is not None:
+            return batch.columns.values[self.time_attribute][:n].astype(np.int64)
+        if self.report_time is not None:
+            return batch.columns.values[self.report_time][:n].astype(np.int64)
+        return np.zeros(n, dtype=np.int64)
+
+    def _plan_partitions(self):
+        """Per event type id: for each PARTITION BY group, the attribute that keys it (or None)."""
+        groups = self.analysed.partition_by
+        if not groups:
+            return None
+        plan = []
+        for name in self.schema.type_names:
+            et = self.schema.event_types[name]
+            plan.append(tuple(next((a for a in g if et.has(a)), None) for g in groups))
+        return plan
+
+    def _partitions(self, batch: Batch, read: np.ndarray, n: int) -> np.ndarray:
+        if self._partition_plan is None:
+            return np.zeros(n, dtype=np.int64)
+        pids = np.full(n, NO_PARTITION, dtype=np.int64)
+        values, valid = batch.columns.values, batch.columns.valid
+        ids = self.partition_ids
+        for k in np.flatnonzero(read).tolist():
+            attrs = self._partition_plan[batch.type_ids[k]]
+            key = []
+            for a in attrs:
+                if a is None or not valid[a][k]:
+                    break
+                v = values[a][k]
+                key.append(v.item() if hasattr(v, "item") else v)
+            else:
+                tkey = tuple(key)
+                pid = ids.get(tkey)
+                if pid is None:
+                    pid = ids[tkey] = self.next_partition
+                    self.next_partition += 1
+                pids[k] = pid
+        return pids
+
+    def _forget_partitions(self) -> None:
+        if self._partition_plan is None:
+            return
+        live = self.evaluator.live_partitions()
+        self.partition_ids = {k: v for k, v in self.partition_ids.items() if v in live}
+
+
+def _max_read_time(entry) -> int:
+    _, batch, times = entry
+    return int(times.max()) if len(times) else UNBOUNDED_PAST
+
+
+def run_events(engine: Engine, events: Iterable) -> list[ComplexEvent]:
+    return list(engine.process(events))

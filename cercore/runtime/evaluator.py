@@ -1,0 +1,149 @@
+"""CORE's Algorithm 1 (evaluation) and Algorithm 2 (enumeration), pure-Python reference backend.
+
+One evaluator serves every partition of a query: each partition has its own table T (active
+deterministic state -> union list, in first-insertion order, which is what ``ordered-keys``
+needs), and all of them share one node arena. The determinised transition table is filled
+lazily: a miss asks the determiniser once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cercore.automata.determinize import NO_STATE, LazyDeterminiser
+from cercore.runtime.letters import LetterEncoder
+from cercore.runtime.tecs import BOTTOM, NIL, OUTPUT, NodeArena
+
+MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pass
+
+
+class PythonEvaluator:
+    """Algorithm 1 over letters, plus window-pruned enumeration and arena reclamation."""
+
+    backend = "python"
+
+    def __init__(self, det: LazyDeterminiser, encoder: LetterEncoder) -> None:
+        self.det = det
+        self.encoder = encoder
+        self.arena = NodeArena()
+        self.table: list[list] = []  # det state -> [letter -> (q•, q∘) or None]
+        self.partitions: dict[int, dict[int, list[int]]] = {}
+        self.compact_at = MIN_COMPACTION
+
+    # ---- lazy determinisation -------------------------------------------------------------
+    def transition(self, sid: int, letter: int) -> tuple[int, int]:
+        table = self.table
+        while len(table) <= sid:
+            table.append([])
+        row = table[sid]
+        if letter < len(row):
+            tr = row[letter]
+            if tr is not None:
+                return tr
+        else:
+            row.extend([None] * (letter + 1 - len(row)))
+        tr = row[letter] = self.det.successors(sid, self.encoder.atom_masks[letter])
+        return tr
+
+    # ---- Algorithm 1 ------------------------------------------------------------------------
+    def step(self, pid: int, letter: int, pos: int, time: int, tau: int) -> list[int]:
+        """Read one event of partition ``pid``; return the nodes whose complex events end here."""
+        arena = self.arena
+        maxs = arena.maxs
+        final = self.det.final
+        old = self.partitions.get(pid)
+        new: dict[int, list[int]] = {}
+        bottom = arena.new_bottom(pos, time)
+        items = [(self.det.initial, [bottom])]
+        if old:
+            items.extend(old.items())
+        table = self.table
+        for p, ul in items:
+            if maxs[ul[0]] < tau:  # every run in this list started outside the window
+                continue
+            row = table[p] if p < len(table) else None
+            tr = row[letter] if row is not None and letter < len(row) else None
+            if tr is None:
+                tr = self.transition(p, letter)
+            q_mark, q_skip = tr
+            merged = NIL
+            if q_mark != NO_STATE:
+                merged = arena.merge(ul)
+                out = arena.extend(merged, pos)
+                target = new.get(q_mark)
+                if target is None:
+                    new[q_mark] = [out]
+                else:
+                    arena.insert(target, out)
+            if q_skip != NO_STATE:
+                target = new.get(q_skip)
+                if target is None:
+                    new[q_skip] = ul  # each old list moves to at most one new state
+                else:
+                    arena.insert(target, merged if merged != NIL else arena.merge(ul))
+        if new:
+            self.partitions[pid] = new
+        elif old is not None:
+            del self.partitions[pid]
+        return [arena.merge(ul) for q, ul in new.items() if final[q]]
+
+    # ---- Algorithm 2 --------------------------------------------------------------------------
+    def enumerate(self, node: int, tau: int) -> Iterator[tuple[int, tuple[int, ...]]]:
+        """(start, positions) of every complex event below ``node`` that starts at time ≥ tau,
+        depth-first, left before right (latest start first)."""
+        arena = self.arena
+        kind, pos, maxs, left, right = arena.kind, arena.pos, arena.maxs, arena.left, arena.right
+        if maxs[node] < tau:
+            return
+        stack: list[tuple[int, tuple | None]] = [(node, None)]
+        while stack:
+            n, path = stack.pop()
+            while True:
+                k = kind[n]
+                if k == BOTTOM:
+                    out = []
+                    while path is not None:
+                        out.append(path[0])
+                        path = path[1]
+                    yield pos[n], tuple(out)
+                    break
+                if k == OUTPUT:
+                    path = (pos[n], path)
+                else:
+                    r = right[n]
+                    if r != NIL and maxs[r] >= tau:
+                        stack.append((r, path))
+                n = left[n]
+
+    # ---- memory -------------------------------------------------------------------------------
+    def maybe_reclaim(self, tau: int) -> bool:
+        """Reclaim nodes no future output can reach once the arena has doubled since the last
+        pass (amortised O(1) per event). Returns True when a pass ran."""
+        if len(self.arena) < self.compact_at:
+            return False
+        self.reclaim(tau)
+        return True
+
+    def reclaim(self, tau: int) -> None:
+        maxs = self.arena.maxs
+        lists: list[list[int]] = []
+        for pid in list(self.partitions):
+            table = self.partitions[pid]
+            for q in list(table):
+                ul = table[q]
+                if maxs[ul[0]] < tau:
+                    del table[q]
+                    continue
+                while maxs[ul[-1]] < tau:
+                    ul.pop()
+                lists.append(ul)
+            if not table:
+                del self.partitions[pid]
+        self.arena.compact(lists, tau)
+        self.compact_at = max(MIN_COMPACTION, 2 * len(self.arena))
+
+    def live_partitions(self) -> set[int]:
+        return set(self.partitions)
+
+    def memory_nodes(self) -> int:
+        return len(self.arena)

@@ -1,0 +1,203 @@
+"""Stream declarations: event types, their attributes, the streams that carry them, and
+which attribute (if any) carries event time.
+
+Declarations use CORE's syntax::
+
+    CREATE STREAM S { EVENT BUY { name:string, price:double, ts:primary_time }, EVENT SELL {...} }
+
+``primary_time`` (CORE's own marker) is an ``int`` attribute that carries event time. The
+cercore way to name it without touching the declaration is ``Schema.parse(text,
+time_attribute="ts", time_unit="ms")`` (CLI: ``--time-attribute ts --time-unit ms``).
+Time values are integers in ``time_unit`` units (``s``, ``ms``, ``us`` or ``ns``; default ``s``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from enum import Enum
+
+from cercore.errors import CEQLSemanticError
+
+
+class AttrType(Enum):
+    """Attribute types of the declaration language."""
+
+    INT = "int"
+    DOUBLE = "double"
+    STRING = "string"
+    BOOL = "bool"
+
+    @property
+    def is_numeric(self) -> bool:
+        return self in (AttrType.INT, AttrType.DOUBLE)
+
+
+TIME_UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+@dataclass(frozen=True)
+class EventType:
+    """An event type (CORE: ``EVENT NAME { attr:type, ... }``). ``id`` is its index in the schema."""
+
+    name: str
+    attributes: tuple[tuple[str, AttrType], ...]
+    id: int = 0
+
+    @property
+    def attribute_types(self) -> dict[str, AttrType]:
+        return dict(self.attributes)
+
+    def has(self, attribute: str) -> bool:
+        return any(a == attribute for a, _ in self.attributes)
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A named stream and the event types it carries."""
+
+    name: str
+    event_types: tuple[str, ...]
+
+
+@dataclass
+class Schema:
+    """Every declared stream and event type, plus the event-time attribute.
+
+    An event type may belong to several streams; declaring it twice requires the same attributes.
+    """
+
+    streams: dict[str, Stream] = field(default_factory=dict)
+    event_types: dict[str, EventType] = field(default_factory=dict)
+    time_attribute: str | None = None
+    time_unit: str = "s"
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str, *, time_attribute: str | None = None, time_unit: str = "s") -> Schema:
+        """Parse one or more ``CREATE STREAM`` declarations."""
+        from cercore.ceql.parser import parse_declarations
+
+        schema = cls(time_unit=time_unit)
+        declared_time: str | None = None
+        for decl in parse_declarations(text):
+            types = []
+            for ev in decl.events:
+                attrs = []
+                for attr in ev.attributes:
+                    if attr.type == "primary_time":
+                        if declared_time not in (None, attr.name):
+                            raise CEQLSemanticError(
+                                f"two primary_time attributes: {declared_time!r} and {attr.name!r}",
+                                line=attr.line, column=attr.column, text=text,
+                            )
+                        declared_time = attr.name
+                        attrs.append((attr.name, AttrType.INT))
+                    else:
+                        attrs.append((attr.name, AttrType(attr.type)))
+                schema._add_event_type(ev.name, attrs, text=text, line=ev.line, column=ev.column)
+                types.append(ev.name)
+            if decl.name in schema.streams:
+                raise CEQLSemanticError(f"stream {decl.name!r} is declared twice",
+                                        line=decl.line, column=decl.column, text=text)
+            schema.streams[decl.name] = Stream(decl.name, tuple(types))
+        if time_attribute is not None and declared_time not in (None, time_attribute):
+            raise CEQLSemanticError(
+                f"time attribute {time_attribute!r} given, but the declaration marks "
+                f"{declared_time!r} as primary_time"
+            )
+        schema.time_attribute = time_attribute or declared_time
+        schema.validate()
+        return schema
+
+    @classmethod
+    def coerce(cls, schema: Schema | str, **kw) -> Schema:
+        """Accept a ``Schema`` or declaration text."""
+        return schema if isinstance(schema, Schema) else cls.parse(schema, **kw)
+
+    def _add_event_type(self, name: str, attrs: list[tuple[str, AttrType]], *, text=None,
+                        line=None, column=None) -> None:
+        seen: set[str] = set()
+        for a, _ in attrs:
+            if a in seen:
+                raise CEQLSemanticError(f"attribute {a!r} is declared twice in event {name}",
+                                        line=line, column=column, text=text)
+            seen.add(a)
+        if name in self.event_types:
+            if self.event_types[name].attributes != tuple(attrs):
+                raise CEQLSemanticError(
+                    f"event {name} is declared again with different attributes",
+                    line=line, column=column, text=text)
+            return
+        self.event_types[name] = EventType(name, tuple(attrs), id=len(self.event_types))
+
+    def validate(self) -> None:
+        """Check cross-type consistency: one type per attribute name, a sane time attribute."""
+        if self.time_unit not in TIME_UNITS_PER_SECOND:
+            raise CEQLSemanticError(
+                f"unknown time unit {self.time_unit!r}; use one of {sorted(TIME_UNITS_PER_SECOND)}")
+        types = self.attribute_types()
+        if self.time_attribute is not None:
+            t = types.get(self.time_attribute)
+            if t is None:
+                raise CEQLSemanticError(f"time attribute {self.time_attribute!r} is not declared"
+                                        + did_you_mean(self.time_attribute, types))
+            if t is not AttrType.INT:
+                raise CEQLSemanticError(
+                    f"time attribute {self.time_attribute!r} must be int, not {t.value}")
+            lacking = [e.name for e in self.event_types.values() if not e.has(self.time_attribute)]
+            if lacking:
+                raise CEQLSemanticError(
+                    f"time attribute {self.time_attribute!r} is missing from event type(s) "
+                    + ", ".join(lacking))
+
+    # ---- queries ------------------------------------------------------------------------
+    def attribute_types(self) -> dict[str, AttrType]:
+        """Attribute name -> type over all event types; a name has one type schema-wide."""
+        out: dict[str, AttrType] = {}
+        owner: dict[str, str] = {}
+        for ev in self.event_types.values():
+            for a, t in ev.attributes:
+                if a in out and out[a] is not t:
+                    raise CEQLSemanticError(
+                        f"attribute {a!r} is {out[a].value} in {owner[a]} but {t.value} in "
+                        f"{ev.name}; cercore needs one type per attribute name")
+                out[a] = t
+                owner.setdefault(a, ev.name)
+        return out
+
+    def event_type(self, name: str) -> EventType:
+        try:
+            return self.event_types[name]
+        except KeyError:
+            raise CEQLSemanticError(f"unknown event type {name!r}"
+                                    + did_you_mean(name, self.event_types)) from None
+
+    @property
+    def type_names(self) -> list[str]:
+        """Event type names by id."""
+        return [e.name for e in sorted(self.event_types.values(), key=lambda e: e.id)]
+
+    def to_text(self) -> str:
+        """Declarations that parse back to this schema (time attribute as primary_time)."""
+        out = []
+        for s in self.streams.values():
+            evs = []
+            for n in s.event_types:
+                e = self.event_types[n]
+                attrs = ", ".join(
+                    f"{a}:{'primary_time' if a == self.time_attribute else t.value}"
+                    for a, t in e.attributes)
+                evs.append(f"EVENT {n} {{ {attrs} }}")
+            out.append(f"CREATE STREAM {s.name} {{ " + ", ".join(evs) + " }")
+        return "\n".join(out)
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """'; did you mean X?' for the closest candidate, or ''."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    if not close:
+        lowered = {str(c).lower(): c for c in candidates}
+        if name.lower() in lowered:
+            close = [lowered[name.lower()]]
+    return f"; did you mean {close[0]!r}?" if close else ""
