@@ -8,11 +8,17 @@ Public API (see docs/DESIGN.md)::
         print(ce.start, ce.end, ce.positions)
 """
 
-from cercore.errors import CEQLError, CEQLSemanticError, CEQLSyntaxError, CercoreError, EventError
-from cercore.schema import AttrType, EventType, Schema, Stream
-from cercore.runtime.backend import BACKEND
+from cercore.errors import (
+    CEQLError,
+    CEQLSemanticError,
+    CEQLSyntaxError,
+    CercoreError,
+    EventError,
+)
 from cercore.query import CompiledQuery, compile, run
+from cercore.runtime.backend import BACKEND
 from cercore.runtime.output import ComplexEvent, Event
+from cercore.schema import AttrType, EventType, Schema, Stream
 
 __all__ = [
     "BACKEND",

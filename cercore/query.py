@@ -8,7 +8,6 @@ from typing import Any
 from cercore.automata.cea import CEA, compile_cea
 from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.normal import format_normal
-
 from cercore.predicates import format_guard
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.output import ComplexEvent

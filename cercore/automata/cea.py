@@ -33,8 +33,8 @@ class CEA:
     transitions: list[list[tuple[int, int, int]]] = field(default_factory=list)
 
     def describe(self, label_text=str) -> str:
-        lines = [f"states: {self.n_states}, initial: q{self.initial}, "
-                 f"final: {', '.join(f'q{q}' for q in sorted(self.finals))}"]
+        lines = [(f"states: {self.n_states}, initial: q{self.initial}, "
+                 f"final: {', '.join(f'q{q}' for q in sorted(self.finals))}")]
         for p, outs in enumerate(self.transitions):
             for label, mark, q in outs:
                 lab = "TRUE" if label == TRUE_LABEL else label_text(label)

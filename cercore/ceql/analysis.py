@@ -140,7 +140,7 @@ class _Analyser:
                     "mark one attribute primary_time in the declaration, or pass "
                     "time_attribute=... (CLI: --time-attribute)")
             units = w.seconds * TIME_UNITS_PER_SECOND[self.schema.time_unit]
-            return WindowSpec("time", int(math.floor(round(units, 6))), attr)
+            return WindowSpec("time", math.floor(round(units, 6)), attr)
         attr = w.attribute
         t = self.attr_types.get(attr)
         if t is None:
@@ -153,7 +153,7 @@ class _Analyser:
         if lacking:
             raise self.error(f"WITHIN [{attr}]: event type(s) {', '.join(lacking)} have no "
                              f"attribute {attr!r}", w)
-        return WindowSpec("attr", int(math.floor(w.amount)), attr)
+        return WindowSpec("attr", math.floor(w.amount), attr)
 
     def resolve_partition(self) -> tuple[tuple[str, ...], ...]:
         declared = {a for n in self.visible for a, _ in self.schema.event_types[n].attributes}

@@ -14,7 +14,6 @@ Formula grammar (CORE §2.2 plus CORE's C++ extensions)::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 
 def _pos():
@@ -62,7 +61,7 @@ class Neg:
     column: int | None = _pos()
 
 
-Expr = Union[Literal, AttrRef, BinOp, Neg]
+Expr = Literal | AttrRef | BinOp | Neg
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,7 @@ class PredConst:
     column: int | None = _pos()
 
 
-Pred = Union[Compare, Like, InSet, InRange, PredAnd, PredOr, PredNot, PredConst]
+Pred = Compare | Like | InSet | InRange | PredAnd | PredOr | PredNot | PredConst
 
 
 # ---------------------------------------------------------------------------------------
@@ -183,7 +182,7 @@ class FilterOr:
     column: int | None = _pos()
 
 
-FilterExpr = Union[AtomicFilter, FilterAnd, FilterOr]
+FilterExpr = AtomicFilter | FilterAnd | FilterOr
 
 
 # ---------------------------------------------------------------------------------------
@@ -266,7 +265,7 @@ class Not:
     column: int | None = _pos()
 
 
-Formula = Union[EventAtom, As, Filter, Or, Seq, Contig, Iter, Not]
+Formula = EventAtom | As | Filter | Or | Seq | Contig | Iter | Not
 
 
 # ---------------------------------------------------------------------------------------
@@ -310,7 +309,7 @@ class AttrWindow:
     column: int | None = _pos()
 
 
-Window = Union[EventsWindow, TimeWindow, AttrWindow]
+Window = EventsWindow | TimeWindow | AttrWindow
 
 STRATEGIES = ("ALL", "ANY", "NEXT", "LAST", "MAX", "STRICT")
 CONSUME_POLICIES = ("ANY", "PARTITION", "NONE")

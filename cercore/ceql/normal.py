@@ -8,7 +8,6 @@ exact), leaving each atom with a *guard* over the query's atomic predicates.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from cercore.predicates import Guard
 
@@ -40,7 +39,7 @@ class NIter:
     body: NFormula
 
 
-NFormula = Union[NAtom, NSeq, NOr, NIter]
+NFormula = NAtom | NSeq | NOr | NIter
 
 
 def atoms_of(f: NFormula) -> list[NAtom]:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 BATCH_SIZE = 4096
 NO_PARTITION = -1
-UNBOUNDED_PAST = -(1 << 62)  # tau when there is no window: nothing is ever out of it
+from cercore.runtime.evaluator import UNBOUNDED_PAST
 
 
 class EventStore:
@@ -167,26 +167,21 @@ class Engine:
         times = self._times(batch, read, n_ok)
         pids = self._partitions(batch, read, n_ok)
         self.store.add(batch, times)
-        eps = self.window.epsilon
-        windowed = self.window.kind is not None
-        evaluator = self.evaluator
         first = batch.first_position
         lookup = self.store.lookup
         report = self.report_time is not None
-        for k in np.flatnonzero(read & (pids != NO_PARTITION)).tolist():
-            t = int(times[k])
-            tau = t - eps if windowed else UNBOUNDED_PAST
-            pos = first + k
-            for node in evaluator.step(int(pids[k]), int(letters[k]), pos, t, tau):
-                for start, positions in evaluator.enumerate(node, tau):
-                    self.n_complex_events += 1
-                    yield ComplexEvent(
-                        start, pos, positions,
-                        self.store.time_of(start) if report else None,
-                        self.store.time_of(pos) if report else None, lookup)
-            if windowed and evaluator.maybe_reclaim(tau):
-                self._forget_partitions()
-                self.store.prune(tau, _max_read_time)
+        time_of = self.store.time_of
+        active = np.flatnonzero(read & (pids != NO_PARTITION)).astype(np.int64)
+        for start, end, positions in self.evaluator.run(
+                active, pids, letters, times, first, self.window.epsilon,
+                self.window.kind is not None):
+            self.n_complex_events += 1
+            yield ComplexEvent(start, end, positions, time_of(start) if report else None,
+                               time_of(end) if report else None, lookup)
+        if self.evaluator.reclaimed:
+            self.evaluator.reclaimed = False
+            self._forget_partitions()
+            self.store.prune(self.evaluator.last_tau, _max_read_time)
         self.position = first + batch.n if error is None else first + n_ok
         self.tick += int(read.sum())
         if error is not None:
@@ -283,7 +278,7 @@ class Engine:
 
 
 def _max_read_time(entry) -> int:
-    _, batch, times = entry
+    _, _batch, times = entry
     return int(times.max()) if len(times) else UNBOUNDED_PAST
 
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
 from cercore.automata.determinize import NO_STATE, LazyDeterminiser
 from cercore.runtime.letters import LetterEncoder
 from cercore.runtime.tecs import BOTTOM, NIL, OUTPUT, NodeArena
 
 MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pass
+UNBOUNDED_PAST = -(1 << 62)  # tau when there is no window: nothing ever falls out of it
 
 
 class PythonEvaluator:
@@ -29,6 +32,25 @@ class PythonEvaluator:
         self.table: list[list] = []  # det state -> [letter -> (q•, q∘) or None]
         self.partitions: dict[int, dict[int, list[int]]] = {}
         self.compact_at = MIN_COMPACTION
+        self.reclaimed = False  # set when a reclamation pass ran; the engine resets it
+        self.last_tau = UNBOUNDED_PAST
+
+    # ---- per batch ------------------------------------------------------------------------------
+    def run(self, active: np.ndarray, pids: np.ndarray, letters: np.ndarray, times: np.ndarray,
+            first_position: int, epsilon: int, windowed: bool
+            ) -> Iterator[tuple[int, int, tuple[int, ...]]]:
+        """Evaluate the batch's events at offsets ``active`` (in order) and yield
+        (start, end, positions) of every complex event as soon as its last event is read."""
+        step, enumerate_ = self.step, self.enumerate
+        for k in active.tolist():
+            t = int(times[k])
+            tau = t - epsilon if windowed else UNBOUNDED_PAST
+            pos = first_position + k
+            for node in step(int(pids[k]), int(letters[k]), pos, t, tau):
+                for start, positions in enumerate_(node, tau):
+                    yield start, pos, positions
+            if windowed and len(self.arena) >= self.compact_at:
+                self.reclaim(tau)
 
     # ---- lazy determinisation -------------------------------------------------------------
     def transition(self, sid: int, letter: int) -> tuple[int, int]:
@@ -116,14 +138,6 @@ class PythonEvaluator:
                 n = left[n]
 
     # ---- memory -------------------------------------------------------------------------------
-    def maybe_reclaim(self, tau: int) -> bool:
-        """Reclaim nodes no future output can reach once the arena has doubled since the last
-        pass (amortised O(1) per event). Returns True when a pass ran."""
-        if len(self.arena) < self.compact_at:
-            return False
-        self.reclaim(tau)
-        return True
-
     def reclaim(self, tau: int) -> None:
         maxs = self.arena.maxs
         lists: list[list[int]] = []
@@ -141,6 +155,8 @@ class PythonEvaluator:
                 del self.partitions[pid]
         self.arena.compact(lists, tau)
         self.compact_at = max(MIN_COMPACTION, 2 * len(self.arena))
+        self.reclaimed = True
+        self.last_tau = tau
 
     def live_partitions(self) -> set[int]:
         return set(self.partitions)

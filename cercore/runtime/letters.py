@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from cercore.ceql.analysis import AnalysedQuery
-from cercore.predicates import evaluate_leaf, eval_guard
+from cercore.predicates import eval_guard, evaluate_leaf
 from cercore.runtime.events import Batch
 
 NOT_READ = -1  # letter of an event the query does not read (other stream, skipped)

@@ -22,7 +22,7 @@ class ComplexEvent:
     """A complex event (CORE §2): the interval [start, end] of input positions and the positions
     of the events that form it. ``events`` is built on first access from the engine's store."""
 
-    __slots__ = ("start", "end", "positions", "start_time", "end_time", "_lookup", "_events")
+    __slots__ = ("_events", "_lookup", "end", "end_time", "positions", "start", "start_time")
 
     def __init__(self, start: int, end: int, positions: tuple[int, ...],
                  start_time: int | None, end_time: int | None, lookup) -> None:

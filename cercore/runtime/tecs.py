@@ -22,7 +22,7 @@ NIL = -1
 class NodeArena:
     """Growable node store with tECS's three constructors and union-list operations."""
 
-    __slots__ = ("kind", "pos", "maxs", "left", "right")
+    __slots__ = ("kind", "left", "maxs", "pos", "right")
 
     def __init__(self) -> None:
         self.kind: list[int] = []
