@@ -66,7 +66,10 @@ Expr = Literal | AttrRef | BinOp | Neg
 
 @dataclass(frozen=True)
 class Compare:
-    """``left op right`` with op in ``< <= > >= == !=`` (``=`` is read as ``==``, ``<>`` as ``!=``)."""
+    """``left op right`` with op in ``< <= > >= == !=``.
+
+    The parser reads ``=`` as ``==`` and ``<>`` as ``!=``.
+    """
 
     op: str
     left: Expr

@@ -136,6 +136,38 @@ class Engine:
     def skipped_examples(self) -> list[str]:
         return list(self.decoder.skips.examples)
 
+    # ---- pickling and backend moves ------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the event store's lookup closure, which ``__setstate__`` rebuilds. The
+        evaluator pickles itself in the backend-neutral format (``cercore.runtime.state``)."""
+        state = self.__dict__.copy()
+        store = state.pop("store")
+        state["_store"] = (store.batches, list(store.starts))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        batches, starts = state.pop("_store")
+        self.__dict__.update(state)
+        self.store = EventStore(self.schema)
+        self.store.batches, self.store.starts = batches, list(starts)
+        self.store.lookup = self.store._make_lookup()
+
+    def to_backend(self, backend: str) -> Engine:
+        """A copy of this engine, continuing exactly where it stopped, on ``backend``
+        ("auto" | "python" | "cython"). This engine is left unchanged."""
+        import pickle
+
+        from cercore.runtime.backend import resolve_backend
+
+        backend = resolve_backend(backend)
+        clone = pickle.loads(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+        if backend != clone.backend:
+            state = clone.evaluator.to_state()
+            clone.evaluator = clone._make_evaluator(backend)
+            clone.evaluator.from_state(state)
+            clone.backend = backend
+        return clone
+
     # ---- input --------------------------------------------------------------------------------
     def _batches(self, events: Any) -> Iterator[Batch]:
         mod = type(events).__module__

@@ -163,3 +163,43 @@ class PythonEvaluator:
 
     def memory_nodes(self) -> int:
         return len(self.arena)
+
+
+    # ---- state (backend-neutral, see cercore.runtime.state) -------------------------------------
+    def to_state(self):
+        """A backend-neutral ``EvaluatorState`` (numpy arrays; partitions sorted by id)."""
+        from cercore.runtime.state import EvaluatorState
+
+        a = self.arena
+        return EvaluatorState(
+            kind=np.array(a.kind, dtype=np.int8), pos=np.array(a.pos, dtype=np.int64),
+            maxs=np.array(a.maxs, dtype=np.int64), left=np.array(a.left, dtype=np.int64),
+            right=np.array(a.right, dtype=np.int64),
+            **EvaluatorState.pack_partitions(self.partitions),
+            table=EvaluatorState.pack_table(self.table), compact_at=self.compact_at,
+            last_tau=self.last_tau, reclaimed=self.reclaimed).trimmed()
+
+    def from_state(self, state) -> None:
+        """Load a backend-neutral ``EvaluatorState`` (replaces the arena, tables and counters)."""
+        state.validate()
+        arena = self.arena = NodeArena()
+        arena.kind, arena.pos, arena.maxs = (state.kind.tolist(), state.pos.tolist(),
+                                             state.maxs.tolist())
+        arena.left, arena.right = state.left.tolist(), state.right.tolist()
+        self.partitions = state.partitions()
+        self.table = state.table_rows()
+        self.compact_at, self.last_tau, self.reclaimed = (state.compact_at, state.last_tau,
+                                                          state.reclaimed)
+
+    def __getstate__(self) -> dict:
+        from cercore.runtime.state import STATE_FORMAT
+
+        return {"format": STATE_FORMAT, "backend": "python", "det": self.det,
+                "encoder": self.encoder, "evaluator": self.to_state().to_dict()}
+
+    def __setstate__(self, d: dict) -> None:
+        from cercore.runtime.state import EvaluatorState, check_pickled
+
+        check_pickled(d)
+        self.det, self.encoder = d["det"], d["encoder"]
+        self.from_state(EvaluatorState.from_dict(d["evaluator"]))

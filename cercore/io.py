@@ -1,0 +1,468 @@
+"""Reading event files into Arrow tables and writing complex events.
+
+Input files hold one event per row: a type column (``event_type`` by default) and one column per
+attribute, named as in the declaration. An event type's missing attributes are null (an empty
+CSV cell, a JSON ``null`` or an absent key). Columns are converted to the declared types
+(``int`` -> int64, ``double`` -> float64, ``string`` -> string, ``bool`` -> bool)::
+
+    table = cercore.io.read_events("trades.csv", schema)
+    ces = cercore.run(query, schema, table)
+    cercore.io.write_complex_events(ces, "out.jsonl", "jsonl")
+
+Formats: CSV (``.csv``), JSON Lines (``.jsonl``, ``.ndjson``; ``.json`` may also hold one JSON
+array of objects) and Parquet (``.parquet``, ``.pq``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from cercore.errors import CercoreError, EventError
+from cercore.schema import AttrType, Schema, did_you_mean
+
+__all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "format_table", "guess_format", "read_events",
+           "write_complex_events"]
+
+INPUT_FORMATS = ("csv", "jsonl", "parquet")
+OUTPUT_FORMATS = ("jsonl", "csv", "table")
+
+_EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+               ".parquet": "parquet", ".pq": "parquet"}
+_TRUE = ["true", "True", "TRUE", "1"]
+_FALSE = ["false", "False", "FALSE", "0"]
+
+
+def _arrow_type(t: AttrType):
+    import pyarrow as pa
+
+    return {AttrType.INT: pa.int64(), AttrType.DOUBLE: pa.float64(),
+            AttrType.STRING: pa.string(), AttrType.BOOL: pa.bool_()}[t]
+
+
+def guess_format(path: str | os.PathLike) -> str:
+    """The input format implied by a file name's extension."""
+    suffix = Path(path).suffix.lower()
+    try:
+        return _EXTENSIONS[suffix]
+    except KeyError:
+        raise CercoreError(
+            f"cannot tell the format of {str(path)!r} from its extension; use one of "
+            f"{', '.join(sorted(_EXTENSIONS))} or give the format explicitly") from None
+
+
+# ---- reading -------------------------------------------------------------------------------
+def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str | None = None,
+                type_column: str = "event_type"):
+    """Read an event file into a ``pyarrow.Table`` typed by ``schema``.
+
+    ``path`` is a file name or a binary file object (then ``format`` is required). ``format`` is
+    ``"csv"``, ``"jsonl"`` or ``"parquet"``; by default it follows the file extension. Raises
+    ``EventError`` for a column no event type declares, a missing type column, or a value that
+    does not convert (naming the line or row and the column).
+    """
+    if format is None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise CercoreError("read_events: give format= when reading from a file object")
+        format = guess_format(path)
+    format = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}.get(format.lower(),
+                                                                       format.lower())
+    if format not in INPUT_FORMATS:
+        raise CercoreError(f"unknown input format {format!r}; use one of "
+                           + ", ".join(INPUT_FORMATS))
+    types = schema.attribute_types()
+    if type_column in types:
+        raise CercoreError(f"type column {type_column!r} is also an attribute name; "
+                           "choose another type column")
+    reader = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[format]
+    return reader(path, types, type_column)
+
+
+def _name(path) -> str:
+    return str(path) if isinstance(path, (str, os.PathLike)) else getattr(path, "name", "<input>")
+
+
+def _check_columns(columns: list[str], types: dict[str, AttrType], type_column: str,
+                   where: str) -> None:
+    seen: set[str] = set()
+    for c in columns:
+        if c in seen:
+            raise EventError(f"{where}: column {c!r} appears twice", field=c)
+        seen.add(c)
+        if c != type_column and c not in types:
+            raise EventError(f"{where}: column {c!r} is not an attribute of any event type"
+                             + did_you_mean(c, types), field=c)
+    if type_column not in seen:
+        raise EventError(f"{where}: no {type_column!r} column (the event type); columns are "
+                         + ", ".join(repr(c) for c in columns), field=type_column)
+
+
+def _read_csv(path, types: dict[str, AttrType], type_column: str):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    where = _name(path)
+    data = path.read() if hasattr(path, "read") else Path(path).read_bytes()
+    if isinstance(data, str):
+        data = data.encode()
+    header_line = data.split(b"\n", 1)[0].decode("utf-8-sig", "replace").rstrip("\r")
+    header = next(csv.reader([header_line]), [])
+    if not header or header == [""]:
+        raise EventError(f"{where}: empty CSV file (expected a header line)")
+    header = [h.strip() for h in header]
+    _check_columns(header, types, type_column, where)
+    column_types = {c: _arrow_type(types[c]) for c in header if c != type_column}
+    column_types[type_column] = pa.string()
+    convert = pacsv.ConvertOptions(
+        column_types=column_types, null_values=[""], strings_can_be_null=True,
+        quoted_strings_can_be_null=False, true_values=_TRUE, false_values=_FALSE)
+    read = pacsv.ReadOptions(column_names=header, skip_rows=1)
+    try:
+        return pacsv.read_csv(io.BytesIO(data), read_options=read, convert_options=convert)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        _diagnose_csv(data, header, types, type_column, where)
+        raise EventError(f"{where}: {exc}") from None
+
+
+def _diagnose_csv(data: bytes, header: list[str], types: dict[str, AttrType], type_column: str,
+                  where: str) -> None:
+    """Find the first bad cell with the csv module (slow path, only after Arrow failed)."""
+    text = data.decode("utf-8-sig", "replace")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    next(reader, None)
+    for row_number, row in enumerate(reader, start=1):
+        line = reader.line_num
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise EventError(f"{where}, line {line}: expected {len(header)} fields, "
+                             f"found {len(row)}")
+        for col, cell in zip(header, row):
+            if col == type_column or cell == "":
+                continue
+            if not _cell_ok(cell, types[col]):
+                raise EventError(f"{where}, line {line} (row {row_number}), column {col!r}: "
+                                 f"cannot read {cell!r} as {types[col].value}", field=col)
+
+
+def _cell_ok(cell: str, t: AttrType) -> bool:
+    if t is AttrType.STRING:
+        return True
+    if t is AttrType.BOOL:
+        return cell in _TRUE or cell in _FALSE
+    try:
+        int(cell) if t is AttrType.INT else float(cell)
+    except ValueError:
+        return False
+    return t is not AttrType.INT or -(2**63) <= int(cell) < 2**63
+
+
+def _read_jsonl(path, types: dict[str, AttrType], type_column: str):
+    import pyarrow as pa
+
+    where = _name(path)
+    data = path.read() if hasattr(path, "read") else Path(path).read_bytes()
+    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    records: Iterable[tuple[int, Any]]
+    if text.lstrip().startswith("["):  # a .json file holding one array of objects
+        try:
+            array = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise EventError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        records = ((i, obj) for i, obj in enumerate(array, start=1))
+        unit = "item"
+    else:
+        records = _json_lines(text, where)
+        unit = "line"
+    columns: dict[str, list] = {type_column: []}
+    n = 0
+    for number, obj in records:
+        if not isinstance(obj, dict):
+            raise EventError(f"{where}, {unit} {number}: expected a JSON object, "
+                             f"got {type(obj).__name__}")
+        for key in obj:
+            if key not in columns:
+                if key != type_column and key not in types:
+                    raise EventError(f"{where}, {unit} {number}: column {key!r} is not an "
+                                     "attribute of any event type" + did_you_mean(key, types),
+                                     field=key)
+                columns[key] = [None] * n
+        for key, values in columns.items():
+            v = obj.get(key)
+            if v is not None:
+                if key == type_column:
+                    if not isinstance(v, str):
+                        raise EventError(f"{where}, {unit} {number}: {type_column!r} must be a "
+                                         f"string, got {v!r}", field=key)
+                else:
+                    v = _json_value(v, types[key])
+                    if v is _BAD:
+                        raise EventError(
+                            f"{where}, {unit} {number}, column {key!r}: cannot read "
+                            f"{obj[key]!r} as {types[key].value}", field=key)
+            values.append(v)
+        n += 1
+    if n and all(v is None for v in columns[type_column]):
+        raise EventError(f"{where}: no {type_column!r} key (the event type) in any object",
+                         field=type_column)
+    arrays = {type_column: pa.array(columns.pop(type_column), type=pa.string())}
+    for key in sorted(columns, key=list(types).index):
+        arrays[key] = pa.array(columns[key], type=_arrow_type(types[key]))
+    return pa.table(arrays)
+
+
+def _json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EventError(f"{where}, line {number}: invalid JSON ({exc.msg}, "
+                             f"column {exc.colno})") from None
+
+
+_BAD = object()
+
+
+def _json_value(v: Any, t: AttrType) -> Any:
+    if t is AttrType.STRING:
+        return v if isinstance(v, str) else _BAD
+    if t is AttrType.BOOL:
+        return v if isinstance(v, bool) else _BAD
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return _BAD
+    if t is AttrType.DOUBLE:
+        return float(v)
+    if isinstance(v, float):
+        return int(v) if v.is_integer() else _BAD
+    return v if -(2**63) <= v < 2**63 else _BAD
+
+
+def _read_parquet(path, types: dict[str, AttrType], type_column: str):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    where = _name(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise EventError(f"{where}: cannot read Parquet: {exc}") from None
+    _check_columns(table.column_names, types, type_column, where)
+    columns = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if name == type_column:
+            if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+                    or pa.types.is_dictionary(col.type) or pa.types.is_null(col.type)):
+                raise EventError(f"{where}: column {name!r} must hold strings, not {col.type}",
+                                 field=name)
+            columns[name] = col.cast(pa.string())
+            continue
+        t = types[name]
+        columns[name] = _cast_column(col, t, name, where)
+    return pa.table(columns)
+
+
+def _cast_column(col, t: AttrType, name: str, where: str):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    target = _arrow_type(t)
+    typ = col.type
+    if pa.types.is_dictionary(typ):
+        col = col.cast(typ.value_type)
+        typ = col.type
+    ok = (pa.types.is_null(typ)
+          or (t is AttrType.STRING and (pa.types.is_string(typ) or pa.types.is_large_string(typ)))
+          or (t is AttrType.BOOL and pa.types.is_boolean(typ))
+          or (t is AttrType.DOUBLE and (pa.types.is_integer(typ) or pa.types.is_floating(typ)))
+          or (t is AttrType.INT and (pa.types.is_integer(typ) or pa.types.is_floating(typ))))
+    if not ok:
+        raise EventError(f"{where}: column {name!r} has type {typ}, expected {t.value}",
+                         field=name)
+    try:
+        return pc.cast(col, target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        values = col.to_pylist()
+        for row, v in enumerate(values):
+            if v is not None and _json_value(v, t) is _BAD:
+                raise EventError(f"{where}, row {row}, column {name!r}: cannot read {v!r} as "
+                                 f"{t.value}", field=name) from None
+        raise EventError(f"{where}: column {name!r} does not convert to {t.value}",
+                         field=name) from None
+
+
+# ---- writing -------------------------------------------------------------------------------
+def _json_default(v: Any) -> Any:
+    item = getattr(v, "item", None)  # numpy scalars
+    if item is not None:
+        return item()
+    if isinstance(v, (set, frozenset, tuple)):
+        return list(v)
+    raise TypeError(f"{type(v).__name__} is not JSON serialisable")
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+
+
+@contextmanager
+def _open_out(out):
+    if out is None or out == "-":
+        yield sys.stdout
+    elif isinstance(out, (str, os.PathLike)):
+        with open(out, "w", encoding="utf-8", newline="") as f:
+            yield f
+    else:
+        yield out
+
+
+def write_complex_events(ces: Iterable, out=None, format: str = "jsonl", *,
+                         width: int | None = None, max_lines: int = 4) -> int:
+    """Write complex events to ``out`` (a path, a text file object, or ``None``/``"-"`` for
+    stdout) as they arrive; return how many were written.
+
+    ``format``: ``"jsonl"`` (one ``ce.to_dict()`` per line), ``"csv"`` (columns start, end,
+    start_time, end_time, positions, events; the last two as compact JSON) or ``"table"``
+    (fixed-width text for people; ``width`` defaults to the terminal's, each complex event takes
+    at most ``max_lines`` lines).
+    """
+    if format not in OUTPUT_FORMATS:
+        raise CercoreError(f"unknown output format {format!r}; use one of "
+                           + ", ".join(OUTPUT_FORMATS))
+    n = 0
+    with _open_out(out) as f:
+        if format == "jsonl":
+            for ce in ces:
+                f.write(_dumps(ce.to_dict()) + "\n")
+                n += 1
+        elif format == "csv":
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["start", "end", "start_time", "end_time", "positions", "events"])
+            for ce in ces:
+                d = ce.to_dict()
+                w.writerow([d["start"], d["end"], _blank(d["start_time"]), _blank(d["end_time"]),
+                            _dumps(d["positions"]), _dumps(d["events"])])
+                n += 1
+        else:
+            if width is None:
+                width = _terminal_width(f)
+            counter = [0]
+            for line in _table_lines(ces, width, max_lines, counter):
+                f.write(line + "\n")
+            n = counter[0]
+        f.flush()
+    return n
+
+
+def _blank(v: Any) -> Any:
+    return "" if v is None else v
+
+
+def _terminal_width(f) -> int:
+    if f in (sys.stdout, sys.stderr) and f.isatty():
+        return max(60, shutil.get_terminal_size((100, 24)).columns)
+    return 100
+
+
+def format_value(v: Any) -> str:
+    """An attribute value as shown in tables: strings bare, floats shortest, null as null."""
+    if v is None:
+        return "null"
+    item = getattr(v, "item", None)
+    if item is not None:
+        v = item()
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def format_event(e) -> str:
+    """``TYPE(name=INTC, price=27.8)``; null attributes are left out."""
+    attrs = ", ".join(f"{k}={format_value(v)}" for k, v in e.attributes.items() if v is not None)
+    return f"{e.type}({attrs})"
+
+
+def format_table(ces: Iterable, width: int = 100, max_lines: int = 4) -> str:
+    """Complex events as a fixed-width text table (what ``--format table`` prints)."""
+    return "\n".join(_table_lines(ces, width, max_lines, [0]))
+
+
+_WIDTH_SAMPLE = 200  # rows buffered to size the number columns before streaming the rest
+
+
+def _table_lines(ces: Iterable, width: int, max_lines: int, counter: list[int]) -> Iterator[str]:
+    """The table's lines; ``counter[0]`` counts the complex events written."""
+    max_lines = max(2, max_lines)
+    it = iter(ces)
+    head: list = []
+    for ce in it:
+        head.append(ce)
+        if len(head) >= _WIDTH_SAMPLE:
+            break
+    if not head:
+        yield "(no complex events)"
+        return
+    w_no = max(1, len(str(len(head))))
+    w_start = max([5] + [len(str(ce.start)) for ce in head])
+    w_end = max([3] + [len(str(ce.end)) for ce in head])
+    if len(head) >= _WIDTH_SAMPLE:  # more may follow: leave room to grow
+        w_no, w_start, w_end = max(w_no, 6), w_start + 2, w_end + 2
+    prefix_w = w_no + w_start + w_end + 6
+    ev_w = max(20, width - prefix_w)
+    yield f"{'#':>{w_no}}  {'start':>{w_start}}  {'end':>{w_end}}  events"
+    yield f"{'-' * w_no}  {'-' * w_start}  {'-' * w_end}  {'-' * min(ev_w, 40)}"
+    for ce in _chain(head, it):
+        counter[0] += 1
+        count = counter[0]
+        chunks = _wrap_events([format_event(e) for e in ce.events], ev_w, max_lines)
+        first = f"{count:>{w_no}}  {ce.start:>{w_start}}  {ce.end:>{w_end}}  "
+        yield (first + chunks[0]).rstrip()
+        for chunk in chunks[1:]:
+            yield " " * prefix_w + chunk
+
+
+def _chain(head: list, rest: Iterator) -> Iterator:
+    yield from head
+    yield from rest
+
+
+def _wrap_events(parts: list[str], width: int, max_lines: int) -> list[str]:
+    """Join ``parts`` with `` ; `` into lines of at most ``width`` characters, breaking between
+    events (an over-long event is cut with ``…``); at most ``max_lines`` lines, the last one
+    saying how many events were left out."""
+    if not parts:
+        return ["(no events)"]
+    lines: list[str] = []
+    cur = ""
+    for i, p in enumerate(parts):
+        if len(p) > width:
+            p = p[:width - 1] + "…"
+        piece = p if not cur else cur + " ; " + p
+        if len(piece) <= width:
+            cur = piece
+            continue
+        lines.append(cur + " ;")
+        cur = p
+        if len(lines) >= max_lines - 1:
+            rest = len(parts) - i
+            tail = f"… (+{rest} more event{'s' if rest != 1 else ''})"
+            if i == len(parts) - 1 and len(p) <= width:
+                tail = p
+            elif len(p) + 3 + len(tail) <= width:
+                tail = f"{p} ; … (+{rest - 1} more event{'s' if rest - 1 != 1 else ''})"
+            lines.append(tail)
+            return lines
+    lines.append(cur)
+    return lines

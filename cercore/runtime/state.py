@@ -1,0 +1,149 @@
+"""Backend-neutral evaluator state: what both evaluators pickle, so that a state saved by one
+backend loads into the other.
+
+An ``EvaluatorState`` is the evaluator's whole mutable state as numpy arrays:
+
+- the tECS arena, struct-of-arrays: ``kind`` (int8), ``pos``, ``maxs``, ``left``, ``right``
+  (int64), node ids as in ``cercore.runtime.tecs``;
+- the partition tables in CSR form: partition ``part_ids[i]`` owns entries
+  ``part_offsets[i]:part_offsets[i + 1]``; entry ``e`` is det state ``entry_states[e]`` with the
+  union list ``list_nodes[entry_offsets[e]:entry_offsets[e + 1]]``. Entries keep their table's
+  insertion order (enumeration order depends on it);
+- the determinised transition table cache: ``table[sid, letter] = (q•, q∘)``, int32, with
+  ``MISSING`` where not computed yet (``NO_STATE`` = -1 is a computed "no successor");
+- ``compact_at``, ``last_tau``, ``reclaimed``.
+
+Pickled evaluators are dicts ``{"format", "backend", "det", "encoder", "evaluator"}`` where
+``"evaluator"`` is ``EvaluatorState.to_dict()``; ``format`` is ``STATE_FORMAT``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+STATE_FORMAT = 1
+MISSING = -2  # transition not computed yet
+
+_ARRAYS = {"kind": np.int8, "pos": np.int64, "maxs": np.int64, "left": np.int64,
+           "right": np.int64, "part_ids": np.int64, "part_offsets": np.int64,
+           "entry_states": np.int32, "entry_offsets": np.int64, "list_nodes": np.int64,
+           "table": np.int32}
+
+
+def check_pickled(d: dict) -> None:
+    """Reject pickled evaluator states of an unknown format."""
+    fmt = d.get("format") if isinstance(d, dict) else None
+    if fmt != STATE_FORMAT:
+        raise ValueError(f"unsupported cercore evaluator state format {fmt!r} "
+                         f"(this version reads format {STATE_FORMAT})")
+
+
+@dataclass
+class EvaluatorState:
+    kind: np.ndarray
+    pos: np.ndarray
+    maxs: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    part_ids: np.ndarray
+    part_offsets: np.ndarray
+    entry_states: np.ndarray
+    entry_offsets: np.ndarray
+    list_nodes: np.ndarray
+    table: np.ndarray
+    compact_at: int
+    last_tau: int
+    reclaimed: bool
+
+    # ---- (de)serialisation --------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["format"] = STATE_FORMAT
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> EvaluatorState:
+        check_pickled(d)
+        state = cls(**{f.name: d[f.name] for f in fields(cls)})
+        state.validate()
+        return state
+
+    def validate(self) -> None:
+        for name, dtype in _ARRAYS.items():
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=dtype))
+        n = len(self.kind)
+        if not (len(self.pos) == len(self.maxs) == len(self.left) == len(self.right) == n):
+            raise ValueError("evaluator state: node arrays of different lengths")
+        if len(self.part_offsets) != len(self.part_ids) + 1 \
+                or len(self.entry_offsets) != len(self.entry_states) + 1:
+            raise ValueError("evaluator state: bad offsets")
+        if self.table.ndim != 3 or self.table.shape[2] != 2:
+            raise ValueError("evaluator state: transition table must have shape (rows, cols, 2)")
+        for arr in (self.left, self.right, self.list_nodes):
+            if arr.size and (arr.max() >= n or arr.min() < -1):
+                raise ValueError("evaluator state: node id out of range")
+        self.compact_at, self.last_tau = int(self.compact_at), int(self.last_tau)
+        self.reclaimed = bool(self.reclaimed)
+
+    def trimmed(self) -> EvaluatorState:
+        """Drop the table's all-MISSING trailing rows/columns (capacity slack)."""
+        t = self.table
+        if t.size:
+            known = (t != MISSING).any(axis=2)
+            rows = np.flatnonzero(known.any(axis=1))
+            cols = np.flatnonzero(known.any(axis=0))
+            t = t[: rows[-1] + 1 if rows.size else 0, : cols[-1] + 1 if cols.size else 0]
+            self.table = np.ascontiguousarray(t)
+        return self
+
+    # ---- converters -----------------------------------------------------------------------------
+    def partitions(self) -> dict[int, dict[int, list[int]]]:
+        """Partition id -> {det state -> union list}, tables in insertion order."""
+        out: dict[int, dict[int, list[int]]] = {}
+        states = self.entry_states.tolist()
+        eo = self.entry_offsets.tolist()
+        nodes = self.list_nodes.tolist()
+        po = self.part_offsets.tolist()
+        for i, pid in enumerate(self.part_ids.tolist()):
+            out[pid] = {states[e]: nodes[eo[e]:eo[e + 1]] for e in range(po[i], po[i + 1])}
+        return out
+
+    @staticmethod
+    def pack_partitions(partitions: dict[int, dict[int, list[int]]]) -> dict[str, np.ndarray]:
+        """CSR arrays of a partition map, partitions sorted by id, entries in table order."""
+        part_ids, part_offsets, entry_states, entry_offsets, list_nodes = [], [0], [], [0], []
+        for pid in sorted(partitions):
+            for q, ul in partitions[pid].items():
+                entry_states.append(q)
+                list_nodes.extend(ul)
+                entry_offsets.append(len(list_nodes))
+            part_ids.append(pid)
+            part_offsets.append(len(entry_states))
+        return {"part_ids": np.array(part_ids, dtype=np.int64),
+                "part_offsets": np.array(part_offsets, dtype=np.int64),
+                "entry_states": np.array(entry_states, dtype=np.int32),
+                "entry_offsets": np.array(entry_offsets, dtype=np.int64),
+                "list_nodes": np.array(list_nodes, dtype=np.int64)}
+
+    @staticmethod
+    def pack_table(rows: list[list]) -> np.ndarray:
+        """Reference-backend table (det state -> [letter -> (q•, q∘) or None]) as int32 array."""
+        n_cols = max((len(r) for r in rows), default=0)
+        table = np.full((len(rows), n_cols, 2), MISSING, dtype=np.int32)
+        for s, row in enumerate(rows):
+            for letter, tr in enumerate(row):
+                if tr is not None:
+                    table[s, letter] = tr
+        return table
+
+    def table_rows(self) -> list[list]:
+        """The transition table in the reference backend's shape."""
+        rows: list[list] = []
+        for s in range(self.table.shape[0]):
+            row = [None if int(a) == MISSING else (int(a), int(b)) for a, b in self.table[s].tolist()]
+            while row and row[-1] is None:
+                row.pop()
+            rows.append(row)
+        return rows

@@ -1,0 +1,84 @@
+# cython: language_level=3
+"""C API of the Cython evaluator: Algorithm 1 (per-event step over a tECS arena shared by every
+partition), Algorithm 2 (stack-based, suspendable enumeration with window pruning), the lazily
+filled determinised transition table, and arena reclamation."""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+
+from cercore_fast.tecs cimport Arena, UList
+
+
+cdef struct Table:
+    # One partition's T: active det state -> union list, in first-insertion order.
+    vector[int32_t] states
+    vector[UList] lists
+
+
+cdef class CythonEvaluator:
+    cdef public object det
+    cdef public object encoder
+    cdef public bint reclaimed
+    cdef public int64_t last_tau
+    cdef public int64_t compact_at
+    cdef int64_t min_compaction
+
+    cdef Arena arena
+    cdef unordered_map[int64_t, Table] partitions
+
+    # lazily filled det transition table: trans[(sid * trans_cols + letter) * 2 + {0: q•, 1: q∘}]
+    cdef int32_t* trans
+    cdef int64_t trans_rows
+    cdef int64_t trans_cols
+    cdef vector[uint8_t] final
+    cdef int32_t initial
+    cdef int32_t miss_sid
+    cdef int32_t miss_letter
+
+    # Algorithm 1 scratch
+    cdef vector[int32_t] slot  # det state -> index in new_states, or -1
+    cdef vector[int32_t] new_states
+    cdef vector[UList] new_lists
+    cdef UList bottom_list
+    cdef vector[int64_t] roots
+
+    # the batch being evaluated
+    cdef const int64_t* b_active
+    cdef const int64_t* b_pids
+    cdef const int32_t* b_letters
+    cdef const int64_t* b_times
+    cdef int64_t b_n
+    cdef int64_t b_i
+    cdef int64_t b_first
+    cdef int64_t b_epsilon
+    cdef bint b_windowed
+    cdef int64_t cur_pos
+    cdef int64_t cur_tau
+    cdef bint enumerating
+    cdef int64_t root_idx
+
+    # Algorithm 2: DFS stack of (node, path depth) and the path of marked positions
+    cdef vector[int64_t] st_node
+    cdef vector[int64_t] st_depth
+    cdef vector[int64_t] path
+
+    # output buffer: outputs i has positions out_pos[out_off[i]:out_off[i + 1]]
+    cdef vector[int64_t] out_start
+    cdef vector[int64_t] out_end
+    cdef vector[int64_t] out_off
+    cdef vector[int64_t] out_pos
+    cdef int64_t out_cap
+
+    cdef int lookup_ok(self, int32_t sid, int32_t letter) noexcept nogil
+    cdef int step(self, int64_t pid, int32_t letter, int64_t pos, int64_t time,
+                  int64_t tau) noexcept nogil
+    cdef void process_item(self, int32_t p, UList& ul, int32_t letter, int64_t pos,
+                           int64_t tau) noexcept nogil
+    cdef int enum_run(self) noexcept nogil
+    cdef int advance(self) noexcept nogil
+    cdef int reclaim(self, int64_t tau) noexcept nogil
+    cdef int resolve_miss(self) except -1
+    cdef int grow_table(self, int64_t rows, int64_t cols) except -1
+    cdef int refresh_states(self) except -1
+    cdef list drain(self)

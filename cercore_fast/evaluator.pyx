@@ -1,0 +1,533 @@
+# distutils: language = c++
+# cython: language_level=3
+"""Cython backend of cercore's evaluator: CORE's Algorithm 1 and Algorithm 2 in C.
+
+``CythonEvaluator`` has exactly the batch interface of the pure-Python reference
+``cercore.runtime.evaluator.PythonEvaluator`` and produces the same complex events in the same
+order: it performs the same arena operations in the same order, so the tECS DAG (hence the
+depth-first enumeration order) is identical.
+
+How a batch runs (``run``): a C loop (``advance``, no GIL) steps through the batch's events.
+For each event it runs Algorithm 1 on the event's partition table, then enumerates the new
+complex events (Algorithm 2, an explicit DFS stack) into flat output buffers. It returns to
+Python when
+
+* the output buffer is full (``FULL``): the generator yields the buffered complex events and
+  resumes the suspended enumeration (huge outputs are never materialised at once);
+* a determinised transition is missing (``MISS``): checked for every state an event needs
+  *before* the step mutates anything; Python asks ``det.successors`` once, stores the answer in
+  the int32 table (grown on demand for new det states and new letters) and resumes;
+* the batch is done (``DONE``).
+
+Reclamation (same rule and trigger as the reference) runs only between events, after the
+event's outputs are buffered, never while an enumeration is suspended.
+"""
+
+cimport cython
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cython.operator cimport dereference as deref, preincrement as inc
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+
+from cercore_fast.tecs cimport (
+    BOTTOM, NIL, OUTPUT, UNION, Arena, Node, UList, arena_free, arena_reserve, compact, extend,
+    new_bottom, ul_insert, ul_merge,
+)
+
+import numpy as np
+
+from cercore.runtime.state import STATE_FORMAT, EvaluatorState, check_pickled
+
+MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pass
+cdef int64_t C_UNBOUNDED_PAST = -4611686018427387904  # -(1 << 62)
+UNBOUNDED_PAST = C_UNBOUNDED_PAST
+OUTPUT_CAP = 1 << 16  # positions buffered before returning to Python
+
+cdef int32_t NO_STATE = -1
+cdef int32_t MISSING = -2  # transition table: not computed yet
+
+cdef enum:
+    DONE = 0
+    FULL = 1
+    MISS = 2
+    NOMEM = 3
+
+
+def _new_evaluator():
+    """Unpickling helper: an empty evaluator, filled by ``__setstate__``."""
+    return CythonEvaluator.__new__(CythonEvaluator)
+
+
+@cython.final
+@cython.auto_pickle(False)
+cdef class CythonEvaluator:
+    """Algorithm 1 over letters, window-pruned enumeration and arena reclamation, in C."""
+
+    backend = "cython"
+
+    def __cinit__(self):
+        self.trans = NULL
+        self.trans_rows = 0
+        self.trans_cols = 0
+        self.arena.nodes = NULL
+        self.arena.size = 0
+        self.arena.capacity = 0
+        self.compact_at = MIN_COMPACTION
+        self.min_compaction = MIN_COMPACTION
+        self.reclaimed = False
+        self.last_tau = C_UNBOUNDED_PAST
+        self.out_cap = OUTPUT_CAP
+        self.out_off.push_back(0)
+        self.b_n = 0
+        self.enumerating = False
+
+    def __init__(self, det, encoder):
+        self.det = det
+        self.encoder = encoder
+        self.compact_at = MIN_COMPACTION
+        self.refresh_states()
+
+    def __dealloc__(self):
+        arena_free(&self.arena)
+        free(self.trans)
+        self.trans = NULL
+
+    # ---- per batch ---------------------------------------------------------------------------
+    def run(self, active, pids, letters, times, first_position, epsilon, windowed):
+        """Evaluate the batch's events at offsets ``active`` (in order) and yield
+        (start, end, positions) of every complex event, in the reference backend's order."""
+        cdef const int64_t[::1] a = np.ascontiguousarray(active, dtype=np.int64)
+        cdef const int64_t[::1] p = np.ascontiguousarray(pids, dtype=np.int64)
+        cdef const int32_t[::1] l = np.ascontiguousarray(letters, dtype=np.int32)
+        cdef const int64_t[::1] t = np.ascontiguousarray(times, dtype=np.int64)
+        cdef int code
+        cdef list chunk
+        if a.shape[0] == 0:
+            return
+        self.min_compaction = MIN_COMPACTION
+        self.refresh_states()
+        self.b_active = &a[0]
+        self.b_pids = &p[0]
+        self.b_letters = &l[0]
+        self.b_times = &t[0]
+        self.b_n = a.shape[0]
+        self.b_i = 0
+        self.b_first = first_position
+        self.b_epsilon = epsilon if epsilon is not None else 0
+        self.b_windowed = bool(windowed)
+        self.enumerating = False
+        try:
+            while True:
+                with nogil:
+                    code = self.advance()
+                if code == MISS:
+                    self.resolve_miss()
+                    continue
+                if code == NOMEM:
+                    raise MemoryError("cercore_fast: out of memory in the tECS arena")
+                if self.out_start.size():
+                    chunk = self.drain()
+                    yield from chunk
+                if code == DONE:
+                    break
+        finally:
+            # the arrays die with this frame: make sure nothing can read them afterwards
+            self.b_n = 0
+            self.b_i = 0
+            self.enumerating = False
+            self.st_node.clear()
+            self.st_depth.clear()
+            self.path.clear()
+
+    cdef list drain(self):
+        cdef Py_ssize_t i, j, lo, hi, n = self.out_start.size()
+        cdef list chunk = []
+        cdef object tup, v
+        for i in range(n):
+            lo = self.out_off[i]
+            hi = self.out_off[i + 1]
+            tup = PyTuple_New(hi - lo)
+            for j in range(lo, hi):
+                v = self.out_pos[j]
+                Py_INCREF(v)
+                PyTuple_SET_ITEM(tup, j - lo, v)
+            chunk.append((self.out_start[i], self.out_end[i], tup))
+        self.out_start.clear()
+        self.out_end.clear()
+        self.out_pos.clear()
+        self.out_off.clear()
+        self.out_off.push_back(0)
+        return chunk
+
+    cdef int advance(self) noexcept nogil:
+        """Run the batch from where it stopped; DONE, FULL (buffer full), MISS or NOMEM."""
+        cdef int64_t k, t, tau, pos, root
+        cdef int rc
+        while True:
+            if self.enumerating:
+                if self.enum_run():
+                    return FULL
+                self.root_idx += 1
+                if self.root_idx < <int64_t>self.roots.size():
+                    root = self.roots[self.root_idx]
+                    if self.arena.nodes[root].maxs >= self.cur_tau:
+                        self.path.clear()
+                        self.st_node.push_back(root)
+                        self.st_depth.push_back(0)
+                    continue
+                self.enumerating = False
+                # the event is fully enumerated: reclamation may run now
+                if self.b_windowed and self.arena.size >= self.compact_at:
+                    if self.reclaim(self.cur_tau) < 0:
+                        return NOMEM
+                self.b_i += 1
+            if self.b_i >= self.b_n:
+                return DONE
+            k = self.b_active[self.b_i]
+            t = self.b_times[k]
+            tau = t - self.b_epsilon if self.b_windowed else C_UNBOUNDED_PAST
+            pos = self.b_first + k
+            rc = self.step(self.b_pids[k], self.b_letters[k], pos, t, tau)
+            if rc == 1:
+                return MISS
+            if rc == 2:
+                return NOMEM
+            self.cur_pos = pos
+            self.cur_tau = tau
+            self.enumerating = True
+            self.root_idx = -1
+
+    # ---- lazy determinisation ----------------------------------------------------------------
+    cdef int lookup_ok(self, int32_t sid, int32_t letter) noexcept nogil:
+        if sid >= self.trans_rows or letter >= self.trans_cols:
+            return 0
+        return self.trans[(sid * self.trans_cols + letter) * 2] != MISSING
+
+    cdef int resolve_miss(self) except -1:
+        cdef int32_t sid = self.miss_sid, letter = self.miss_letter
+        cdef int64_t idx
+        q_mark, q_skip = self.det.successors(sid, self.encoder.atom_masks[letter])
+        self.refresh_states()
+        self.grow_table(sid + 1, letter + 1)
+        idx = (sid * self.trans_cols + letter) * 2
+        self.trans[idx] = q_mark
+        self.trans[idx + 1] = q_skip
+        return 0
+
+    cdef int grow_table(self, int64_t rows, int64_t cols) except -1:
+        cdef int64_t nr = self.trans_rows, nc = self.trans_cols, i, j, n
+        cdef int32_t* t
+        if rows <= nr and cols <= nc:
+            return 0
+        if nr < 8:
+            nr = 8
+        while nr < rows:
+            nr *= 2
+        if nc < 8:
+            nc = 8
+        while nc < cols:
+            nc *= 2
+        n = nr * nc * 2
+        t = <int32_t*>malloc(<size_t>n * sizeof(int32_t))
+        if t == NULL:
+            raise MemoryError("cercore_fast: transition table")
+        for i in range(n):
+            t[i] = MISSING
+        for i in range(self.trans_rows):
+            for j in range(self.trans_cols * 2):
+                t[i * nc * 2 + j] = self.trans[i * self.trans_cols * 2 + j]
+        free(self.trans)
+        self.trans = t
+        self.trans_rows = nr
+        self.trans_cols = nc
+        return 0
+
+    cdef int refresh_states(self) except -1:
+        """Pick up det states created since the last call (final flags, scratch slots)."""
+        final = self.det.final
+        cdef Py_ssize_t n = len(final)
+        cdef uint8_t flag  # (a named local: Cython binds a conditional expression passed to
+        while <Py_ssize_t>self.final.size() < n:  # push_back(const T&) to a dangling temporary)
+            flag = 1 if final[self.final.size()] else 0
+            self.final.push_back(flag)
+        if <Py_ssize_t>self.slot.size() < n:
+            self.slot.resize(n, -1)
+        self.initial = self.det.initial
+        return 0
+
+    # ---- Algorithm 1 --------------------------------------------------------------------------
+    cdef int step(self, int64_t pid, int32_t letter, int64_t pos, int64_t time,
+                  int64_t tau) noexcept nogil:
+        """Read one event of partition ``pid``; its final nodes go to ``roots``. 0 on success,
+        1 on a table miss (nothing changed; ``miss_sid``/``miss_letter`` say which), 2 when out
+        of memory."""
+        cdef Table* old = NULL
+        cdef unordered_map[int64_t, Table].iterator it = self.partitions.find(pid)
+        cdef size_t i, n_old = 0
+        cdef int64_t need = 8, bottom
+        cdef int32_t q
+        cdef UList* ul
+        if it != self.partitions.end():
+            old = &deref(it).second
+            n_old = old.states.size()
+        # every transition this step needs must be in the table before anything changes; the
+        # misses are resolved in the reference's order (initial state first, then T's order)
+        if time >= tau and not self.lookup_ok(self.initial, letter):
+            self.miss_sid = self.initial
+            self.miss_letter = letter
+            return 1
+        for i in range(n_old):
+            ul = &old.lists[i]
+            if self.arena.nodes[deref(ul)[0]].maxs < tau:
+                continue
+            if not self.lookup_ok(old.states[i], letter):
+                self.miss_sid = old.states[i]
+                self.miss_letter = letter
+                return 1
+            need += 3 * <int64_t>ul.size() + 7
+        if arena_reserve(&self.arena, need) < 0:
+            return 2
+        bottom = new_bottom(&self.arena, pos, time)
+        self.bottom_list.clear()
+        self.bottom_list.push_back(bottom)
+        self.process_item(self.initial, self.bottom_list, letter, pos, tau)
+        for i in range(n_old):
+            self.process_item(old.states[i], old.lists[i], letter, pos, tau)
+        self.roots.clear()
+        for i in range(self.new_states.size()):
+            q = self.new_states[i]
+            self.slot[q] = -1
+            if self.final[q]:
+                self.roots.push_back(ul_merge(&self.arena, self.new_lists[i]))
+        if self.new_states.size():
+            if old == NULL:
+                old = &self.partitions[pid]
+            old.states.swap(self.new_states)
+            old.lists.swap(self.new_lists)
+            self.new_states.clear()
+            self.new_lists.clear()
+        elif old != NULL:
+            self.partitions.erase(it)
+        return 0
+
+    cdef void process_item(self, int32_t p, UList& ul, int32_t letter, int64_t pos,
+                           int64_t tau) noexcept nogil:
+        cdef Arena* a = &self.arena
+        cdef int64_t idx, merged = NIL, out
+        cdef int32_t q_mark, q_skip, s
+        cdef size_t ns
+        if a.nodes[ul[0]].maxs < tau:  # every run in this list started outside the window
+            return
+        idx = (p * self.trans_cols + letter) * 2
+        q_mark = self.trans[idx]
+        q_skip = self.trans[idx + 1]
+        if q_mark != NO_STATE:
+            merged = ul_merge(a, ul)
+            out = extend(a, merged, pos)
+            s = self.slot[q_mark]
+            if s < 0:
+                ns = self.new_states.size()
+                self.slot[q_mark] = <int32_t>ns
+                self.new_states.push_back(q_mark)
+                self.new_lists.resize(ns + 1)
+                self.new_lists[ns].push_back(out)
+            else:
+                ul_insert(a, self.new_lists[s], out)
+        if q_skip != NO_STATE:
+            s = self.slot[q_skip]
+            if s < 0:  # the old list moves to its (only) new state
+                ns = self.new_states.size()
+                self.slot[q_skip] = <int32_t>ns
+                self.new_states.push_back(q_skip)
+                self.new_lists.resize(ns + 1)
+                self.new_lists[ns].swap(ul)
+            else:
+                if merged == NIL:
+                    merged = ul_merge(a, ul)
+                ul_insert(a, self.new_lists[s], merged)
+
+    # ---- Algorithm 2 --------------------------------------------------------------------------
+    cdef int enum_run(self) noexcept nogil:
+        """Continue the DFS; 1 when the output buffer filled up (suspended), 0 when done."""
+        cdef Node* nodes = self.arena.nodes  # enumeration never allocates nodes
+        cdef int64_t n, r, tau = self.cur_tau, end = self.cur_pos
+        cdef Py_ssize_t j
+        cdef int8_t k
+        while self.st_node.size():
+            if <int64_t>self.out_pos.size() >= self.out_cap \
+                    or <int64_t>self.out_start.size() >= self.out_cap:
+                return 1
+            n = self.st_node.back()
+            self.st_node.pop_back()
+            self.path.resize(self.st_depth.back())
+            self.st_depth.pop_back()
+            while True:
+                k = nodes[n].kind
+                if k == BOTTOM:
+                    self.out_start.push_back(nodes[n].pos)
+                    self.out_end.push_back(end)
+                    for j in range(<Py_ssize_t>self.path.size() - 1, -1, -1):
+                        self.out_pos.push_back(self.path[j])
+                    self.out_off.push_back(self.out_pos.size())
+                    break
+                if k == OUTPUT:
+                    self.path.push_back(nodes[n].pos)
+                else:
+                    r = nodes[n].right
+                    if r != NIL and nodes[r].maxs >= tau:
+                        self.st_node.push_back(r)
+                        self.st_depth.push_back(self.path.size())
+                n = nodes[n].left
+        return 0
+
+    # ---- memory -------------------------------------------------------------------------------
+    cdef int reclaim(self, int64_t tau) noexcept nogil:
+        cdef vector[UList*] lists
+        cdef unordered_map[int64_t, Table].iterator it = self.partitions.begin()
+        cdef Table* tbl
+        cdef UList* ul
+        cdef Node* nodes = self.arena.nodes
+        cdef size_t i, w
+        while it != self.partitions.end():
+            tbl = &deref(it).second
+            w = 0
+            for i in range(tbl.states.size()):
+                ul = &tbl.lists[i]
+                if nodes[deref(ul)[0]].maxs < tau:
+                    continue
+                while nodes[ul.back()].maxs < tau:
+                    ul.pop_back()
+                if w != i:
+                    tbl.states[w] = tbl.states[i]
+                    tbl.lists[w].swap(deref(ul))
+                w += 1
+            tbl.states.resize(w)
+            tbl.lists.resize(w)
+            if w == 0:
+                it = self.partitions.erase(it)
+                continue
+            for i in range(w):
+                lists.push_back(&tbl.lists[i])
+            inc(it)
+        if compact(&self.arena, lists, tau) < 0:
+            return -1
+        self.compact_at = max(self.min_compaction, 2 * self.arena.size)
+        self.reclaimed = True
+        self.last_tau = tau
+        return 0
+
+    def live_partitions(self):
+        cdef set out = set()
+        for kv in self.partitions:
+            out.add(kv.first)
+        return out
+
+    def memory_nodes(self):
+        return self.arena.size
+
+    # ---- state (backend-neutral, see cercore.runtime.state) -----------------------------------
+    def to_state(self):
+        """A backend-neutral ``EvaluatorState`` (numpy arrays; partitions sorted by id)."""
+        cdef int64_t i, n = self.arena.size
+        cdef size_t e, j
+        cdef Table* tbl
+        kind = np.empty(n, dtype=np.int8)
+        pos = np.empty(n, dtype=np.int64)
+        maxs = np.empty(n, dtype=np.int64)
+        left = np.empty(n, dtype=np.int64)
+        right = np.empty(n, dtype=np.int64)
+        cdef int8_t[::1] vk = kind
+        cdef int64_t[::1] vp = pos, vm = maxs, vl = left, vr = right
+        for i in range(n):
+            vk[i] = self.arena.nodes[i].kind
+            vp[i] = self.arena.nodes[i].pos
+            vm[i] = self.arena.nodes[i].maxs
+            vl[i] = self.arena.nodes[i].left
+            vr[i] = self.arena.nodes[i].right
+        pids = sorted(kv.first for kv in self.partitions)
+        part_offsets = [0]
+        entry_states = []
+        entry_offsets = [0]
+        list_nodes = []
+        for pid in pids:
+            tbl = &self.partitions[<int64_t>pid]
+            for e in range(tbl.states.size()):
+                entry_states.append(tbl.states[e])
+                for j in range(tbl.lists[e].size()):
+                    list_nodes.append(tbl.lists[e][j])
+                entry_offsets.append(len(list_nodes))
+            part_offsets.append(len(entry_states))
+        table = np.full((self.trans_rows, self.trans_cols, 2), MISSING, dtype=np.int32)
+        cdef int32_t[:, :, ::1] vt = table
+        cdef int64_t r, c
+        for r in range(self.trans_rows):
+            for c in range(self.trans_cols):
+                vt[r, c, 0] = self.trans[(r * self.trans_cols + c) * 2]
+                vt[r, c, 1] = self.trans[(r * self.trans_cols + c) * 2 + 1]
+        return EvaluatorState(
+            kind=kind, pos=pos, maxs=maxs, left=left, right=right,
+            part_ids=np.array(pids, dtype=np.int64),
+            part_offsets=np.array(part_offsets, dtype=np.int64),
+            entry_states=np.array(entry_states, dtype=np.int32),
+            entry_offsets=np.array(entry_offsets, dtype=np.int64),
+            list_nodes=np.array(list_nodes, dtype=np.int64),
+            table=table, compact_at=self.compact_at, last_tau=self.last_tau,
+            reclaimed=bool(self.reclaimed)).trimmed()
+
+    def from_state(self, state):
+        """Load a backend-neutral ``EvaluatorState`` (replaces the arena, tables and counters)."""
+        state.validate()
+        cdef int64_t i, n = len(state.kind)
+        cdef const int8_t[::1] vk = np.ascontiguousarray(state.kind, dtype=np.int8)
+        cdef const int64_t[::1] vp = np.ascontiguousarray(state.pos, dtype=np.int64)
+        cdef const int64_t[::1] vm = np.ascontiguousarray(state.maxs, dtype=np.int64)
+        cdef const int64_t[::1] vl = np.ascontiguousarray(state.left, dtype=np.int64)
+        cdef const int64_t[::1] vr = np.ascontiguousarray(state.right, dtype=np.int64)
+        cdef Table* tbl
+        arena_free(&self.arena)
+        if arena_reserve(&self.arena, n) < 0:
+            raise MemoryError("cercore_fast: tECS arena")
+        for i in range(n):
+            self.arena.nodes[i].kind = vk[i]
+            self.arena.nodes[i].pos = vp[i]
+            self.arena.nodes[i].maxs = vm[i]
+            self.arena.nodes[i].left = vl[i]
+            self.arena.nodes[i].right = vr[i]
+        self.arena.size = n
+        self.partitions.clear()
+        for pid, entries in state.partitions().items():
+            tbl = &self.partitions[<int64_t>pid]
+            for q, ul in entries.items():
+                tbl.states.push_back(q)
+                tbl.lists.push_back(ul)
+        free(self.trans)
+        self.trans = NULL
+        self.trans_rows = self.trans_cols = 0
+        table = np.ascontiguousarray(state.table, dtype=np.int32)
+        rows, cols = table.shape[0], table.shape[1]
+        self.refresh_states()
+        if rows and cols:
+            self.grow_table(rows, cols)
+            for r in range(rows):
+                for c in range(cols):
+                    self.trans[(r * self.trans_cols + c) * 2] = table[r, c, 0]
+                    self.trans[(r * self.trans_cols + c) * 2 + 1] = table[r, c, 1]
+        self.compact_at = state.compact_at
+        self.last_tau = state.last_tau
+        self.reclaimed = state.reclaimed
+
+    def __getstate__(self):
+        return {"format": STATE_FORMAT, "backend": "cython", "det": self.det,
+                "encoder": self.encoder, "evaluator": self.to_state().to_dict()}
+
+    def __setstate__(self, d):
+        check_pickled(d)
+        self.det = d["det"]
+        self.encoder = d["encoder"]
+        self.from_state(EvaluatorState.from_dict(d["evaluator"]))
+
+    def __reduce__(self):
+        return (_new_evaluator, (), self.__getstate__())

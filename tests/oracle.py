@@ -1,0 +1,293 @@
+"""A brute-force CEQL evaluator written straight from the formal semantics (CORE Figure 2).
+
+It is the independent correctness oracle of the engine: it depends only on the query AST and
+the Schema (never on cercore's analysis, automata, predicates or runtime), and it is meant to be
+small enough to check by reading. It is exponential and only suited to short streams.
+
+Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
+
+* A position is the 0-based index of an event in the input list; every event counts.
+* FROM: with streams listed, only events whose type one of them declares are *visible*; an
+  invisible event is never part of a complex event and is not a tick of ``WITHIN n EVENTS``.
+* Valuations ``([i, j], mu)`` where ``mu`` maps variables to sets of positions, represented here
+  as ``(i, j, frozenset of (variable, position))``:
+
+  - ``R`` (or ``S>R``): ``([i, i], {R: {i}})`` for every visible position i of type R;
+  - ``phi AS X``: X additionally collects every position of the valuation;
+  - ``phi FILTER X[P]``: keep V iff every event in ``mu(X)`` satisfies P (vacuous when empty);
+    ``F1 AND F2`` filters by F1 then F2; ``F1 OR F2`` is the union of both filterings;
+  - ``phi1 OR phi2``: union;  ``phi1 ; phi2``: ``V1.end < V2.start``, interval
+    ``[V1.start, V2.end]``, ``mu`` the pointwise union;  ``phi+``: least fixpoint of
+    ``B ∪ (B ; X)``.
+
+  A valuation's complex event is ``(start, end, every position in mu)``; the output is a set.
+* WITHIN: ``m(end) - m(start) <= bound`` with ``m`` the tick (index among visible events), the
+  schema's time attribute (bound = seconds * units per second), or the named attribute.
+* PARTITION BY groups: an event's key has one value per group, the value of the group's first
+  attribute that the event's type declares; no such attribute, or a None value, puts the event in
+  no partition (it still is a tick). The formula runs on each partition's substream; positions
+  and ticks stay global.
+* Predicates on one event: an atomic predicate (comparison, LIKE, IN, IN RANGE, NOT IN) touching
+  a missing/None attribute, or dividing by zero, is false; ``NOT`` is plain negation. int op int
+  stays int, ``/`` and ``%`` truncate toward zero (C); a double makes it float (``%`` on floats
+  is C's ``fmod``). ``==`` compares numbers across int/double and strings exactly; ``<`` on
+  strings is lexicographic; LIKE is ``re.search`` (unanchored); ranges are inclusive.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from fractions import Fraction
+
+from cercore.ceql import ast
+from cercore.schema import TIME_UNITS_PER_SECOND, Schema
+
+Valuation = tuple[int, int, frozenset]  # (start, end, frozenset of (variable, position))
+
+
+# ---------------------------------------------------------------------------------------
+# Predicates on one event
+# ---------------------------------------------------------------------------------------
+class _Undefined(Exception):
+    """A missing attribute, a None value or a division by zero: the atomic predicate is false."""
+
+
+def _div_trunc(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def eval_expr(e: ast.Expr, attrs: dict):
+    if isinstance(e, ast.Literal):
+        return e.value
+    if isinstance(e, ast.AttrRef):
+        v = attrs.get(e.name)
+        if v is None:
+            raise _Undefined(e.name)
+        return v
+    if isinstance(e, ast.Neg):
+        return -eval_expr(e.operand, attrs)
+    if isinstance(e, ast.BinOp):
+        a, b = eval_expr(e.left, attrs), eval_expr(e.right, attrs)
+        if e.op in ("/", "%") and b == 0:
+            raise _Undefined("division by zero")
+        if isinstance(a, int) and isinstance(b, int):
+            if e.op == "/":
+                return _div_trunc(a, b)
+            if e.op == "%":
+                return a - b * _div_trunc(a, b)
+        else:
+            a, b = float(a), float(b)
+            if e.op == "%":
+                return math.fmod(a, b)
+        return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+                "/": lambda: a / b}[e.op]()
+    raise TypeError(f"not an expression: {e!r}")
+
+
+_COMPARE = {
+    "==": lambda a, b: a == b, "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b, "<>": lambda a, b: a != b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+}
+
+
+def _atomic(p, attrs: dict) -> bool:
+    if isinstance(p, ast.Compare):
+        return _COMPARE[p.op](eval_expr(p.left, attrs), eval_expr(p.right, attrs))
+    if isinstance(p, ast.Like):
+        return re.search(p.pattern, eval_expr(p.operand, attrs)) is not None
+    if isinstance(p, ast.InSet):
+        v = eval_expr(p.operand, attrs)
+        hit = False
+        for item in p.items:  # evaluate every item: an undefined one makes the predicate false
+            if isinstance(item, ast.Range):
+                lo, hi = eval_expr(item.lo, attrs), eval_expr(item.hi, attrs)
+                hit = (lo <= v <= hi) or hit
+            else:
+                hit = (v == eval_expr(item, attrs)) or hit
+        return hit != p.negated
+    if isinstance(p, ast.InRange):
+        v = eval_expr(p.operand, attrs)
+        lo, hi = eval_expr(p.lo, attrs), eval_expr(p.hi, attrs)
+        return (lo <= v <= hi) != p.negated
+    raise TypeError(f"not a predicate: {p!r}")
+
+
+def satisfies(p: ast.Pred, attrs: dict) -> bool:
+    """Does one event (its attribute dict) satisfy predicate ``p``?"""
+    if isinstance(p, ast.PredConst):
+        return p.value
+    if isinstance(p, ast.PredNot):
+        return not satisfies(p.operand, attrs)
+    if isinstance(p, ast.PredAnd):
+        return satisfies(p.left, attrs) and satisfies(p.right, attrs)
+    if isinstance(p, ast.PredOr):
+        return satisfies(p.left, attrs) or satisfies(p.right, attrs)
+    try:
+        return _atomic(p, attrs)
+    except _Undefined:
+        return False
+
+
+# ---------------------------------------------------------------------------------------
+# Formulas: sets of valuations over one substream
+# ---------------------------------------------------------------------------------------
+class _Evaluator:
+    def __init__(self, events, substream: list[int], fits) -> None:
+        self.events = events
+        self.substream = substream  # visible positions of this partition, increasing
+        self.fits = fits  # (start, end) -> may a valuation with this interval still be kept?
+        self.memo: dict[ast.Formula, frozenset[Valuation]] = {}
+
+    def run(self, f: ast.Formula) -> frozenset[Valuation]:
+        if f not in self.memo:
+            self.memo[f] = frozenset(self._eval(f))
+        return self.memo[f]
+
+    def _eval(self, f: ast.Formula) -> set[Valuation]:
+        if isinstance(f, ast.EventAtom):
+            return {(i, i, frozenset({(f.event_type, i)})) for i in self.substream
+                    if self.events[i][0] == f.event_type}
+        if isinstance(f, ast.As):
+            return {(s, e, mu | {(f.var, p) for _, p in mu}) for s, e, mu in self.run(f.formula)}
+        if isinstance(f, ast.Filter):
+            return self._filter(set(self.run(f.formula)), f.filter)
+        if isinstance(f, ast.Or):
+            return set(self.run(f.left)) | self.run(f.right)
+        if isinstance(f, ast.Seq):
+            return self._seq(self.run(f.left), self.run(f.right))
+        if isinstance(f, ast.Iter) and not f.contiguous:
+            base = self.run(f.formula)
+            result, delta = set(base), set(base)
+            while delta:  # semi-naive fixpoint of X = B ∪ (B ; X)
+                delta = self._seq(base, delta) - result
+                result |= delta
+            return result
+        raise NotImplementedError(f"the oracle does not evaluate {type(f).__name__}")
+
+    def _filter(self, vals: set[Valuation], fe: ast.FilterExpr) -> set[Valuation]:
+        if isinstance(fe, ast.AtomicFilter):
+            return {v for v in vals
+                    if all(satisfies(fe.pred, self.events[p][1]) for x, p in v[2] if x == fe.var)}
+        if isinstance(fe, ast.FilterAnd):
+            return self._filter(self._filter(vals, fe.left), fe.right)
+        if isinstance(fe, ast.FilterOr):
+            return self._filter(vals, fe.left) | self._filter(vals, fe.right)
+        raise TypeError(f"not a filter: {fe!r}")
+
+    def _seq(self, left, right) -> set[Valuation]:
+        right = sorted(right, key=lambda v: v[0])
+        starts = [v[0] for v in right]
+        out = set()
+        for s1, e1, mu1 in left:
+            for _, e2, mu2 in right[bisect_right(starts, e1):]:
+                if self.fits(s1, e2):
+                    out.add((s1, e2, mu1 | mu2))
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# Queries
+# ---------------------------------------------------------------------------------------
+def _check_supported(q: ast.Query) -> None:
+    if q.strategy not in (None, "ALL", "ANY"):
+        raise NotImplementedError(f"strategy {q.strategy}")
+    if q.projection != "*":
+        raise NotImplementedError("projection")
+    if q.consume not in (None, "NONE"):
+        raise NotImplementedError(f"CONSUME BY {q.consume}")
+    if q.limit is not None:
+        raise NotImplementedError("LIMIT")
+
+    def walk(f):
+        if isinstance(f, (ast.Contig, ast.Not)) or (isinstance(f, ast.Iter) and f.contiguous):
+            raise NotImplementedError(type(f).__name__)
+        for child in (getattr(f, "formula", None), getattr(f, "left", None),
+                      getattr(f, "right", None)):
+            if child is not None:
+                walk(child)
+
+    walk(q.formula)
+
+
+def _window(q: ast.Query, schema: Schema, events, tick: dict[int, int]):
+    """(measure m(position), bound) or None when there is no WITHIN."""
+    w = q.within
+    if w is None:
+        return None
+    if isinstance(w, ast.EventsWindow):
+        return tick.__getitem__, w.count
+    if isinstance(w, ast.TimeWindow):
+        attr = schema.time_attribute
+        if attr is None:
+            raise ValueError("a time window needs a time attribute")
+        bound = Fraction(repr(w.seconds)) * TIME_UNITS_PER_SECOND[schema.time_unit]
+    else:
+        attr, bound = w.attribute, w.amount
+
+    def measure(i: int):
+        v = events[i][1].get(attr)
+        if v is None:
+            raise ValueError(f"event {i} has no value for window attribute {attr!r}")
+        return v
+
+    return measure, bound
+
+
+def _partitions(q: ast.Query, schema: Schema, events, visible: list[int]) -> list[list[int]]:
+    if not q.partition_by:
+        return [visible]
+    parts: dict[tuple, list[int]] = {}
+    for i in visible:
+        etype, attrs = events[i]
+        declared = schema.event_types[etype]
+        key = []
+        for group in q.partition_by:
+            attr = next((a for a in group if declared.has(a)), None)
+            if attr is None or attrs.get(attr) is None:
+                break
+            key.append(attrs[attr])
+        else:
+            parts.setdefault(tuple(key), []).append(i)
+    return list(parts.values())
+
+
+def evaluate(query: ast.Query, schema: Schema,
+             events: list[tuple[str, dict]]) -> dict[int, set[tuple[int, tuple[int, ...]]]]:
+    """End position -> {(start, sorted positions)} of the complex events ending there."""
+    _check_supported(query)
+    if query.streams:
+        visible_types = {t for s in query.streams for t in schema.streams[s].event_types}
+    else:
+        visible_types = set(schema.event_types)
+    visible = [i for i, (t, _) in enumerate(events) if t in visible_types]
+    tick = {i: n for n, i in enumerate(visible)}
+
+    window = _window(query, schema, events, tick)
+    if window is None:
+        def keep(s, e):
+            return True
+
+        def fits(s, e):
+            return True
+    else:
+        measure, bound = window
+
+        def keep(s, e):
+            return measure(e) - measure(s) <= bound
+
+        # Pruning is sound only if widening an interval cannot shrink m(end) - m(start).
+        ms = [measure(i) for i in visible]
+        monotone = all(a <= b for a, b in zip(ms, ms[1:], strict=False))
+        fits = keep if monotone else (lambda s, e: True)
+
+    out: dict[int, set[tuple[int, tuple[int, ...]]]] = {}
+    for substream in _partitions(query, schema, events, visible):
+        for start, end, mu in _Evaluator(events, substream, fits).run(query.formula):
+            if keep(start, end):
+                out.setdefault(end, set()).add((start, tuple(sorted({p for _, p in mu}))))
+    return out

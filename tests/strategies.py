@@ -1,0 +1,316 @@
+"""Hypothesis strategies for random CEQL queries (as ASTs), schemas and event streams.
+
+Everything generated is meant to be inside the feature set the engine evaluates (no selection
+strategies beyond ALL/ANY, projection ``*``, no ``:``/``:+``/``NOT``, no CONSUME/LIMIT) and to be
+well-typed for the schema, so the engine must accept every generated query.
+
+Value domains are tiny so that predicates, partitions and windows go both ways.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from cercore.ceql import ast
+from cercore.schema import AttrType, EventType, Schema, Stream
+
+INT, DBL, STR, BOOL = AttrType.INT, AttrType.DOUBLE, AttrType.STRING, AttrType.BOOL
+
+# Stream S carries A, B, C; stream T carries C (shared) and D. ``k`` is the usual partition key;
+# C has ``g`` instead (so PARTITION BY [k, g] keys every type), ``ts`` is non-decreasing.
+TYPES = {
+    "A": [("v", INT), ("w", DBL), ("s", STR), ("b", BOOL), ("k", INT), ("ts", INT)],
+    "B": [("v", INT), ("w", DBL), ("s", STR), ("k", INT), ("ts", INT)],
+    "C": [("v", INT), ("s", STR), ("g", INT), ("ts", INT)],
+    "D": [("v", INT), ("w", DBL), ("b", BOOL), ("k", INT), ("g", INT), ("ts", INT)],
+}
+STREAMS = {"S": ("A", "B", "C"), "T": ("C", "D")}
+
+
+def make_schema(time_attribute: str | None, time_unit: str = "s") -> Schema:
+    schema = Schema(time_attribute=time_attribute, time_unit=time_unit)
+    for name, attrs in TYPES.items():
+        schema.event_types[name] = EventType(name, tuple(attrs), id=len(schema.event_types))
+    for name, types in STREAMS.items():
+        schema.streams[name] = Stream(name, types)
+    schema.validate()
+    return schema
+
+
+SCHEMAS = {"untimed": make_schema(None), "seconds": make_schema("ts", "s"),
+           "millis": make_schema("ts", "ms")}
+
+
+def schemas() -> st.SearchStrategy[Schema]:
+    return st.sampled_from(list(SCHEMAS.values()))
+
+
+# ---------------------------------------------------------------------------------------
+# Event streams
+# ---------------------------------------------------------------------------------------
+DOMAINS = {
+    "v": st.integers(-3, 3),
+    "w": st.sampled_from([-2.5, -1.5, 0.0, 0.5, 1.0, 2.0, 3.5]),
+    "s": st.sampled_from(["", "a", "b", "ab", "ba", "abc"]),
+    "b": st.booleans(),
+    "k": st.integers(0, 1),
+    "g": st.integers(0, 2),
+}
+
+
+@st.composite
+def streams(draw, schema: Schema, max_len: int = 8,
+            favour: set[str] | None = None) -> list[tuple[str, dict]]:
+    """Events of every declared type (mostly of the types in ``favour`` when given); small
+    domains, occasional None, non-decreasing ts."""
+    n = draw(st.sampled_from([max_len] * 4 + list(range(max_len - 1, 0, -1)) + [0]))
+    types = sorted(schema.event_types)
+    if favour:  # first: hypothesis favours the first choices
+        types = sorted(favour) * 3 + types
+    ts = draw(st.integers(0, 3))
+    out = []
+    for _ in range(n):
+        t = draw(st.sampled_from(types))
+        ts += draw(st.sampled_from([0, 1, 1, 2]))
+        attrs = {}
+        for a, _ in schema.event_types[t].attributes:
+            if a == "ts":
+                attrs[a] = ts
+            elif draw(st.sampled_from(range(10))) == 9:  # shrinks towards a value
+                attrs[a] = None
+            else:
+                attrs[a] = draw(DOMAINS[a])
+        out.append((t, attrs))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Predicates
+# ---------------------------------------------------------------------------------------
+INT_LITS = st.integers(0, 4)
+DBL_LITS = st.sampled_from([0.5, 1.0, 2.5, 0.0])
+STR_LITS = st.sampled_from(["", "a", "b", "ab", "c"])
+PATTERNS = st.sampled_from(["a", "^a", "b$", "a.", "^$", "a|c", "^(ab)+$", "[bc]", "^a.*c$"])
+COMPARE_OPS = st.sampled_from(["<", "<=", ">", ">=", "==", "!="])
+
+
+@st.composite
+def _num_literal(draw) -> ast.Expr:
+    lit = ast.Literal(draw(st.one_of(INT_LITS, DBL_LITS)))
+    if lit.value and draw(st.sampled_from(range(5))) == 0:
+        return ast.Neg(lit)
+    return lit
+
+
+@st.composite
+def _num_expr(draw, numeric_attrs: list[str], depth: int, need_attr: bool = False) -> ast.Expr:
+    """A numeric expression; with ``need_attr`` it mentions at least one attribute."""
+    kind = draw(st.sampled_from(range(10))) if depth > 0 else 0
+    if kind <= 5:  # a leaf
+        if need_attr or draw(st.booleans()):
+            return ast.AttrRef(draw(st.sampled_from(numeric_attrs)))
+        return draw(_num_literal())
+    if kind <= 8:
+        op = draw(st.sampled_from(["+", "-", "*", "/", "%"]))
+        left = draw(_num_expr(numeric_attrs, depth - 1, need_attr))
+        right = draw(_num_expr(numeric_attrs, depth - 1))
+        return ast.BinOp(op, left, right)
+    return ast.Neg(draw(_num_expr(numeric_attrs, depth - 1, need_attr)))
+
+
+@st.composite
+def _atomic_pred(draw, attrs: dict[str, AttrType]) -> ast.Pred:
+    numeric = sorted(a for a, t in attrs.items() if t.is_numeric)
+    strings = sorted(a for a, t in attrs.items() if t is STR)
+    bools = sorted(a for a, t in attrs.items() if t is BOOL)
+    kinds = ["cmp", "cmp", "cmp", "arith", "arith", "in", "range"] \
+        + (["str", "like", "strin"] if strings else []) + (["bool"] if bools else []) + ["const"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "cmp":
+        depth = draw(st.sampled_from([0, 1, 1, 2]))
+        left = draw(_num_expr(numeric, depth, need_attr=True))
+        right = draw(_num_expr(numeric, depth // 2))
+        if draw(st.booleans()):
+            left, right = right, left
+        return ast.Compare(draw(COMPARE_OPS), left, right)
+    if kind == "in":
+        plain = st.one_of(INT_LITS, DBL_LITS, st.sampled_from([-1, -0.5])).map(ast.Literal)
+        bound = st.one_of(_num_literal(), _num_literal(), st.sampled_from(numeric).map(ast.AttrRef))
+        items = draw(st.lists(st.one_of(plain, st.builds(ast.Range, bound, bound)),
+                              min_size=1, max_size=3))
+        return ast.InSet(draw(_num_expr(numeric, 1, need_attr=True)), tuple(items),
+                         negated=draw(st.booleans()))
+    if kind == "range":
+        bound = st.one_of(_num_literal(), _num_literal(), st.sampled_from(numeric).map(ast.AttrRef))
+        return ast.InRange(draw(_num_expr(numeric, 1, need_attr=True)), draw(bound), draw(bound),
+                           negated=draw(st.booleans()))
+    if kind == "str":
+        left, right = ast.AttrRef(draw(st.sampled_from(strings))), ast.Literal(draw(STR_LITS))
+        if draw(st.booleans()):
+            left, right = right, left
+        return ast.Compare(draw(COMPARE_OPS), left, right)
+    if kind == "like":
+        return ast.Like(ast.AttrRef(draw(st.sampled_from(strings))), draw(PATTERNS))
+    if kind == "strin":
+        items = draw(st.lists(STR_LITS.map(ast.Literal), min_size=1, max_size=3))
+        return ast.InSet(ast.AttrRef(draw(st.sampled_from(strings))), tuple(items),
+                         negated=draw(st.booleans()))
+    if kind == "bool":
+        left = ast.AttrRef(draw(st.sampled_from(bools)))
+        right = ast.Literal(draw(st.booleans()))
+        if draw(st.booleans()):
+            left, right = right, left
+        return ast.Compare(draw(st.sampled_from(["==", "!="])), left, right)
+    return ast.PredConst(draw(st.booleans()))
+
+
+@st.composite
+def predicates(draw, attrs: dict[str, AttrType], depth: int = 2) -> ast.Pred:
+    """A predicate over attributes ``attrs`` (name -> type) of one event."""
+    kind = draw(st.sampled_from(range(12))) if depth > 0 else 0
+    if kind <= 6:
+        return draw(_atomic_pred(attrs))
+    if kind <= 9:
+        cls = ast.PredAnd if kind == 7 else ast.PredOr
+        return cls(draw(predicates(attrs, depth - 1)), draw(predicates(attrs, depth - 1)))
+    return ast.PredNot(draw(predicates(attrs, depth - 1)))
+
+
+# ---------------------------------------------------------------------------------------
+# Formulas
+# ---------------------------------------------------------------------------------------
+VARIABLES = ["x", "y", "z"]
+FORMULA_KINDS = ["seq", "seq", "seq", "iter", "iter", "or", "or", "as", "as", "as-type", "filter",
+                 "filter", "filter", "atom", "atom"]  # hypothesis favours the first ones
+
+
+def bindable(f: ast.Formula) -> dict[str, set[str]]:
+    """Variable (incl. event type names) -> event types whose positions it can hold in ``f``."""
+    if isinstance(f, ast.EventAtom):
+        return {f.event_type: {f.event_type}}
+    out: dict[str, set[str]] = {}
+    children = [f.formula] if hasattr(f, "formula") else [f.left, f.right]
+    for child in children:
+        for var, types in bindable(child).items():
+            out.setdefault(var, set()).update(types)
+    if isinstance(f, ast.As):
+        out.setdefault(f.var, set()).update(set().union(*bindable(f.formula).values()))
+    return out
+
+
+def _attrs_of(schema: Schema, types: set[str]) -> dict[str, AttrType]:
+    return {a: t for name in sorted(types) for a, t in schema.event_types[name].attributes}
+
+
+@st.composite
+def _filter_expr(draw, schema: Schema, binds: dict[str, set[str]], n: int) -> ast.FilterExpr:
+    if n <= 1:
+        var = draw(st.sampled_from(sorted(binds)))
+        return ast.AtomicFilter(var, draw(predicates(_attrs_of(schema, binds[var]))))
+    left = draw(st.integers(1, n - 1))
+    cls = draw(st.sampled_from([ast.FilterAnd, ast.FilterOr]))
+    return cls(draw(_filter_expr(schema, binds, left)), draw(_filter_expr(schema, binds, n - left)))
+
+
+def _qualifiers(schema: Schema, from_streams: tuple[str, ...]) -> dict[str, str]:
+    """Event type -> the stream that may qualify it (``S>R``): the one stream in scope with it."""
+    scope = from_streams or tuple(schema.streams)
+    out = {}
+    for t in schema.event_types:
+        holders = [s for s in scope if t in schema.streams[s].event_types]
+        if len(holders) == 1:
+            out[t] = holders[0]
+    return out
+
+
+@st.composite
+def formulas(draw, schema: Schema, max_depth: int = 3,
+             from_streams: tuple[str, ...] = ()) -> ast.Formula:
+    """A CEL formula over the event types visible through ``from_streams`` (all if empty)."""
+    if from_streams:
+        visible = sorted({t for s in from_streams for t in schema.streams[s].event_types})
+    else:
+        visible = sorted(schema.event_types)
+    qualifiers = _qualifiers(schema, from_streams)
+
+    def atom():
+        t = draw(st.sampled_from(visible))
+        if t in qualifiers and draw(st.sampled_from(range(6))) == 0:
+            return ast.EventAtom(t, qualifiers[t])
+        return ast.EventAtom(t)
+
+    def gen(depth: int) -> ast.Formula:
+        kind = draw(st.sampled_from(FORMULA_KINDS)) if depth > 0 else "atom"
+        if kind == "atom":
+            return atom()
+        if kind in ("as", "as-type"):
+            var = draw(st.sampled_from(VARIABLES + (visible if kind == "as-type" else [])))
+            return ast.As(gen(depth - 1), var)
+        if kind == "filter":
+            sub = gen(depth - 1)
+            return ast.Filter(sub, draw(_filter_expr(schema, bindable(sub),
+                                                     draw(st.sampled_from([1, 1, 2, 3])))))
+        if kind == "or":
+            return ast.Or(gen(depth - 1), gen(depth - 1))
+        if kind == "seq":
+            return ast.Seq(gen(depth - 1), gen(depth - 1))
+        return ast.Iter(gen(depth - 1))
+
+    return gen(max_depth)
+
+
+# ---------------------------------------------------------------------------------------
+# Queries
+# ---------------------------------------------------------------------------------------
+PARTITIONS = [(("k",),), (("g",),), (("k", "g"),), (("g", "k"),), (("k",), ("g",)),
+              (("k",), ("b",)), (("s",),), (("k", "s"),), (("b",), ("k", "g"))]
+
+
+@st.composite
+def windows(draw, schema: Schema, allow_none: bool = True) -> ast.Window | None:
+    kinds = (["none"] if allow_none else []) + ["events", "attr"]
+    kinds += ["time"] if schema.time_attribute else []
+    kind = draw(st.sampled_from(kinds))
+    if kind == "none":
+        return None
+    if kind == "events":
+        return ast.EventsWindow(draw(st.integers(0, 4)))
+    if kind == "attr":
+        return ast.AttrWindow(draw(st.sampled_from([0, 1, 2, 3, 4, 1.5])), "ts")
+    if schema.time_unit == "s":
+        return ast.TimeWindow(draw(st.sampled_from([0.0, 1.0, 2.0, 3.0, 1.5])))
+    return ast.TimeWindow(draw(st.sampled_from([0.001, 0.002, 0.003, 0.0015, 0.0])))
+
+
+@st.composite
+def queries(draw, schema: Schema, *, partitioned: bool | None = None,
+            windowed: bool | None = None, max_depth: int = 3) -> ast.Query:
+    """A supported query; ``partitioned``/``windowed`` force PARTITION BY / WITHIN on or off
+    (None: either)."""
+    from_streams = draw(st.sampled_from([(), (), ("S",), ("T",), ("S", "T"), ("T", "S")]))
+    formula = draw(formulas(schema, max_depth, from_streams))
+    declared = {a for s in (from_streams or schema.streams) for t in schema.streams[s].event_types
+                for a, _ in schema.event_types[t].attributes}
+    partition_by: tuple = ()
+    if partitioned or (partitioned is None and draw(st.booleans())):
+        options = [p for p in PARTITIONS if all(a in declared for g in p for a in g)]
+        partition_by = draw(st.sampled_from(options))
+    within = None
+    if windowed or (windowed is None and draw(st.booleans())):
+        within = draw(windows(schema, allow_none=not windowed))
+    strategy = draw(st.sampled_from([None, None, None, "ALL", "ANY"]))
+    return ast.Query(formula, strategy=strategy, streams=from_streams,
+                     partition_by=partition_by, within=within)
+
+
+@st.composite
+def predicate_queries(draw, schema: Schema) -> ast.Query:
+    """``(R1 OR R2 ...) AS x FILTER x[P]``: exercises predicate semantics on every event of a
+    stream (including types that lack an attribute P mentions)."""
+    types = draw(st.lists(st.sampled_from(sorted(schema.event_types)), min_size=1, max_size=3,
+                          unique=True))
+    f: ast.Formula = ast.EventAtom(types[0])
+    for t in types[1:]:
+        f = ast.Or(f, ast.EventAtom(t))
+    pred = draw(predicates(_attrs_of(schema, set(types)), depth=draw(st.sampled_from([0, 1, 2]))))
+    return ast.Query(ast.Filter(ast.As(f, "x"), ast.AtomicFilter("x", pred)))
