@@ -58,7 +58,8 @@ class EventError(CercoreError, ValueError):
     """An input event is unusable: unknown type, missing or mistyped attribute, time going
     backwards. ``position`` is the event's 0-based index in the input stream."""
 
-    def __init__(self, message: str, *, position: int | None = None, field: str | None = None) -> None:
+    def __init__(self, message: str, *, position: int | None = None,
+                 field: str | None = None) -> None:
         self.position = position
         self.field = field
         where = f"event {position}: " if position is not None else ""

@@ -53,7 +53,6 @@ class CompiledQuery:
         from cercore.ceql.printer import format_query
 
         a = self.analysed
-        atoms = {atom.id: atom for atom in a.atoms}
         w = a.window
         window = {None: "none (unbounded)", "events": f"{w.epsilon} events",
                   "time": f"{w.epsilon} {self.schema.time_unit} of {w.attribute}",
@@ -68,12 +67,13 @@ class CompiledQuery:
                                 or "none"),
             "atoms:",
             *(f"  a{atom.id}: {self.atom_text(atom)}" for atom in a.atoms),
+            *(f"  a{n.id}: NOT(" + " OR ".join(f"a{b.id}" for b in n.branches) + ")"
+              for n in a.negations),
             "automaton (CEA, determinised lazily while running):",
             "  " + self.cea.describe(lambda lab: f"a{lab}").replace("\n", "\n  "),
         ]
         if a.warnings:
             parts += ["warnings:", *(f"  - {m}" for m in a.warnings)]
-        del atoms
         return "\n".join(parts)
 
 

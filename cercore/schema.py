@@ -38,7 +38,7 @@ TIME_UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_0
 
 @dataclass(frozen=True)
 class EventType:
-    """An event type (CORE: ``EVENT NAME { attr:type, ... }``). ``id`` is its index in the schema."""
+    """An event type (CORE: ``EVENT NAME { attr:type, ... }``); ``id``: its index in the schema."""
 
     name: str
     attributes: tuple[tuple[str, AttrType], ...]

@@ -6,6 +6,9 @@ Thompson-style construction with ε-moves, then ε-removal:
 - φ1 ; φ2:       f1 --ε--> g, g --TRUE/∘--> g, g --ε--> i2       (g: the gap between them)
 - φ1 OR φ2:      i --ε--> i1, i --ε--> i2, f1 --ε--> f, f2 --ε--> f
 - φ+:            f --ε--> g, g --TRUE/∘--> g, g --ε--> i
+- φ1 : φ2:       f1 --ε--> i2                                     (no gap: the next event)
+- φ:+:           f --ε--> i
+- NOT(a):        i --(not a)/∘--> f                               (consumed, not marked)
 
 A fresh initial state q0 has no incoming transitions (CORE §3), so a run's first event is the
 first event it marks and the complex event's interval starts there. Only atoms' marking moves
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cercore.ceql.normal import NAtom, NFormula, NIter, NOr, NSeq
+from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq
 
 TRUE_LABEL = -1  # transition label that every event satisfies
 MARK, SKIP = 1, 0  # • and ∘
@@ -63,10 +66,17 @@ class _Builder:
             i, j = self.state(), self.state()
             self.moves[i].append((f.id, MARK, j))
             return i, j
-        if isinstance(f, NSeq):
+        if isinstance(f, NNot):
+            i, j = self.state(), self.state()
+            self.moves[i].append((f.id, SKIP, j))
+            return i, j
+        if isinstance(f, (NSeq, NContig)):
             i1, f1 = self.build(f.left)
             i2, f2 = self.build(f.right)
-            self.gap(f1, i2)
+            if isinstance(f, NSeq):
+                self.gap(f1, i2)
+            else:
+                self.eps[f1].append(i2)
             return i1, f2
         if isinstance(f, NOr):
             i, j = self.state(), self.state()
@@ -77,7 +87,10 @@ class _Builder:
             return i, j
         if isinstance(f, NIter):
             i, j = self.build(f.body)
-            self.gap(j, i)
+            if f.contiguous:
+                self.eps[j].append(i)
+            else:
+                self.gap(j, i)
             return i, j
         raise TypeError(f"unknown formula node {f!r}")
 

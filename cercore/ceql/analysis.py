@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from itertools import product
 
 from cercore.ceql import ast
-from cercore.ceql.normal import NAtom, NFormula, NIter, NOr, NSeq
+from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq, atoms_of
 from cercore.errors import CEQLSemanticError
 from cercore.predicates import Guard, guard_and
 from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
@@ -49,6 +49,7 @@ class AnalysedQuery:
     window: WindowSpec
     partition_by: tuple[tuple[str, ...], ...]
     warnings: list[str] = field(default_factory=list)
+    negations: list[NNot] = field(default_factory=list)
 
 
 class _Analyser:
@@ -60,6 +61,8 @@ class _Analyser:
         self.leaves: list[ast.Pred] = []
         self.leaf_index: dict[ast.Pred, int] = {}
         self.atoms: list[NAtom] = []
+        self.negations: list[NNot] = []
+        self.n_labels = 0  # atoms and negations share one label space
         self.warnings: list[str] = []
 
     def error(self, msg: str, node=None, hint: str | None = None) -> CEQLSemanticError:
@@ -80,7 +83,7 @@ class _Analyser:
                                  "(nothing can be reclaimed)")
         return AnalysedQuery(self.q, self.schema, self.text, formula, self.atoms, self.leaves,
                              frozenset(self.schema.event_types[t].id for t in visible),
-                             window, partition, self.warnings)
+                             window, partition, self.warnings, self.negations)
 
     def reject_unsupported(self) -> None:
         """Features that parse but that this version does not evaluate: refuse, never ignore."""
@@ -96,18 +99,6 @@ class _Analyser:
             raise self.error(f"CONSUME BY {q.consume} {later}", q)
         if q.limit is not None:
             raise self.error(f"LIMIT {later}", q)
-        self._reject_operators(q.formula)
-
-    def _reject_operators(self, f: ast.Formula) -> None:
-        later = "is parsed but not evaluated by this version of cercore"
-        if isinstance(f, ast.Contig):
-            raise self.error(f"contiguous sequencing ':' {later}", f, "use ';' for now")
-        if isinstance(f, ast.Iter) and f.contiguous:
-            raise self.error(f"contiguous iteration ':+' {later}", f, "use '+' for now")
-        if isinstance(f, ast.Not):
-            raise self.error(f"NOT(...) {later}", f)
-        for child in _children(f):
-            self._reject_operators(child)
 
     def resolve_streams(self) -> set[str]:
         if not self.q.streams:
@@ -176,6 +167,11 @@ class _Analyser:
     def check_formula(self, f: ast.Formula) -> None:
         if isinstance(f, ast.EventAtom):
             self.check_atom(f)
+        elif isinstance(f, ast.Not):
+            if not _single_event(f.formula):
+                raise self.error("NOT(...) takes one event: an event type, optionally with AS, "
+                                 "FILTER or OR", f)
+            self.check_formula(f.formula)
         elif isinstance(f, ast.Filter):
             self.check_formula(f.formula)
             bindable = _bindable(f.formula)
@@ -283,6 +279,10 @@ class _Analyser:
         return "int" if lt == rt == "int" else "double"
 
     # ---- lowering -------------------------------------------------------------------------
+    def label(self) -> int:
+        self.n_labels += 1
+        return self.n_labels - 1
+
     def guard_of(self, p: ast.Pred) -> Guard:
         if isinstance(p, ast.PredAnd):
             return ("and", self.guard_of(p.left), self.guard_of(p.right))
@@ -302,10 +302,16 @@ class _Analyser:
         ``forced``: guards every atom below must satisfy (from an enclosing ``AS X``)."""
         if isinstance(f, ast.EventAtom):
             guards = list(forced) + [g for v, g in pending if v == f.event_type]
-            atom = NAtom(len(self.atoms), frozenset({self.schema.event_types[f.event_type].id}),
+            atom = NAtom(self.label(), frozenset({self.schema.event_types[f.event_type].id}),
                          guard_and(guards))
             self.atoms.append(atom)
             return atom
+        if isinstance(f, ast.Not):
+            # Variables inside NOT bind nothing, so outer filters never reach in.
+            branches = tuple(atoms_of(self.lower(f.formula, (), ())))
+            neg = NNot(self.label(), branches)
+            self.negations.append(neg)
+            return neg
         if isinstance(f, ast.As):
             mine = tuple(g for v, g in pending if v == f.var)
             rest = tuple((v, g) for v, g in pending if v != f.var)
@@ -327,8 +333,11 @@ class _Analyser:
             return NOr(self.lower(f.left, pending, forced), self.lower(f.right, pending, forced))
         if isinstance(f, ast.Seq):
             return NSeq(self.lower(f.left, pending, forced), self.lower(f.right, pending, forced))
+        if isinstance(f, ast.Contig):
+            return NContig(self.lower(f.left, pending, forced),
+                           self.lower(f.right, pending, forced))
         if isinstance(f, ast.Iter):
-            return NIter(self.lower(f.formula, pending, forced))
+            return NIter(self.lower(f.formula, pending, forced), f.contiguous)
         raise self.error(f"{type(f).__name__} is not evaluated by this version", f)
 
 
@@ -344,11 +353,24 @@ def _children(f: ast.Formula) -> list[ast.Formula]:
     return []
 
 
+def _single_event(f: ast.Formula) -> bool:
+    """Does every match of ``f`` consist of exactly one event (what NOT accepts)?"""
+    if isinstance(f, ast.EventAtom):
+        return True
+    if isinstance(f, (ast.As, ast.Filter)):
+        return _single_event(f.formula)
+    if isinstance(f, ast.Or):
+        return _single_event(f.left) and _single_event(f.right)
+    return False
+
+
 def _bindable(f: ast.Formula) -> dict[str, set[str]]:
-    """Variable -> event types whose positions it can collect inside ``f``."""
+    """Variable -> event types whose positions it can collect inside ``f`` (NOT binds none)."""
     out: dict[str, set[str]] = {}
 
     def walk(g: ast.Formula) -> set[str]:
+        if isinstance(g, ast.Not):
+            return set()
         if isinstance(g, ast.EventAtom):
             out.setdefault(g.event_type, set()).add(g.event_type)
             return {g.event_type}

@@ -23,7 +23,24 @@ class NAtom:
 
 
 @dataclass(frozen=True)
+class NNot:
+    """One event that satisfies none of ``branches`` (CORE's ``NOT(...)``): it is consumed
+    but not part of the complex event. ``id`` is its own transition label."""
+
+    id: int
+    branches: tuple[NAtom, ...]
+
+
+@dataclass(frozen=True)
 class NSeq:
+    left: NFormula
+    right: NFormula
+
+
+@dataclass(frozen=True)
+class NContig:
+    """``φ1 : φ2``: φ2 starts at the event right after φ1's last one."""
+
     left: NFormula
     right: NFormula
 
@@ -36,16 +53,21 @@ class NOr:
 
 @dataclass(frozen=True)
 class NIter:
+    """``φ+`` (gaps allowed between iterations) or ``φ:+`` (``contiguous``)."""
+
     body: NFormula
+    contiguous: bool = False
 
 
-NFormula = NAtom | NSeq | NOr | NIter
+NFormula = NAtom | NNot | NSeq | NContig | NOr | NIter
 
 
 def atoms_of(f: NFormula) -> list[NAtom]:
     """Atoms in left-to-right order."""
     if isinstance(f, NAtom):
         return [f]
+    if isinstance(f, NNot):
+        return list(f.branches)
     if isinstance(f, NIter):
         return atoms_of(f.body)
     return atoms_of(f.left) + atoms_of(f.right)
@@ -55,7 +77,9 @@ def format_normal(f: NFormula, atom_text) -> str:
     """Readable text; ``atom_text(atom)`` renders one atom."""
     if isinstance(f, NAtom):
         return atom_text(f)
+    if isinstance(f, NNot):
+        return "NOT(" + " OR ".join(atom_text(b) for b in f.branches) + ")"
     if isinstance(f, NIter):
-        return f"({format_normal(f.body, atom_text)})+"
-    op = " ; " if isinstance(f, NSeq) else " OR "
+        return f"({format_normal(f.body, atom_text)}){':+' if f.contiguous else '+'}"
+    op = {NSeq: " ; ", NContig: " : ", NOr: " OR "}[type(f)]
     return f"({format_normal(f.left, atom_text)}{op}{format_normal(f.right, atom_text)})"

@@ -13,6 +13,7 @@ import numpy as np
 
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import EventError
+from cercore.runtime.evaluator import UNBOUNDED_PAST
 from cercore.runtime.events import SKIPPED, Batch, EventDecoder
 from cercore.runtime.letters import NOT_READ, LetterEncoder
 from cercore.runtime.output import ComplexEvent, Event
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 BATCH_SIZE = 4096
 NO_PARTITION = -1
-from cercore.runtime.evaluator import UNBOUNDED_PAST
 
 
 class EventStore:

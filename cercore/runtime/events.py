@@ -116,8 +116,8 @@ class EventDecoder:
             return rec.type, rec.attributes
         if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[1], dict):
             return rec
-        raise EventError(f"expected a (type, attributes) pair or an Event, got {type(rec).__name__}",
-                         position=pos)
+        raise EventError("expected a (type, attributes) pair or an Event, got "
+                         f"{type(rec).__name__}", position=pos)
 
     def _check_record(self, typ: str, attrs: dict, pos: int) -> tuple[int, dict]:
         declared = self.declared.get(typ)
@@ -137,7 +137,7 @@ class EventDecoder:
 
     # ---- Arrow --------------------------------------------------------------------------
     def from_arrow(self, table, first_position: int, type_column: str = "event_type") -> Batch:
-        """Decode a ``pyarrow.Table`` / ``RecordBatch``: one type column, one column per attribute."""
+        """Decode a ``pyarrow.Table`` / ``RecordBatch``: a type column plus attribute columns."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -161,7 +161,8 @@ class EventDecoder:
         values: dict[str, np.ndarray] = {}
         valid: dict[str, np.ndarray] = {}
         for a, t in self.attr_types.items():
-            owners = np.isin(type_ids, [self.type_ids[e] for e, d in self.declared.items() if a in d])
+            owner_ids = [self.type_ids[e] for e, d in self.declared.items() if a in d]
+            owners = np.isin(type_ids, owner_ids)
             if a not in table.column_names:
                 if owners.any():
                     k = int(np.flatnonzero(owners)[0])
@@ -223,7 +224,8 @@ def _check_value(v, t: AttrType, typ: str, a: str, pos: int):
         if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
             return int(v)
     elif t is AttrType.DOUBLE:
-        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        numeric = isinstance(v, (int, float, np.integer, np.floating))
+        if numeric and not isinstance(v, (bool, np.bool_)):
             return float(v)
     elif t is AttrType.STRING:
         if isinstance(v, str):

@@ -15,11 +15,12 @@ NOT_READ = -1  # letter of an event the query does not read (other stream, skipp
 
 
 class LetterEncoder:
-    """Interns (type id, predicate bits) into letters and knows which atoms each letter satisfies."""
+    """Interns (type id, predicate bits) into letters; knows which atoms each letter satisfies."""
 
     def __init__(self, analysed: AnalysedQuery) -> None:
         self.leaves = analysed.leaves
         self.atoms = analysed.atoms
+        self.negations = analysed.negations
         self.visible = np.array(sorted(analysed.visible_types), dtype=np.int32)
         self.letter_of_key: dict[int, int] = {}
         self.atom_masks: list[int] = []  # letter -> bitmask over atom ids
@@ -34,6 +35,9 @@ class LetterEncoder:
         for a in self.atoms:
             if tid in a.types and eval_guard(a.guard, bits):
                 mask |= 1 << a.id
+        for neg in self.negations:  # NOT(...): satisfied when no branch is
+            if not any((mask >> b.id) & 1 for b in neg.branches):
+                mask |= 1 << neg.id
         return mask
 
     def letter(self, key: int) -> int:
