@@ -140,9 +140,10 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
         res = np.zeros(n, dtype=bool)
         for item in p.items:
             if isinstance(item, ast.Range):
-                lo, _ = _expr(item.lo, cols)
-                hi, _ = _expr(item.hi, cols)
+                lo, oklo = _expr(item.lo, cols)
+                hi, okhi = _expr(item.hi, cols)
                 res |= (varr >= lo) & (varr <= hi)
+                ok = np.logical_and(ok, np.logical_and(oklo, okhi))  # null bound: false
             else:
                 res |= varr == item.value
         if p.negated:

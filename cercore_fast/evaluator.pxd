@@ -82,3 +82,4 @@ cdef class CythonEvaluator:
     cdef int grow_table(self, int64_t rows, int64_t cols) except -1
     cdef int refresh_states(self) except -1
     cdef list drain(self)
+    cdef void clear_output(self) noexcept

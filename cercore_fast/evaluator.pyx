@@ -104,7 +104,8 @@ cdef class CythonEvaluator:
         cdef const int32_t[::1] l = np.ascontiguousarray(letters, dtype=np.int32)
         cdef const int64_t[::1] t = np.ascontiguousarray(times, dtype=np.int64)
         cdef int code
-        cdef list chunk
+        cdef Py_ssize_t i, j, lo, hi, n_out
+        cdef object tup, v
         if a.shape[0] == 0:
             return
         self.min_compaction = MIN_COMPACTION
@@ -128,9 +129,19 @@ cdef class CythonEvaluator:
                     continue
                 if code == NOMEM:
                     raise MemoryError("cercore_fast: out of memory in the tECS arena")
-                if self.out_start.size():
-                    chunk = self.drain()
-                    yield from chunk
+                # yield the buffered outputs one by one (no list: fewer objects for the GC)
+                n_out = self.out_start.size()
+                for i in range(n_out):
+                    lo = self.out_off[i]
+                    hi = self.out_off[i + 1]
+                    tup = PyTuple_New(hi - lo)
+                    for j in range(lo, hi):
+                        v = self.out_pos[j]
+                        Py_INCREF(v)
+                        PyTuple_SET_ITEM(tup, j - lo, v)
+                    yield (self.out_start[i], self.out_end[i], tup)
+                if n_out:
+                    self.clear_output()
                 if code == DONE:
                     break
         finally:
@@ -141,6 +152,13 @@ cdef class CythonEvaluator:
             self.st_node.clear()
             self.st_depth.clear()
             self.path.clear()
+
+    cdef void clear_output(self) noexcept:
+        self.out_start.clear()
+        self.out_end.clear()
+        self.out_pos.clear()
+        self.out_off.clear()
+        self.out_off.push_back(0)
 
     cdef list drain(self):
         cdef Py_ssize_t i, j, lo, hi, n = self.out_start.size()

@@ -16,7 +16,6 @@ from oracle import evaluate
 from strategies import (
     SCHEMAS,
     bindable,
-    formulas,
     predicate_queries,
     queries,
     schemas,
@@ -24,11 +23,8 @@ from strategies import (
 )
 
 import cercore
-from cercore.ceql import ast
+from cercore.ceql import ast, parser, printer
 from cercore.runtime.backend import CYTHON_AVAILABLE
-
-printer = pytest.importorskip("cercore.ceql.printer")
-parser = pytest.importorskip("cercore.ceql.parser")
 
 SETTINGS = dict(deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -156,13 +152,13 @@ def test_cython_backend(case):
 
 
 # ---- features outside the supported set ----------------------------------------------------
+# The engine now evaluates ':' / ':+' / NOT (the oracle does not yet: it raises
+# NotImplementedError for them); what remains refused is the SELECT/CONSUME/LIMIT features.
 @st.composite
 def unsupported_queries(draw):
     schema = draw(schemas())
-    q = draw(queries(schema, max_depth=2))
-    f = q.formula
-    kind = draw(st.sampled_from(["strategy", "projection", "consume", "limit", "contig",
-                                 "contig-iter", "not"]))
+    f = draw(queries(schema, max_depth=2)).formula
+    kind = draw(st.sampled_from(["strategy", "projection", "consume", "limit"]))
     if kind == "strategy":
         return schema, ast.Query(f, strategy=draw(st.sampled_from(["NEXT", "LAST", "MAX",
                                                                    "STRICT"])))
@@ -170,14 +166,7 @@ def unsupported_queries(draw):
         return schema, ast.Query(f, projection="NONE")
     if kind == "consume":
         return schema, ast.Query(f, consume=draw(st.sampled_from(["ANY", "PARTITION"])))
-    if kind == "limit":
-        return schema, ast.Query(f, limit=draw(st.integers(1, 3)))
-    other = draw(formulas(schema, 1))
-    if kind == "contig":
-        return schema, ast.Query(ast.Contig(f, other))
-    if kind == "contig-iter":
-        return schema, ast.Query(ast.Seq(ast.Iter(other, contiguous=True), f))
-    return schema, ast.Query(ast.Seq(ast.Not(ast.EventAtom("A")), f))
+    return schema, ast.Query(f, limit=draw(st.integers(1, 3)))
 
 
 @settings(max_examples=100, **SETTINGS)
@@ -190,3 +179,13 @@ def test_unsupported_features_are_refused(case):
         cercore.compile(text, schema)
     with pytest.raises(NotImplementedError):
         evaluate(q, schema, [])
+
+
+@pytest.mark.parametrize("formula", [
+    ast.Contig(ast.EventAtom("A"), ast.EventAtom("B")),
+    ast.Iter(ast.EventAtom("A"), contiguous=True),
+    ast.Seq(ast.Not(ast.EventAtom("A")), ast.EventAtom("B")),
+])
+def test_oracle_refuses_what_it_does_not_model(formula):
+    with pytest.raises(NotImplementedError):
+        evaluate(ast.Query(formula), SCHEMAS["untimed"], [])

@@ -142,7 +142,7 @@ class EvaluatorState:
         """The transition table in the reference backend's shape."""
         rows: list[list] = []
         for s in range(self.table.shape[0]):
-            row = [None if int(a) == MISSING else (int(a), int(b)) for a, b in self.table[s].tolist()]
+            row = [None if a == MISSING else (a, b) for a, b in self.table[s].tolist()]
             while row and row[-1] is None:
                 row.pop()
             rows.append(row)

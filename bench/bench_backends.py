@@ -1,0 +1,145 @@
+"""Cython vs pure-Python backend throughput on the paper's sequence query S3 over the bundled
+stock trace, plus Cython scaling with the window size and the stream length, and peak tECS nodes
+on a long windowed stream.
+
+    python bench/bench_backends.py [--repeat R] [--quick]
+
+Two measurements per row:
+
+* ``engine``: ``engine.process(table)`` end to end (decode, letters, partitions, evaluator,
+  ``ComplexEvent`` objects), what a user sees;
+* ``kernel``: the evaluator alone (``evaluator.run`` over precomputed letters / partition ids /
+  times, consuming the (start, end, positions) tuples), i.e. Algorithm 1 + 2 + reclamation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+import cercore  # noqa: E402
+from cercore.cli import stock_schema, stock_trace  # noqa: E402
+from cercore.runtime.backend import CYTHON_AVAILABLE  # noqa: E402
+from cercore.runtime.engine import NO_PARTITION  # noqa: E402
+from cercore.runtime.letters import NOT_READ  # noqa: E402
+
+S3 = ("SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = 'INTC'] "
+      "AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN {w} [stock_time]")
+S3_NO_OUTPUT = S3.replace("'QQQ'", "'NO SUCH NAME'")
+T = 10000
+
+
+def repeat_trace(table: pa.Table, times: int) -> pa.Table:
+    """The trace ``times`` times, each copy's stock_time shifted past the previous copy."""
+    st = table.column("stock_time").to_numpy()
+    span = int(st.max() - st.min()) + 1
+    parts = []
+    for i in range(times):
+        idx = table.schema.get_field_index("stock_time")
+        parts.append(table.set_column(idx, "stock_time",
+                                      pa.array(st + i * span, type=table.schema.field(idx).type)))
+    return pa.concat_tables(parts)
+
+
+def engine_rate(query, table, backend: str, repeat: int) -> tuple[float, int]:
+    best, count = float("inf"), 0
+    for _ in range(repeat):
+        engine = query.engine(backend)
+        t0 = time.perf_counter()
+        count = sum(1 for _ in engine.process(table))
+        best = min(best, time.perf_counter() - t0)
+    return table.num_rows / best, count
+
+
+def kernel_inputs(query, table):
+    """The evaluator's batch inputs as the engine computes them (one batch per Arrow batch)."""
+    engine = query.engine("python")
+    batches = []
+    for batch in engine._batches(table):
+        letters = engine.encoder.encode(batch)
+        read = letters != NOT_READ
+        times = engine._times(batch, read, batch.n)
+        pids = engine._partitions(batch, read, batch.n)
+        active = np.flatnonzero(read & (pids != NO_PARTITION)).astype(np.int64)
+        batches.append((active, pids, letters, times, batch.first_position))
+        engine.position += batch.n
+        engine.tick += int(read.sum())
+    return engine, batches
+
+
+def kernel_rate(query, table, backend: str, repeat: int) -> tuple[float, int, int]:
+    """(events/s, complex events, peak tECS nodes) of the evaluator alone."""
+    ref, batches = kernel_inputs(query, table)
+    w = ref.window
+    best, count, peak = float("inf"), 0, 0
+    for _ in range(repeat):
+        engine = query.engine(backend)  # fresh det/encoder/evaluator; letters are interned alike
+        for b in ref.encoder.keys:
+            engine.encoder.letter(b)
+        ev = engine.evaluator
+        count = peak = 0
+        t0 = time.perf_counter()
+        for active, pids, letters, times, first in batches:
+            for _ in ev.run(active, pids, letters, times, first, w.epsilon, w.kind is not None):
+                count += 1
+            peak = max(peak, ev.memory_nodes())
+        best = min(best, time.perf_counter() - t0)
+    return table.num_rows / best, count, peak
+
+
+def fmt(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="smaller scaling runs")
+    args = ap.parse_args(argv)
+    if not CYTHON_AVAILABLE:
+        print("the Cython backend is not built (python setup.py build_ext --inplace)")
+        return 1
+    schema = stock_schema()
+    table = stock_trace(schema)
+    print(f"stock trace: {table.num_rows:,} events; best of {args.repeat}\n")
+
+    print(f"{'query':<14}{'measure':<8}{'python ev/s':>14}{'cython ev/s':>14}{'ratio':>8}"
+          f"{'outputs':>10}")
+    for name, text in (("S3", S3), ("S3 no-output", S3_NO_OUTPUT)):
+        q = cercore.compile(text.format(w=T), schema)
+        for measure, fn in (("engine", engine_rate), ("kernel", kernel_rate)):
+            py = fn(q, table, "python", args.repeat)
+            cy = fn(q, table, "cython", args.repeat)
+            assert py[1] == cy[1]
+            print(f"{name:<14}{measure:<8}{fmt(py[0]):>14}{fmt(cy[0]):>14}"
+                  f"{cy[0] / py[0]:>7.1f}x{py[1]:>10,}")
+
+    print("\nCython vs window size (S3, whole trace)")
+    print(f"{'window':<10}{'engine ev/s':>14}{'kernel ev/s':>14}{'outputs':>12}{'peak nodes':>12}")
+    for k in (1, 2, 4, 8, 16) if not args.quick else (1, 4, 16):
+        q = cercore.compile(S3.format(w=k * T), schema)
+        e = engine_rate(q, table, "cython", args.repeat)
+        kr = kernel_rate(q, table, "cython", args.repeat)
+        print(f"{k:>2}T{'':<7}{fmt(e[0]):>14}{fmt(kr[0]):>14}{kr[1]:>12,}{kr[2]:>12,}")
+
+    print("\nCython vs stream length (S3, trace repeated with shifted times)")
+    print(f"{'events':<12}{'engine ev/s':>14}{'kernel ev/s':>14}{'outputs':>12}{'peak nodes':>12}")
+    q = cercore.compile(S3.format(w=T), schema)
+    for k in (1, 4, 16) if not args.quick else (1, 4):
+        big = repeat_trace(table, k)
+        e = engine_rate(q, big, "cython", 1)
+        kr = kernel_rate(q, big, "cython", 1)
+        print(f"{big.num_rows:<12,}{fmt(e[0]):>14}{fmt(kr[0]):>14}{kr[1]:>12,}{kr[2]:>12,}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
