@@ -53,6 +53,10 @@ cdef class CythonEvaluator:
     cdef int64_t b_first
     cdef int64_t b_epsilon
     cdef bint b_windowed
+    cdef int64_t b_limit  # complex events reported per event; -1: no LIMIT
+    cdef int b_consume  # 0 NONE, 1 ANY, 2 PARTITION
+    cdef int64_t left  # what LIMIT still allows for the current event
+    cdef int64_t cur_pid
     cdef int64_t cur_pos
     cdef int64_t cur_tau
     cdef bint enumerating
@@ -77,6 +81,7 @@ cdef class CythonEvaluator:
                            int64_t tau) noexcept nogil
     cdef int enum_run(self) noexcept nogil
     cdef int advance(self) noexcept nogil
+    cdef void consume_after(self) noexcept nogil
     cdef int reclaim(self, int64_t tau) noexcept nogil
     cdef int resolve_miss(self) except -1
     cdef int grow_table(self, int64_t rows, int64_t cols) except -1

@@ -96,9 +96,11 @@ cdef class CythonEvaluator:
         self.trans = NULL
 
     # ---- per batch ---------------------------------------------------------------------------
-    def run(self, active, pids, letters, times, first_position, epsilon, windowed):
+    def run(self, active, pids, letters, times, first_position, epsilon, windowed,
+            limit=-1, consume=0):
         """Evaluate the batch's events at offsets ``active`` (in order) and yield
-        (start, end, positions) of every complex event, in the reference backend's order."""
+        (start, end, positions) of every complex event, in the reference backend's order.
+        ``limit`` and ``consume`` as in the reference (cercore.runtime.evaluator)."""
         cdef const int64_t[::1] a = np.ascontiguousarray(active, dtype=np.int64)
         cdef const int64_t[::1] p = np.ascontiguousarray(pids, dtype=np.int64)
         cdef const int32_t[::1] l = np.ascontiguousarray(letters, dtype=np.int32)
@@ -119,6 +121,8 @@ cdef class CythonEvaluator:
         self.b_first = first_position
         self.b_epsilon = epsilon if epsilon is not None else 0
         self.b_windowed = bool(windowed)
+        self.b_limit = limit
+        self.b_consume = consume
         self.enumerating = False
         try:
             while True:
@@ -189,7 +193,7 @@ cdef class CythonEvaluator:
                 if self.enum_run():
                     return FULL
                 self.root_idx += 1
-                if self.root_idx < <int64_t>self.roots.size():
+                if self.root_idx < <int64_t>self.roots.size() and self.left != 0:
                     root = self.roots[self.root_idx]
                     if self.arena.nodes[root].maxs >= self.cur_tau:
                         self.path.clear()
@@ -197,8 +201,11 @@ cdef class CythonEvaluator:
                         self.st_depth.push_back(0)
                     continue
                 self.enumerating = False
+                if self.b_consume != 0 and self.roots.size():
+                    self.consume_after()
                 # the event is fully enumerated: reclamation may run now
-                if self.b_windowed and self.arena.size >= self.compact_at:
+                if (self.b_windowed or self.b_consume != 0) \
+                        and self.arena.size >= self.compact_at:
                     if self.reclaim(self.cur_tau) < 0:
                         return NOMEM
                 self.b_i += 1
@@ -215,6 +222,8 @@ cdef class CythonEvaluator:
                 return NOMEM
             self.cur_pos = pos
             self.cur_tau = tau
+            self.cur_pid = self.b_pids[k]
+            self.left = self.b_limit
             self.enumerating = True
             self.root_idx = -1
 
@@ -390,6 +399,11 @@ cdef class CythonEvaluator:
                     for j in range(<Py_ssize_t>self.path.size() - 1, -1, -1):
                         self.out_pos.push_back(self.path[j])
                     self.out_off.push_back(self.out_pos.size())
+                    self.left -= 1
+                    if self.left == 0:  # LIMIT reached: drop the rest of this event's DFS
+                        self.st_node.clear()
+                        self.st_depth.clear()
+                        return 0
                     break
                 if k == OUTPUT:
                     self.path.push_back(nodes[n].pos)
@@ -400,6 +414,22 @@ cdef class CythonEvaluator:
                         self.st_depth.push_back(self.path.size())
                 n = nodes[n].left
         return 0
+
+    cdef void consume_after(self) noexcept nogil:
+        """CONSUME BY: the current event completed a complex event (within the window, whether
+        or not LIMIT let it be reported): discard partial matches."""
+        cdef size_t i
+        cdef bint matched = False
+        for i in range(self.roots.size()):
+            if self.arena.nodes[self.roots[i]].maxs >= self.cur_tau:
+                matched = True
+                break
+        if not matched:
+            return
+        if self.b_consume == 1:
+            self.partitions.clear()
+        else:
+            self.partitions.erase(self.cur_pid)
 
     # ---- memory -------------------------------------------------------------------------------
     cdef int reclaim(self, int64_t tau) noexcept nogil:

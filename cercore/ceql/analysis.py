@@ -95,10 +95,8 @@ class _Analyser:
         if q.projection != "*":
             raise self.error(f"projection SELECT {'NONE' if q.projection == 'NONE' else '<list>'} "
                              f"{later}", q, "use SELECT * for now")
-        if q.consume is not None and q.consume != "NONE":
-            raise self.error(f"CONSUME BY {q.consume} {later}", q)
-        if q.limit is not None:
-            raise self.error(f"LIMIT {later}", q)
+        if q.limit is not None and q.limit < 0:
+            raise self.error("LIMIT needs a non-negative number of complex events", q)
 
     def resolve_streams(self) -> set[str]:
         if not self.q.streams:

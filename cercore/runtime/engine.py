@@ -13,7 +13,13 @@ import numpy as np
 
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import EventError
-from cercore.runtime.evaluator import UNBOUNDED_PAST
+from cercore.runtime.evaluator import (
+    CONSUME_ANY,
+    CONSUME_NONE,
+    CONSUME_PARTITION,
+    NO_LIMIT,
+    UNBOUNDED_PAST,
+)
 from cercore.runtime.events import SKIPPED, Batch, EventDecoder
 from cercore.runtime.letters import NOT_READ, LetterEncoder
 from cercore.runtime.output import ComplexEvent, Event
@@ -99,6 +105,11 @@ class Engine:
         self.store = EventStore(self.schema)
         self.n_complex_events = 0
         self._partition_plan = self._plan_partitions()
+        q = self.analysed.query
+        self.limit = NO_LIMIT if q.limit is None else int(q.limit)
+        # without PARTITION BY, CONSUME BY PARTITION is CONSUME BY ANY (one partition)
+        self.consume = {None: CONSUME_NONE, "NONE": CONSUME_NONE, "ANY": CONSUME_ANY,
+                        "PARTITION": CONSUME_PARTITION}[q.consume]
 
     def _make_evaluator(self, backend: str):
         if backend == "cython":
@@ -206,7 +217,7 @@ class Engine:
         active = np.flatnonzero(read & (pids != NO_PARTITION)).astype(np.int64)
         for start, end, positions in self.evaluator.run(
                 active, pids, letters, times, first, self.window.epsilon,
-                self.window.kind is not None):
+                self.window.kind is not None, self.limit, self.consume):
             self.n_complex_events += 1
             yield ComplexEvent(start, end, positions, time_of(start) if report else None,
                                time_of(end) if report else None, lookup)

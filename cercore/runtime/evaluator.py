@@ -18,6 +18,8 @@ from cercore.runtime.tecs import BOTTOM, NIL, OUTPUT, NodeArena
 
 MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pass
 UNBOUNDED_PAST = -(1 << 62)  # tau when there is no window: nothing ever falls out of it
+NO_LIMIT = -1
+CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
 
 
 class PythonEvaluator:
@@ -37,19 +39,40 @@ class PythonEvaluator:
 
     # ---- per batch ------------------------------------------------------------------------------
     def run(self, active: np.ndarray, pids: np.ndarray, letters: np.ndarray, times: np.ndarray,
-            first_position: int, epsilon: int, windowed: bool
-            ) -> Iterator[tuple[int, int, tuple[int, ...]]]:
+            first_position: int, epsilon: int, windowed: bool, limit: int = NO_LIMIT,
+            consume: int = CONSUME_NONE) -> Iterator[tuple[int, int, tuple[int, ...]]]:
         """Evaluate the batch's events at offsets ``active`` (in order) and yield
-        (start, end, positions) of every complex event as soon as its last event is read."""
+        (start, end, positions) of every complex event as soon as its last event is read.
+
+        ``limit`` >= 0 reports at most that many complex events per event (the first ones of
+        the enumeration order). ``consume``: after an event that completes a complex event
+        (within the window, reported or not), discard every partial match (CONSUME_ANY) or
+        those of the event's partition (CONSUME_PARTITION)."""
         step, enumerate_ = self.step, self.enumerate
+        reclaiming = windowed or consume != CONSUME_NONE
         for k in active.tolist():
             t = int(times[k])
             tau = t - epsilon if windowed else UNBOUNDED_PAST
             pos = first_position + k
-            for node in step(int(pids[k]), int(letters[k]), pos, t, tau):
+            pid = int(pids[k])
+            finals = step(pid, int(letters[k]), pos, t, tau)
+            left = limit
+            for node in finals:
+                if left == 0:
+                    break
                 for start, positions in enumerate_(node, tau):
                     yield start, pos, positions
-            if windowed and len(self.arena) >= self.compact_at:
+                    left -= 1
+                    if left == 0:
+                        break
+            if consume != CONSUME_NONE and finals:
+                maxs = self.arena.maxs
+                if any(maxs[node] >= tau for node in finals):
+                    if consume == CONSUME_ANY:
+                        self.partitions.clear()
+                    else:
+                        self.partitions.pop(pid, None)
+            if reclaiming and len(self.arena) >= self.compact_at:
                 self.reclaim(tau)
 
     # ---- lazy determinisation -------------------------------------------------------------
