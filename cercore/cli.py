@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--on-error", choices=["raise", "skip"], default="raise",
                      help="bad events: stop with an error (raise, default) or skip and count "
                           "them (skip)")
+    run.add_argument("--reorder-slack", type=int, default=None, metavar="D",
+                     help="tolerate events up to D time units out of order: buffer them and "
+                          "evaluate in time order (default: out-of-order time is an error)")
     run.add_argument("--stats", action="store_true", help="print engine counters on stderr")
     run.set_defaults(func=cmd_run)
 
@@ -151,8 +154,13 @@ def cmd_run(args) -> int:
     else:
         table = read_events(args.input, schema, args.input_format, type_column=args.type_column)
     engine = query.engine(backend=args.backend, on_error=args.on_error,
-                          type_column=args.type_column)
-    write_complex_events(engine.process(table), args.output, args.format)
+                          type_column=args.type_column, reorder_slack=args.reorder_slack)
+
+    def everything():
+        yield from engine.process(table)
+        yield from engine.flush()
+
+    write_complex_events(everything(), args.output, args.format)
     stats = engine.stats
     if stats.get("skipped"):
         reasons = ", ".join(f"{k}: {v}" for k, v in stats.get("skipped_by_reason", {}).items())

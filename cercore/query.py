@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cercore.automata.cea import CEA, compile_cea
+from cercore.automata.cea import CEA, compile_cea, strict
 from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.normal import format_normal
 from cercore.predicates import format_guard
@@ -26,19 +26,23 @@ class CompiledQuery:
 
         self.ast = parse_query(text)
         self.analysed: AnalysedQuery = analyse(self.ast, schema, text)
-        self.cea: CEA = compile_cea(self.analysed.formula)
+        self.cea: CEA = compile_cea(self.analysed.formula, self.analysed.marked)
+        if self.analysed.strategy == "STRICT":
+            self.cea = strict(self.cea)
 
     @property
     def warnings(self) -> list[str]:
         return list(self.analysed.warnings)
 
     def engine(self, backend: str = "auto", on_error: str = "raise",
-               type_column: str = "event_type"):
+               type_column: str = "event_type", reorder_slack: int | None = None):
         """A fresh engine. ``backend``: "auto" | "python" | "cython"; ``on_error``: "raise"
-        (EventError on a bad event) or "skip" (skip it and count it in ``engine.stats``)."""
+        (EventError on a bad event) or "skip" (skip it and count it in ``engine.stats``);
+        ``reorder_slack``: buffer events and evaluate them in time order, tolerating events up
+        to that much late (in the time attribute's units; see cercore.runtime.reorder)."""
         from cercore.runtime.engine import Engine
 
-        return Engine(self, resolve_backend(backend), on_error, type_column)
+        return Engine(self, resolve_backend(backend), on_error, type_column, reorder_slack)
 
     # ---- explain --------------------------------------------------------------------------
     def atom_text(self, atom) -> str:
@@ -84,7 +88,10 @@ def compile(query: str, schema: Schema | str, **schema_options: Any) -> Compiled
 
 
 def run(query: str, schema: Schema | str, events: Iterable | Any, *, backend: str = "auto",
-        on_error: str = "raise", **schema_options: Any) -> list[ComplexEvent]:
-    """Compile ``query`` and evaluate it over ``events``; return every complex event."""
-    return list(compile(query, schema, **schema_options).engine(backend, on_error)
-                .process(events))
+        on_error: str = "raise", reorder_slack: int | None = None,
+        **schema_options: Any) -> list[ComplexEvent]:
+    """Compile ``query`` and evaluate it over ``events`` (the whole stream); return every
+    complex event."""
+    engine = compile(query, schema, **schema_options).engine(backend, on_error,
+                                                              reorder_slack=reorder_slack)
+    return list(engine.process(events)) + engine.flush()

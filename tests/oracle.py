@@ -18,11 +18,22 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
     ``F1 AND F2`` filters by F1 then F2; ``F1 OR F2`` is the union of both filterings;
   - ``phi1 OR phi2``: union;  ``phi1 ; phi2``: ``V1.end < V2.start``, interval
     ``[V1.start, V2.end]``, ``mu`` the pointwise union;  ``phi+``: least fixpoint of
-    ``B ∪ (B ; X)``.
+    ``B ∪ (B ; X)``;  ``phi1 : phi2``: as ``;`` but ``V2.start`` is the substream position
+    right after ``V1.end``;  ``phi:+``: least fixpoint of ``B ∪ (B : X)``;
+  - ``NOT(psi)`` (psi reads one event): ``([i, i], {consumed: {i}})`` for every substream
+    position i at which psi has no valuation; ``consumed`` is no variable: it is never reported,
+    never bound by ``AS`` and never filtered.
 
   A valuation's complex event is ``(start, end, every position in mu)``; the output is a set.
 * WITHIN: ``m(end) - m(start) <= bound`` with ``m`` the tick (index among visible events), the
   schema's time attribute (bound = seconds * units per second), or the named attribute.
+* SELECT: ``*`` reports every bound position, ``x, y`` those bound to x or y (event-type names
+  are variables), ``NONE`` none; the interval is kept. STRICT keeps a complex event iff its
+  reported positions are exactly the substream's positions from the first of them to ``end``.
+  WITHIN applies after projection and strategy (CORE §3).
+* CONSUME BY ANY (PARTITION): events are processed in stream order; once an event completes a
+  complex event, later complex events (of its partition) must start after it. LIMIT is not
+  applied here: the caller checks the engine reports the first n of these candidates.
 * PARTITION BY groups: an event's key has one value per group, the value of the group's first
   attribute that the event's type declares; no such attribute, or a None value, puts the event in
   no partition (it still is a tick). The formula runs on each partition's substream; positions
@@ -45,6 +56,7 @@ from cercore.ceql import ast
 from cercore.schema import TIME_UNITS_PER_SECOND, Schema
 
 Valuation = tuple[int, int, frozenset]  # (start, end, frozenset of (variable, position))
+CONSUMED = "\0not"  # pseudo-variable of an event consumed by NOT(...)
 
 
 # ---------------------------------------------------------------------------------------
@@ -140,6 +152,7 @@ class _Evaluator:
     def __init__(self, events, substream: list[int], fits) -> None:
         self.events = events
         self.substream = substream  # visible positions of this partition, increasing
+        self.index = {p: k for k, p in enumerate(substream)}
         self.fits = fits  # (start, end) -> may a valuation with this interval still be kept?
         self.memo: dict[ast.Formula, frozenset[Valuation]] = {}
 
@@ -153,18 +166,23 @@ class _Evaluator:
             return {(i, i, frozenset({(f.event_type, i)})) for i in self.substream
                     if self.events[i][0] == f.event_type}
         if isinstance(f, ast.As):
-            return {(s, e, mu | {(f.var, p) for _, p in mu}) for s, e, mu in self.run(f.formula)}
+            return {(s, e, mu | {(f.var, p) for x, p in mu if x != CONSUMED})
+                    for s, e, mu in self.run(f.formula)}
+        if isinstance(f, ast.Not):
+            matched = {s for s, e, _ in self.run(f.formula) if s == e}
+            return {(i, i, frozenset({(CONSUMED, i)})) for i in self.substream
+                    if i not in matched}
         if isinstance(f, ast.Filter):
             return self._filter(set(self.run(f.formula)), f.filter)
         if isinstance(f, ast.Or):
             return set(self.run(f.left)) | self.run(f.right)
-        if isinstance(f, ast.Seq):
-            return self._seq(self.run(f.left), self.run(f.right))
-        if isinstance(f, ast.Iter) and not f.contiguous:
+        if isinstance(f, (ast.Seq, ast.Contig)):
+            return self._seq(self.run(f.left), self.run(f.right), isinstance(f, ast.Contig))
+        if isinstance(f, ast.Iter):
             base = self.run(f.formula)
             result, delta = set(base), set(base)
-            while delta:  # semi-naive fixpoint of X = B ∪ (B ; X)
-                delta = self._seq(base, delta) - result
+            while delta:  # semi-naive fixpoint of X = B ∪ (B ; X)  (or B : X)
+                delta = self._seq(base, delta, f.contiguous) - result
                 result |= delta
             return result
         raise NotImplementedError(f"the oracle does not evaluate {type(f).__name__}")
@@ -179,12 +197,17 @@ class _Evaluator:
             return self._filter(vals, fe.left) | self._filter(vals, fe.right)
         raise TypeError(f"not a filter: {fe!r}")
 
-    def _seq(self, left, right) -> set[Valuation]:
+    def _seq(self, left, right, adjacent: bool = False) -> set[Valuation]:
         right = sorted(right, key=lambda v: v[0])
         starts = [v[0] for v in right]
         out = set()
         for s1, e1, mu1 in left:
-            for _, e2, mu2 in right[bisect_right(starts, e1):]:
+            if adjacent:
+                k = self.index[e1] + 1
+                nxt = self.substream[k] if k < len(self.substream) else None
+            for s2, e2, mu2 in right[bisect_right(starts, e1):]:
+                if adjacent and s2 != nxt:
+                    continue
                 if self.fits(s1, e2):
                     out.add((s1, e2, mu1 | mu2))
         return out
@@ -194,24 +217,10 @@ class _Evaluator:
 # Queries
 # ---------------------------------------------------------------------------------------
 def _check_supported(q: ast.Query) -> None:
-    if q.strategy not in (None, "ALL", "ANY"):
+    if q.strategy not in (None, "ALL", "ANY", "STRICT"):
         raise NotImplementedError(f"strategy {q.strategy}")
-    if q.projection != "*":
-        raise NotImplementedError("projection")
-    if q.consume not in (None, "NONE"):
-        raise NotImplementedError(f"CONSUME BY {q.consume}")
-    if q.limit is not None:
-        raise NotImplementedError("LIMIT")
-
-    def walk(f):
-        if isinstance(f, (ast.Contig, ast.Not)) or (isinstance(f, ast.Iter) and f.contiguous):
-            raise NotImplementedError(type(f).__name__)
-        for child in (getattr(f, "formula", None), getattr(f, "left", None),
-                      getattr(f, "right", None)):
-            if child is not None:
-                walk(child)
-
-    walk(q.formula)
+    if isinstance(q.projection, tuple) and any(i.attributes for i in q.projection):
+        raise NotImplementedError("attribute projection")
 
 
 def _window(q: ast.Query, schema: Schema, events, tick: dict[int, int]):
@@ -285,9 +294,45 @@ def evaluate(query: ast.Query, schema: Schema,
         monotone = all(a <= b for a, b in zip(ms, ms[1:], strict=False))
         fits = keep if monotone else (lambda s, e: True)
 
-    out: dict[int, set[tuple[int, tuple[int, ...]]]] = {}
+    proj = query.projection
+    wanted = None if proj == "*" else set() if proj == "NONE" else {i.var for i in proj}
+
+    def reported(mu) -> tuple[int, ...]:
+        return tuple(sorted({p for x, p in mu
+                             if x != CONSUMED and (wanted is None or x in wanted)}))
+
+    per_partition: list[tuple[list[int], dict[int, set]]] = []
     for substream in _partitions(query, schema, events, visible):
+        found: dict[int, set] = {}
         for start, end, mu in _Evaluator(events, substream, fits).run(query.formula):
+            positions = reported(mu)
+            if query.strategy == "STRICT" and not _strict(positions, end, substream):
+                continue
             if keep(start, end):
-                out.setdefault(end, set()).add((start, tuple(sorted({p for _, p in mu}))))
+                found.setdefault(end, set()).add((start, positions))
+        per_partition.append((substream, found))
+    return _consume(query.consume, per_partition)
+
+
+def _strict(positions: tuple[int, ...], end: int, substream: list[int]) -> bool:
+    if not positions:
+        return False
+    first = substream.index(positions[0])
+    return substream[first:substream.index(end) + 1] == list(positions)
+
+
+def _consume(policy, per_partition) -> dict[int, set[tuple[int, tuple[int, ...]]]]:
+    """Complex events per end position after CONSUME BY (NONE: all of them)."""
+    part_of = {p: n for n, (sub, _) in enumerate(per_partition) for p in sub}
+    merged = {end: ces for _, found in per_partition for end, ces in found.items()}
+    if policy in (None, "NONE"):
+        return merged
+    barrier: dict[int | None, int] = {}  # partition (None: all) -> last consuming event
+    out = {}
+    for end in sorted(merged):
+        key = None if policy == "ANY" else part_of[end]
+        ces = {c for c in merged[end] if c[0] > barrier.get(key, -1)}
+        if ces:
+            out[end] = ces
+            barrier[key] = end
     return out

@@ -182,19 +182,26 @@ def predicates(draw, attrs: dict[str, AttrType], depth: int = 2) -> ast.Pred:
 VARIABLES = ["x", "y", "z"]
 FORMULA_KINDS = ["seq", "seq", "seq", "iter", "iter", "or", "or", "as", "as", "as-type", "filter",
                  "filter", "filter", "atom", "atom"]  # hypothesis favours the first ones
+# the whole of CEQL's formula language: adds ':', ':+' and NOT(...)
+FULL_FORMULA_KINDS = ["seq", "contig", "seq", "iter", "citer", "not", "or", "as", "contig",
+                      "as-type", "filter", "not", "iter", "filter", "atom", "atom", "or"]
 
 
 def bindable(f: ast.Formula) -> dict[str, set[str]]:
     """Variable (incl. event type names) -> event types whose positions it can hold in ``f``."""
     if isinstance(f, ast.EventAtom):
         return {f.event_type: {f.event_type}}
+    if isinstance(f, ast.Not):  # NOT binds nothing
+        return {}
     out: dict[str, set[str]] = {}
     children = [f.formula] if hasattr(f, "formula") else [f.left, f.right]
     for child in children:
         for var, types in bindable(child).items():
             out.setdefault(var, set()).update(types)
     if isinstance(f, ast.As):
-        out.setdefault(f.var, set()).update(set().union(*bindable(f.formula).values()))
+        inner = set().union(*bindable(f.formula).values())
+        if inner:  # AS around only NOT(...) binds nothing
+            out.setdefault(f.var, set()).update(inner)
     return out
 
 
@@ -225,8 +232,10 @@ def _qualifiers(schema: Schema, from_streams: tuple[str, ...]) -> dict[str, str]
 
 @st.composite
 def formulas(draw, schema: Schema, max_depth: int = 3,
-             from_streams: tuple[str, ...] = ()) -> ast.Formula:
-    """A CEL formula over the event types visible through ``from_streams`` (all if empty)."""
+             from_streams: tuple[str, ...] = (), full: bool = False) -> ast.Formula:
+    """A CEL formula over the event types visible through ``from_streams`` (all if empty);
+    ``full`` adds contiguity and NOT."""
+    kinds = FULL_FORMULA_KINDS if full else FORMULA_KINDS
     if from_streams:
         visible = sorted({t for s in from_streams for t in schema.streams[s].event_types})
     else:
@@ -240,14 +249,29 @@ def formulas(draw, schema: Schema, max_depth: int = 3,
         return ast.EventAtom(t)
 
     def gen(depth: int) -> ast.Formula:
-        kind = draw(st.sampled_from(FORMULA_KINDS)) if depth > 0 else "atom"
+        kind = draw(st.sampled_from(kinds)) if depth > 0 else "atom"
         if kind == "atom":
             return atom()
+        if kind == "not":
+            body = atom()
+            shape = draw(st.sampled_from(["atom", "or", "filter"]))
+            if shape == "or":
+                body = ast.Or(body, atom())
+            elif shape == "filter" and any(
+                    t.is_numeric for t in _attrs_of(schema, {body.event_type}).values()):
+                body = ast.Filter(body, draw(_filter_expr(schema, bindable(body), 1)))
+            return ast.Not(body)
+        if kind == "contig":
+            return ast.Contig(gen(depth - 1), gen(depth - 1))
+        if kind == "citer":
+            return ast.Iter(gen(depth - 1), contiguous=True)
         if kind in ("as", "as-type"):
             var = draw(st.sampled_from(VARIABLES + (visible if kind == "as-type" else [])))
             return ast.As(gen(depth - 1), var)
         if kind == "filter":
             sub = gen(depth - 1)
+            if not bindable(sub):  # e.g. NOT(...): nothing to filter
+                return sub
             return ast.Filter(sub, draw(_filter_expr(schema, bindable(sub),
                                                      draw(st.sampled_from([1, 1, 2, 3])))))
         if kind == "or":
@@ -284,11 +308,12 @@ def windows(draw, schema: Schema, allow_none: bool = True) -> ast.Window | None:
 
 @st.composite
 def queries(draw, schema: Schema, *, partitioned: bool | None = None,
-            windowed: bool | None = None, max_depth: int = 3) -> ast.Query:
+            windowed: bool | None = None, max_depth: int = 3, full: bool = False) -> ast.Query:
     """A supported query; ``partitioned``/``windowed`` force PARTITION BY / WITHIN on or off
-    (None: either)."""
+    (None: either); ``full`` also draws ':', ':+', NOT, projections, STRICT, CONSUME BY and
+    LIMIT."""
     from_streams = draw(st.sampled_from([(), (), ("S",), ("T",), ("S", "T"), ("T", "S")]))
-    formula = draw(formulas(schema, max_depth, from_streams))
+    formula = draw(formulas(schema, max_depth, from_streams, full))
     declared = {a for s in (from_streams or schema.streams) for t in schema.streams[s].event_types
                 for a, _ in schema.event_types[t].attributes}
     partition_by: tuple = ()
@@ -298,9 +323,21 @@ def queries(draw, schema: Schema, *, partitioned: bool | None = None,
     within = None
     if windowed or (windowed is None and draw(st.booleans())):
         within = draw(windows(schema, allow_none=not windowed))
-    strategy = draw(st.sampled_from([None, None, None, "ALL", "ANY"]))
-    return ast.Query(formula, strategy=strategy, streams=from_streams,
-                     partition_by=partition_by, within=within)
+    strategy = draw(st.sampled_from([None, None, None, "ALL", "ANY"]
+                                    + (["STRICT", "STRICT"] if full else [])))
+    if not full:
+        return ast.Query(formula, strategy=strategy, streams=from_streams,
+                         partition_by=partition_by, within=within)
+    names = sorted(bindable(formula))
+    projection: str | tuple = draw(st.sampled_from(["*", "*", "NONE", "list"] if names
+                                                   else ["*", "NONE"]))
+    if projection == "list":
+        chosen = draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
+        projection = tuple(ast.ProjectionItem(v) for v in chosen)
+    consume = draw(st.sampled_from([None, None, "NONE", "ANY", "PARTITION"]))
+    limit = draw(st.sampled_from([None, None, None, 0, 1, 2]))
+    return ast.Query(formula, strategy=strategy, projection=projection, streams=from_streams,
+                     partition_by=partition_by, within=within, consume=consume, limit=limit)
 
 
 @st.composite

@@ -28,9 +28,9 @@ DECL = ("CREATE STREAM Stock { EVENT BUY { name:string, price:double, volume:int
     ("SELECT * FROM Stock WHERE BUY ; SELL WITHIN 5 [name]", "WITHIN [name] needs an int attribute"),
     ("SELECT * FROM Stock WHERE BUY ; SELL WITHIN 5 SECONDS", "needs event time"),
     ("SELECT NEXT * FROM Stock WHERE BUY", "selection strategy NEXT is parsed but not evaluated"),
-    ("SELECT b FROM Stock WHERE BUY AS b", "projection SELECT <list> is parsed but not evaluated"),
-    ("SELECT * FROM Stock WHERE BUY CONSUME BY ANY", "CONSUME BY ANY is parsed but not evaluated"),
-    ("SELECT * FROM Stock WHERE BUY LIMIT 3", "LIMIT is parsed but not evaluated"),
+    ("SELECT b[price] FROM Stock WHERE BUY AS b",
+     "attribute projection b[...] is parsed but not evaluated"),
+    ("SELECT c FROM Stock WHERE BUY AS b", "SELECT names 'c', which the WHERE clause does not bind"),
     ("SELECT * FROM Stock WHERE BUY ; NOT(SELL ; BUY)", "NOT(...) takes one event"),
     ("SELECT * FROM Stock WHERE BUY ; NOT(SELL AS s) FILTER s[price > 1]", "unknown variable 's'"),
 ])

@@ -347,9 +347,31 @@ def test_predicates(pred, attrs, expected):
     assert satisfies(pred, attrs) is expected
 
 
+# Hand-derived answers for the full language (end position -> {(start, positions)}).
+@pytest.mark.parametrize("q, w, expected", [
+    (query(A.Contig(at("A"), at("B"))), "ABCAB", {1: {(0, (0, 1))}, 4: {(3, (3, 4))}}),
+    (query(A.Contig(at("A"), at("B"))), "ACB", {}),
+    (query(A.Iter(at("A"), contiguous=True)), "AA",
+     {0: {(0, (0,))}, 1: {(1, (1,)), (0, (0, 1))}}),
+    (query(A.Iter(at("A"), contiguous=True)), "ACA", {0: {(0, (0,))}, 2: {(2, (2,))}}),
+    (query(seq(at("A"), A.Not(at("C")), at("B"))), "ACB", {}),
+    (query(seq(at("A"), A.Not(at("C")), at("B"))), "AAB", {2: {(0, (0, 2))}}),
+    (query(seq(A.Not(at("C")), at("B"))), "AB", {1: {(0, (1,))}}),
+    (query(seq(at("A"), A.Not(at("C")))), "AB", {1: {(0, (0,))}}),
+    (query(seq(A.As(at("A"), "x"), at("B")), projection=(A.ProjectionItem("x"),)), "AAB",
+     {2: {(0, (0,)), (1, (1,))}}),
+    (query(seq(at("A"), at("B")), projection="NONE"), "AB", {1: {(0, ())}}),
+    (query(seq(at("A"), at("B")), strategy="STRICT"), "AAB", {2: {(1, (1, 2))}}),
+    (query(seq(at("A"), at("B")), consume="ANY"), "AABB", {2: {(0, (0, 2)), (1, (1, 2))}}),
+    (query(seq(at("A"), at("B")), consume="ANY"), "AABAB", {2: {(0, (0, 2)), (1, (1, 2))},
+                                                          4: {(3, (3, 4))}}),
+])
+def test_full_language_vectors(q, w, expected):
+    assert evaluate(q, ABC, word(w)) == expected
+
+
 def test_unsupported_features_raise():
-    for q in (query(A.Contig(at("A"), at("B"))), query(A.Iter(at("A"), contiguous=True)),
-              query(A.Not(at("A"))), query(at("A"), strategy="MAX"), query(at("A"), limit=1),
-              query(at("A"), consume="ANY"), query(at("A"), projection="NONE")):
+    for q in (query(at("A"), strategy="MAX"), query(at("A"), strategy="NEXT"),
+              query(at("A"), projection=(A.ProjectionItem("A", ("v",)),))):
         with pytest.raises(NotImplementedError):
             evaluate(q, ABC, word("AB"))

@@ -10,9 +10,14 @@ Thompson-style construction with ε-moves, then ε-removal:
 - φ:+:           f --ε--> i
 - NOT(a):        i --(not a)/∘--> f                               (consumed, not marked)
 
-A fresh initial state q0 has no incoming transitions (CORE §3), so a run's first event is the
-first event it marks and the complex event's interval starts there. Only atoms' marking moves
-enter final states, so every accepting run ends by marking the event that triggers it.
+A fresh initial state q0 has no incoming transitions (CORE §3), so a run's first event starts
+the complex event's interval (the first marked event, or a leading NOT's event). Final states are
+entered only by the move that reads a match's last event.
+
+Projection (``SELECT x, y`` / ``SELECT NONE``) turns the marking moves of atoms that bind no
+projected variable into ∘ moves: the I/O-determinisation then merges runs that differ only in
+unprojected positions, so each projected complex event is reported once. ``strict`` applies the
+STRICT selection strategy (Foundations App. C.3.1) to the projected automaton.
 """
 
 from __future__ import annotations
@@ -46,7 +51,8 @@ class CEA:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, marked: frozenset[int] | None) -> None:
+        self.marked = marked
         self.moves: list[list[tuple[int, int, int]]] = []
         self.eps: list[list[int]] = []
 
@@ -64,7 +70,8 @@ class _Builder:
     def build(self, f: NFormula) -> tuple[int, int]:
         if isinstance(f, NAtom):
             i, j = self.state(), self.state()
-            self.moves[i].append((f.id, MARK, j))
+            marked = self.marked is None or f.id in self.marked
+            self.moves[i].append((f.id, MARK if marked else SKIP, j))
             return i, j
         if isinstance(f, NNot):
             i, j = self.state(), self.state()
@@ -95,9 +102,10 @@ class _Builder:
         raise TypeError(f"unknown formula node {f!r}")
 
 
-def compile_cea(formula: NFormula) -> CEA:
-    """Compile normalised CEL into an ε-free CEA whose initial state has no incoming moves."""
-    b = _Builder()
+def compile_cea(formula: NFormula, marked: frozenset[int] | None = None) -> CEA:
+    """Compile normalised CEL into an ε-free CEA whose initial state has no incoming moves.
+    ``marked``: the atom ids whose events are reported (None: every atom)."""
+    b = _Builder(marked)
     q0 = b.state()
     i, f = b.build(formula)
     b.eps[q0].append(i)
@@ -126,3 +134,45 @@ def compile_cea(formula: NFormula) -> CEA:
         transitions.append(outs)
     finals = frozenset(index[p] for p in keep if f in closures[p])
     return CEA(len(keep), 0, finals, transitions)
+
+
+def strict(cea: CEA) -> CEA:
+    """STRICT (Foundations App. C.3.1): every event from a run's first marked event to its last
+    is marked. Two copies of each state: p (nothing marked yet: every move allowed) and p'
+    (something marked: only • moves); finals are the marked copies."""
+    n = cea.n_states
+    transitions: list[list[tuple[int, int, int]]] = [[] for _ in range(2 * n)]
+    for p, outs in enumerate(cea.transitions):
+        for label, mark, q in outs:
+            if mark == MARK:
+                transitions[p].append((label, MARK, q + n))
+                transitions[p + n].append((label, MARK, q + n))
+            else:
+                transitions[p].append((label, SKIP, q))
+    finals = frozenset(q + n for q in cea.finals)
+    return _trim(CEA(2 * n, cea.initial, finals, transitions))
+
+
+def _trim(cea: CEA) -> CEA:
+    """Drop states unreachable from the initial state or that cannot reach a final state."""
+    reach, stack = {cea.initial}, [cea.initial]
+    while stack:
+        for _, _, q in cea.transitions[stack.pop()]:
+            if q not in reach:
+                reach.add(q)
+                stack.append(q)
+    preds: list[set[int]] = [set() for _ in range(cea.n_states)]
+    for p, outs in enumerate(cea.transitions):
+        for _, _, q in outs:
+            preds[q].add(p)
+    alive, stack = set(cea.finals), list(cea.finals)
+    while stack:
+        for p in preds[stack.pop()]:
+            if p not in alive:
+                alive.add(p)
+                stack.append(p)
+    keep = [cea.initial] + sorted((reach & alive) - {cea.initial})
+    index = {old: new for new, old in enumerate(keep)}
+    transitions = [[(lab, m, index[q]) for lab, m, q in cea.transitions[p] if q in index]
+                   for p in keep]
+    return CEA(len(keep), 0, frozenset(index[q] for q in cea.finals if q in index), transitions)

@@ -50,6 +50,9 @@ class AnalysedQuery:
     partition_by: tuple[tuple[str, ...], ...]
     warnings: list[str] = field(default_factory=list)
     negations: list[NNot] = field(default_factory=list)
+    # projection: ids of the atoms whose events are reported (None: SELECT *)
+    marked: frozenset[int] | None = None
+    strategy: str | None = None  # STRICT | NEXT | LAST | MAX; None for ALL/ANY/no keyword
 
 
 class _Analyser:
@@ -63,6 +66,7 @@ class _Analyser:
         self.atoms: list[NAtom] = []
         self.negations: list[NNot] = []
         self.n_labels = 0  # atoms and negations share one label space
+        self.enclosing_vars: list[str] = []  # the AS variables around the formula being lowered
         self.warnings: list[str] = []
 
     def error(self, msg: str, node=None, hint: str | None = None) -> CEQLSemanticError:
@@ -83,20 +87,40 @@ class _Analyser:
                                  "(nothing can be reclaimed)")
         return AnalysedQuery(self.q, self.schema, self.text, formula, self.atoms, self.leaves,
                              frozenset(self.schema.event_types[t].id for t in visible),
-                             window, partition, self.warnings, self.negations)
+                             window, partition, self.warnings, self.negations,
+                             self.resolve_projection(),
+                             self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None)
 
     def reject_unsupported(self) -> None:
         """Features that parse but that this version does not evaluate: refuse, never ignore."""
         q = self.q
         later = "is parsed but not evaluated by this version of cercore"
-        if q.strategy not in (None, "ALL", "ANY"):
+        if q.strategy not in (None, "ALL", "ANY", "STRICT"):
             raise self.error(f"selection strategy {q.strategy} {later}", q,
-                             "use SELECT * (every complex event) for now")
-        if q.projection != "*":
-            raise self.error(f"projection SELECT {'NONE' if q.projection == 'NONE' else '<list>'} "
-                             f"{later}", q, "use SELECT * for now")
+                             "use SELECT * (every complex event) or SELECT STRICT for now")
+        if isinstance(q.projection, tuple):
+            for item in q.projection:
+                if item.attributes is not None:
+                    raise self.error(f"attribute projection {item.var}[...] {later}", item,
+                                     f"select the whole variable: {item.var}")
         if q.limit is not None and q.limit < 0:
             raise self.error("LIMIT needs a non-negative number of complex events", q)
+
+    def resolve_projection(self) -> frozenset[int] | None:
+        """SELECT x, y: the atoms binding a projected variable (event-type names are variables
+        too); SELECT NONE: no atom; SELECT *: None (every atom)."""
+        proj = self.q.projection
+        if proj == "*":
+            return None
+        if proj == "NONE":
+            return frozenset()
+        bindable = _bindable(self.q.formula)
+        for item in proj:
+            if item.var not in bindable:
+                raise self.error(f"SELECT names {item.var!r}, which the WHERE clause does not "
+                                 "bind" + did_you_mean(item.var, bindable), item)
+        wanted = {item.var for item in proj}
+        return frozenset(a.id for a in self.atoms if a.variables & wanted)
 
     def resolve_streams(self) -> set[str]:
         if not self.q.streams:
@@ -301,7 +325,7 @@ class _Analyser:
         if isinstance(f, ast.EventAtom):
             guards = list(forced) + [g for v, g in pending if v == f.event_type]
             atom = NAtom(self.label(), frozenset({self.schema.event_types[f.event_type].id}),
-                         guard_and(guards))
+                         guard_and(guards), frozenset({f.event_type, *self.enclosing_vars}))
             self.atoms.append(atom)
             return atom
         if isinstance(f, ast.Not):
@@ -313,7 +337,11 @@ class _Analyser:
         if isinstance(f, ast.As):
             mine = tuple(g for v, g in pending if v == f.var)
             rest = tuple((v, g) for v, g in pending if v != f.var)
-            return self.lower(f.formula, rest, forced + mine)
+            self.enclosing_vars.append(f.var)
+            try:
+                return self.lower(f.formula, rest, forced + mine)
+            finally:
+                self.enclosing_vars.pop()
         if isinstance(f, ast.Filter):
             alternatives = _dnf(f.filter)
             if len(alternatives) > MAX_FILTER_DISJUNCTS:

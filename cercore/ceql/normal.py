@@ -20,6 +20,9 @@ class NAtom:
     id: int
     types: frozenset[int]
     guard: Guard
+    # the variables an event read by this atom is bound to: its event type's name and every
+    # enclosing ``AS`` (projection and ``ce.bindings`` use them)
+    variables: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from cercore.runtime.evaluator import (
 from cercore.runtime.events import SKIPPED, Batch, EventDecoder
 from cercore.runtime.letters import NOT_READ, LetterEncoder
 from cercore.runtime.output import ComplexEvent, Event
+from cercore.runtime.reorder import ReorderBuffer, records_of
 
 if TYPE_CHECKING:
     from cercore.query import CompiledQuery
@@ -83,7 +84,7 @@ class Engine:
     """
 
     def __init__(self, query: CompiledQuery, backend: str = "python", on_error: str = "raise",
-                 type_column: str = "event_type") -> None:
+                 type_column: str = "event_type", reorder_slack: int | None = None) -> None:
         self.query = query
         self.analysed = query.analysed
         self.schema = query.schema
@@ -105,6 +106,13 @@ class Engine:
         self.store = EventStore(self.schema)
         self.n_complex_events = 0
         self._partition_plan = self._plan_partitions()
+        self.reorder = None
+        if reorder_slack is not None:
+            attr = self.time_attribute or self.report_time
+            if attr is None:
+                raise ValueError("reorder_slack needs event time: the schema names no time "
+                                 "attribute and the query has no time window")
+            self.reorder = ReorderBuffer(attr, int(reorder_slack))
         q = self.analysed.query
         self.limit = NO_LIMIT if q.limit is None else int(q.limit)
         # without PARTITION BY, CONSUME BY PARTITION is CONSUME BY ANY (one partition)
@@ -123,14 +131,43 @@ class Engine:
     # ---- public API ---------------------------------------------------------------------------
     def process(self, events: Any) -> Iterator[ComplexEvent]:
         """Evaluate ``events`` (iterable of ``(type, attrs)`` / Event, pyarrow Table or
-        RecordBatch, pandas DataFrame); yield complex events as each one completes."""
+        RecordBatch, pandas DataFrame); yield complex events as each one completes.
+
+        With a reorder slack, events are evaluated once the slack has passed them; call
+        ``flush()`` at the end of the stream to evaluate what is still buffered."""
+        if self.reorder is not None:
+            records = records_of(events, self.type_column, self.decoder.declared)
+            yield from self._run_records(self.reorder.add(records, self._late))
+            return
         for batch in self._batches(events):
             yield from self._run(batch)
 
     def push(self, event_type: str, attributes: dict[str, Any]) -> list[ComplexEvent]:
-        """Evaluate one event; return the complex events it completes."""
+        """Evaluate one event; return the complex events it completes (with a reorder slack:
+        the complex events of the buffered events it releases)."""
+        if self.reorder is not None:
+            return list(self.process([(event_type, attributes)]))
         return list(self._run(self.decoder.from_records([(event_type, attributes)],
                                                         self.position)))
+
+    def flush(self) -> list[ComplexEvent]:
+        """End of stream: evaluate the events a reorder slack still holds back (no-op
+        without one) and return the complex events they complete."""
+        if self.reorder is None:
+            return []
+        return list(self._run_records(iter(self.reorder.flush())))
+
+    def _run_records(self, records: Iterator) -> Iterator[ComplexEvent]:
+        while True:
+            chunk = list(itertools.islice(records, BATCH_SIZE))
+            if not chunk:
+                return
+            yield from self._run(self.decoder.from_records(chunk, self.position))
+
+    def _late(self, record, error: EventError) -> None:
+        if self.decoder.on_error != "skip":
+            raise error
+        self.decoder.skips.add(error, "late beyond the reorder slack")
 
     @property
     def stats(self) -> dict[str, Any]:

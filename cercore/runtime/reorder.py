@@ -1,0 +1,97 @@
+"""Reorder slack: buffer events and release them in time order (a bounded quarantine).
+
+An engine created with ``reorder_slack=d`` keeps every incoming event until an event with
+time >= its time + d has arrived (or ``flush()`` is called), then releases buffered events
+sorted by (time, arrival order). An event that arrives after events with a later time were
+already released cannot be put back in order: it raises EventError, or with ``on_error="skip"``
+it is skipped and counted ("late beyond the reorder slack") — never silently dropped.
+
+Positions count events in the order the engine *evaluates* them (release order), so with a
+slack they may differ from the arrival order; ``ce.events`` always carries the events
+themselves. Events are handled as ``(type, attributes)`` records here: tabular inputs are
+converted row by row, which is the cost of reordering.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from cercore.errors import EventError
+from cercore.runtime.output import Event
+
+
+class ReorderBuffer:
+    """Min-heap of buffered events keyed by (time, arrival sequence)."""
+
+    def __init__(self, time_attribute: str, slack: int) -> None:
+        if slack < 0:
+            raise ValueError("reorder_slack must be >= 0")
+        self.attr = time_attribute
+        self.slack = slack
+        self.heap: list[tuple[int, int, str, dict]] = []
+        self.seq = 0  # arrival counter: ties in time keep arrival order
+        self.max_time: int | None = None
+        self.released_time: int | None = None  # time of the last released event
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+    def add(self, records: Iterable, on_late) -> Iterator[tuple[str, dict]]:
+        """Buffer ``records``; yield the events that are now safe to release, in time order.
+        ``on_late(record, error)`` handles an event that is too late to reorder."""
+        for rec in records:
+            typ, attrs = (rec.type, rec.attributes) if isinstance(rec, Event) else rec
+            t = attrs.get(self.attr) if isinstance(attrs, dict) else None
+            if t is None or isinstance(t, bool) or not isinstance(t, int):
+                # no usable time: let the engine's own checks report it, in order
+                yield from self._release_all()
+                yield typ, attrs
+                continue
+            if self.released_time is not None and t < self.released_time:
+                on_late((typ, attrs), EventError(
+                    f"event too late for the reorder slack: {self.attr} = {t} after events up "
+                    f"to {self.released_time} were released (slack {self.slack})",
+                    field=self.attr))
+                continue
+            heapq.heappush(self.heap, (t, self.seq, typ, attrs))
+            self.seq += 1
+            if self.max_time is None or t > self.max_time:
+                self.max_time = t
+            yield from self._release(self.max_time - self.slack)
+
+    def _release(self, upto: int) -> Iterator[tuple[str, dict]]:
+        heap = self.heap
+        while heap and heap[0][0] <= upto:
+            t, _, typ, attrs = heapq.heappop(heap)
+            self.released_time = t
+            yield typ, attrs
+
+    def _release_all(self) -> Iterator[tuple[str, dict]]:
+        while self.heap:
+            t, _, typ, attrs = heapq.heappop(self.heap)
+            self.released_time = t
+            yield typ, attrs
+
+    def flush(self) -> list[tuple[str, dict]]:
+        """Release everything still buffered (end of stream)."""
+        return list(self._release_all())
+
+
+def records_of(events: Any, type_column: str, declared: dict[str, dict]) -> Iterator:
+    """The events of any accepted input as ``(type, attributes)`` records; a tabular row keeps
+    its type's declared attributes and any other non-null cell (which the decoder rejects)."""
+    mod = type(events).__module__
+    if mod.startswith("pandas"):
+        import pyarrow as pa
+
+        events = pa.Table.from_pandas(events, preserve_index=False)
+        mod = "pyarrow"
+    if mod.startswith("pyarrow"):
+        for row in events.to_pylist():
+            typ = row.pop(type_column, None)
+            own = declared.get(typ, {})
+            yield typ, {k: v for k, v in row.items() if v is not None or k in own}
+        return
+    yield from events
