@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cercore.automata.cea import CEA, compile_cea, strict
+from cercore.automata.cea import CEA, SKIP, compile_cea, strict
+from cercore.errors import CEQLSemanticError
 from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.normal import format_normal
 from cercore.predicates import format_guard
@@ -29,6 +30,14 @@ class CompiledQuery:
         self.cea: CEA = compile_cea(self.analysed.formula, self.analysed.marked)
         if self.analysed.strategy == "STRICT":
             self.cea = strict(self.cea)
+        elif self.analysed.strategy is not None and any(
+                mark == SKIP for _, mark, _ in self.cea.transitions[self.cea.initial]):
+            raise CEQLSemanticError(
+                f"SELECT {self.analysed.strategy}: a match may begin with an event it does not "
+                "report (a leading NOT(...) or an atom outside the SELECT list), and the "
+                "strategy has no position to rank it by", line=self.ast.line,
+                column=self.ast.column, text=text,
+                hint="start the pattern with a reported event, or use SELECT * / ALL")
 
     @property
     def warnings(self) -> list[str]:

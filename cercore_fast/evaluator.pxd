@@ -27,7 +27,11 @@ cdef class CythonEvaluator:
     cdef Arena arena
     cdef unordered_map[int64_t, Table] partitions
 
-    # lazily filled det transition table: trans[(sid * trans_cols + letter) * 2 + {0: q•, 1: q∘}]
+    # partition -> pre state (the det state runs starting now begin in), where not `initial`
+    cdef unordered_map[int64_t, int32_t] pre
+
+    # lazily filled det transition table:
+    # trans[(sid * trans_cols + letter) * 3 + {0: q•, 1: q∘, 2: next pre state}]
     cdef int32_t* trans
     cdef int64_t trans_rows
     cdef int64_t trans_cols

@@ -231,17 +231,18 @@ cdef class CythonEvaluator:
     cdef int lookup_ok(self, int32_t sid, int32_t letter) noexcept nogil:
         if sid >= self.trans_rows or letter >= self.trans_cols:
             return 0
-        return self.trans[(sid * self.trans_cols + letter) * 2] != MISSING
+        return self.trans[(sid * self.trans_cols + letter) * 3] != MISSING
 
     cdef int resolve_miss(self) except -1:
         cdef int32_t sid = self.miss_sid, letter = self.miss_letter
         cdef int64_t idx
-        q_mark, q_skip = self.det.successors(sid, self.encoder.atom_masks[letter])
+        q_mark, q_skip, q_pre = self.det.successors(sid, self.encoder.atom_masks[letter])
         self.refresh_states()
         self.grow_table(sid + 1, letter + 1)
-        idx = (sid * self.trans_cols + letter) * 2
+        idx = (sid * self.trans_cols + letter) * 3
         self.trans[idx] = q_mark
         self.trans[idx + 1] = q_skip
+        self.trans[idx + 2] = q_pre
         return 0
 
     cdef int grow_table(self, int64_t rows, int64_t cols) except -1:
@@ -257,15 +258,15 @@ cdef class CythonEvaluator:
             nc = 8
         while nc < cols:
             nc *= 2
-        n = nr * nc * 2
+        n = nr * nc * 3
         t = <int32_t*>malloc(<size_t>n * sizeof(int32_t))
         if t == NULL:
             raise MemoryError("cercore_fast: transition table")
         for i in range(n):
             t[i] = MISSING
         for i in range(self.trans_rows):
-            for j in range(self.trans_cols * 2):
-                t[i * nc * 2 + j] = self.trans[i * self.trans_cols * 2 + j]
+            for j in range(self.trans_cols * 3):
+                t[i * nc * 3 + j] = self.trans[i * self.trans_cols * 3 + j]
         free(self.trans)
         self.trans = t
         self.trans_rows = nr
@@ -295,15 +296,18 @@ cdef class CythonEvaluator:
         cdef unordered_map[int64_t, Table].iterator it = self.partitions.find(pid)
         cdef size_t i, n_old = 0
         cdef int64_t need = 8, bottom
-        cdef int32_t q
+        cdef int32_t q, pre = self.initial, next_pre
         cdef UList* ul
+        cdef unordered_map[int64_t, int32_t].iterator pit = self.pre.find(pid)
+        if pit != self.pre.end():
+            pre = deref(pit).second
         if it != self.partitions.end():
             old = &deref(it).second
             n_old = old.states.size()
         # every transition this step needs must be in the table before anything changes; the
-        # misses are resolved in the reference's order (initial state first, then T's order)
-        if time >= tau and not self.lookup_ok(self.initial, letter):
-            self.miss_sid = self.initial
+        # misses are resolved in the reference's order (pre state first, then T's order)
+        if not self.lookup_ok(pre, letter):
+            self.miss_sid = pre
             self.miss_letter = letter
             return 1
         for i in range(n_old):
@@ -317,10 +321,17 @@ cdef class CythonEvaluator:
             need += 3 * <int64_t>ul.size() + 7
         if arena_reserve(&self.arena, need) < 0:
             return 2
+        # runs starting here begin in the partition's pre state (see the reference)
+        next_pre = self.trans[(pre * self.trans_cols + letter) * 3 + 2]
+        if next_pre != pre:
+            if next_pre == self.initial:
+                self.pre.erase(pid)
+            else:
+                self.pre[pid] = next_pre
         bottom = new_bottom(&self.arena, pos, time)
         self.bottom_list.clear()
         self.bottom_list.push_back(bottom)
-        self.process_item(self.initial, self.bottom_list, letter, pos, tau)
+        self.process_item(pre, self.bottom_list, letter, pos, tau)
         for i in range(n_old):
             self.process_item(old.states[i], old.lists[i], letter, pos, tau)
         self.roots.clear()
@@ -348,7 +359,7 @@ cdef class CythonEvaluator:
         cdef size_t ns
         if a.nodes[ul[0]].maxs < tau:  # every run in this list started outside the window
             return
-        idx = (p * self.trans_cols + letter) * 2
+        idx = (p * self.trans_cols + letter) * 3
         q_mark = self.trans[idx]
         q_skip = self.trans[idx + 1]
         if q_mark != NO_STATE:
@@ -426,10 +437,13 @@ cdef class CythonEvaluator:
                 break
         if not matched:
             return
+        # the partition(s) start afresh: no partial match, no strategy history
         if self.b_consume == 1:
             self.partitions.clear()
+            self.pre.clear()
         else:
             self.partitions.erase(self.cur_pid)
+            self.pre.erase(self.cur_pid)
 
     # ---- memory -------------------------------------------------------------------------------
     cdef int reclaim(self, int64_t tau) noexcept nogil:
@@ -471,6 +485,8 @@ cdef class CythonEvaluator:
         cdef set out = set()
         for kv in self.partitions:
             out.add(kv.first)
+        for kv2 in self.pre:
+            out.add(kv2.first)
         return out
 
     def memory_nodes(self):
@@ -508,13 +524,14 @@ cdef class CythonEvaluator:
                     list_nodes.append(tbl.lists[e][j])
                 entry_offsets.append(len(list_nodes))
             part_offsets.append(len(entry_states))
-        table = np.full((self.trans_rows, self.trans_cols, 2), MISSING, dtype=np.int32)
+        table = np.full((self.trans_rows, self.trans_cols, 3), MISSING, dtype=np.int32)
         cdef int32_t[:, :, ::1] vt = table
-        cdef int64_t r, c
+        cdef int64_t r, c, k
         for r in range(self.trans_rows):
             for c in range(self.trans_cols):
-                vt[r, c, 0] = self.trans[(r * self.trans_cols + c) * 2]
-                vt[r, c, 1] = self.trans[(r * self.trans_cols + c) * 2 + 1]
+                for k in range(3):
+                    vt[r, c, k] = self.trans[(r * self.trans_cols + c) * 3 + k]
+        pre_ids = sorted(kv.first for kv in self.pre)
         return EvaluatorState(
             kind=kind, pos=pos, maxs=maxs, left=left, right=right,
             part_ids=np.array(pids, dtype=np.int64),
@@ -522,6 +539,8 @@ cdef class CythonEvaluator:
             entry_states=np.array(entry_states, dtype=np.int32),
             entry_offsets=np.array(entry_offsets, dtype=np.int64),
             list_nodes=np.array(list_nodes, dtype=np.int64),
+            pre_ids=np.array(pre_ids, dtype=np.int64),
+            pre_states=np.array([self.pre[<int64_t>i] for i in pre_ids], dtype=np.int32),
             table=table, compact_at=self.compact_at, last_tau=self.last_tau,
             reclaimed=bool(self.reclaimed)).trimmed()
 
@@ -561,8 +580,11 @@ cdef class CythonEvaluator:
             self.grow_table(rows, cols)
             for r in range(rows):
                 for c in range(cols):
-                    self.trans[(r * self.trans_cols + c) * 2] = table[r, c, 0]
-                    self.trans[(r * self.trans_cols + c) * 2 + 1] = table[r, c, 1]
+                    for k in range(3):
+                        self.trans[(r * self.trans_cols + c) * 3 + k] = table[r, c, k]
+        self.pre.clear()
+        for pid, q in state.pre_map().items():
+            self.pre[<int64_t>pid] = <int32_t>q
         self.compact_at = state.compact_at
         self.last_tau = state.last_tau
         self.reclaimed = state.reclaimed

@@ -31,9 +31,12 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
   are variables), ``NONE`` none; the interval is kept. STRICT keeps a complex event iff its
   reported positions are exactly the substream's positions from the first of them to ``end``.
   WITHIN applies after projection and strategy (CORE §3).
+  NEXT / LAST / MAX keep, among the complex events of each end position, the lexicographically
+  smallest ascending position sequence / the largest descending one (longer wins a tie) / those
+  with no strict superset (Foundations §4.2 as the note corrects it), before WITHIN.
 * CONSUME BY ANY (PARTITION): events are processed in stream order; once an event completes a
-  complex event, later complex events (of its partition) must start after it. LIMIT is not
-  applied here: the caller checks the engine reports the first n of these candidates.
+  complex event, evaluation starts afresh after it (in its partition; ANY: in all). LIMIT is
+  not applied here: the caller checks the engine reports the first n of these candidates.
 * PARTITION BY groups: an event's key has one value per group, the value of the group's first
   attribute that the event's type declares; no such attribute, or a None value, puts the event in
   no partition (it still is a tick). The formula runs on each partition's substream; positions
@@ -217,10 +220,31 @@ class _Evaluator:
 # Queries
 # ---------------------------------------------------------------------------------------
 def _check_supported(q: ast.Query) -> None:
-    if q.strategy not in (None, "ALL", "ANY", "STRICT"):
-        raise NotImplementedError(f"strategy {q.strategy}")
     if isinstance(q.projection, tuple) and any(i.attributes for i in q.projection):
         raise NotImplementedError("attribute projection")
+    if q.strategy in ("NEXT", "LAST", "MAX") and starts_unreported(q):
+        raise NotImplementedError("a ranked strategy over a match that starts unreported")
+
+
+def starts_unreported(q: ast.Query) -> bool:
+    """Can a match begin with an event it does not report (leading NOT, unprojected atom)?"""
+    wanted = None if q.projection == "*" else set() if q.projection == "NONE" \
+        else {i.var for i in q.projection}
+
+    def first(f, names: frozenset) -> bool:  # may f's first event be unreported?
+        if isinstance(f, ast.Not):
+            return True
+        if isinstance(f, ast.EventAtom):
+            return wanted is not None and not (names | {f.event_type}) & wanted
+        if isinstance(f, ast.As):
+            return first(f.formula, names | {f.var})
+        if isinstance(f, (ast.Filter, ast.Iter)):
+            return first(f.formula, names)
+        if isinstance(f, ast.Or):
+            return first(f.left, names) or first(f.right, names)
+        return first(f.left, names)  # ; and :
+
+    return first(q.formula, frozenset())
 
 
 def _window(q: ast.Query, schema: Schema, events, tick: dict[int, int]):
@@ -296,22 +320,59 @@ def evaluate(query: ast.Query, schema: Schema,
 
     proj = query.projection
     wanted = None if proj == "*" else set() if proj == "NONE" else {i.var for i in proj}
+    ranked = query.strategy in ("NEXT", "LAST", "MAX")
+    if ranked:  # strategies compare every complex event: prune by the window only afterwards
+        def fits(s, e):
+            return True
 
     def reported(mu) -> tuple[int, ...]:
         return tuple(sorted({p for x, p in mu
                              if x != CONSUMED and (wanted is None or x in wanted)}))
 
-    per_partition: list[tuple[list[int], dict[int, set]]] = []
-    for substream in _partitions(query, schema, events, visible):
+    def run(substream: list[int]) -> dict[int, set]:
+        """End -> complex events of the formula over one substream, after SELECT and WITHIN."""
         found: dict[int, set] = {}
         for start, end, mu in _Evaluator(events, substream, fits).run(query.formula):
             positions = reported(mu)
             if query.strategy == "STRICT" and not _strict(positions, end, substream):
                 continue
-            if keep(start, end):
+            if ranked or keep(start, end):
                 found.setdefault(end, set()).add((start, positions))
-        per_partition.append((substream, found))
-    return _consume(query.consume, per_partition)
+        if ranked:
+            found = {end: {c for c in _select(query.strategy, ces) if keep(c[0], end)}
+                     for end, ces in found.items()}
+        return {end: ces for end, ces in found.items() if ces}
+
+    partitions = _partitions(query, schema, events, visible)
+    if query.consume in (None, "NONE"):
+        return {end: ces for sub in partitions for end, ces in run(sub).items()}
+    # CONSUME BY: after an event completes a complex event, evaluation of its partition (ANY:
+    # of every partition) starts afresh with the next event
+    part_of = {p: n for n, sub in enumerate(partitions) for p in sub}
+    barrier: dict[int | None, int] = {}
+    cache: dict[tuple[int, int], dict[int, set]] = {}
+    out = {}
+    for end in sorted(part_of):
+        k = part_of[end]
+        b = barrier.get(None if query.consume == "ANY" else k, -1)
+        if (k, b) not in cache:
+            cache[k, b] = run([p for p in partitions[k] if p > b])
+        ces = cache[k, b].get(end)
+        if ces:
+            out[end] = ces
+            barrier[None if query.consume == "ANY" else k] = end
+    return out
+
+
+def _select(strategy: str, ces: set) -> set:
+    """NEXT / LAST / MAX among the complex events of one end position (Foundations §4.2 as
+    corrected by the note; every one starts at its first position here)."""
+    if strategy == "NEXT":  # ≤next-maximum: the lexicographically smallest ascending sequence
+        return {min(ces, key=lambda c: c[1])}
+    if strategy == "LAST":  # ≤last-maximum: the largest descending sequence, longer on a tie
+        return {max(ces, key=lambda c: c[1][::-1])}
+    sets = [(c, set(c[1])) for c in ces]  # MAX: no strict superset
+    return {c for c, s in sets if not any(s < t for _, t in sets)}
 
 
 def _strict(positions: tuple[int, ...], end: int, substream: list[int]) -> bool:
@@ -319,20 +380,3 @@ def _strict(positions: tuple[int, ...], end: int, substream: list[int]) -> bool:
         return False
     first = substream.index(positions[0])
     return substream[first:substream.index(end) + 1] == list(positions)
-
-
-def _consume(policy, per_partition) -> dict[int, set[tuple[int, tuple[int, ...]]]]:
-    """Complex events per end position after CONSUME BY (NONE: all of them)."""
-    part_of = {p: n for n, (sub, _) in enumerate(per_partition) for p in sub}
-    merged = {end: ces for _, found in per_partition for end, ces in found.items()}
-    if policy in (None, "NONE"):
-        return merged
-    barrier: dict[int | None, int] = {}  # partition (None: all) -> last consuming event
-    out = {}
-    for end in sorted(merged):
-        key = None if policy == "ANY" else part_of[end]
-        ces = {c for c in merged[end] if c[0] > barrier.get(key, -1)}
-        if ces:
-            out[end] = ces
-            barrier[key] = end
-    return out

@@ -324,7 +324,7 @@ def queries(draw, schema: Schema, *, partitioned: bool | None = None,
     if windowed or (windowed is None and draw(st.booleans())):
         within = draw(windows(schema, allow_none=not windowed))
     strategy = draw(st.sampled_from([None, None, None, "ALL", "ANY"]
-                                    + (["STRICT", "STRICT"] if full else [])))
+                                    + (["STRICT", "NEXT", "LAST", "MAX"] * 2 if full else [])))
     if not full:
         return ast.Query(formula, strategy=strategy, streams=from_streams,
                          partition_by=partition_by, within=within)

@@ -1,5 +1,5 @@
 """Property tests over the whole of CEQL that cercore evaluates: ':' and ':+', NOT(...),
-projections (SELECT x, y / NONE), STRICT, CONSUME BY and LIMIT, mixed with PARTITION BY and
+projections (SELECT x, y / NONE), the strategies STRICT, NEXT, LAST and MAX, CONSUME BY and LIMIT, mixed with PARTITION BY and
 WITHIN, on both backends, against the brute-force oracle (tests/oracle.py).
 
 LIMIT n is checked in two ways: the events reported at each end position are among the oracle's
@@ -14,7 +14,7 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import evaluate
+from oracle import evaluate, starts_unreported
 from strategies import bindable, queries, schemas, streams
 
 import cercore
@@ -51,6 +51,10 @@ def check(schema, q: ast.Query, events, backend: str) -> None:
     text = printer.format_query(q)
     parsed = parser.parse_query(text)
     assert parsed == q and repr(parsed) == repr(q), f"round trip changed the query:\n{text}"
+    if q.strategy in ("NEXT", "LAST", "MAX") and starts_unreported(q):
+        with pytest.raises(cercore.CEQLSemanticError, match="no position to rank"):
+            cercore.compile(text, schema)
+        return
     try:
         compiled = cercore.compile(text, schema)
     except cercore.CEQLSemanticError as e:

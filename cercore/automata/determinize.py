@@ -1,46 +1,64 @@
 """On-the-fly I/O-determinisation (CORE §4.4): subset construction, one (state, letter) at a time.
 
-A deterministic state is a set of CEA states. For a letter (the event's type plus the bit
-vector of its atomic predicates, which fixes which atom labels it satisfies) the marking and
-non-marking successors are computed once, on first use, and cached by the evaluator's table.
+A deterministic state is a set of automaton states (of the CEA itself, or of a selection
+strategy's automaton, see ``cercore.automata.strategies``). For a letter (the event's type plus
+the bit vector of its atomic predicates, which fixes which atom labels it satisfies) the marking
+and non-marking successors are computed once, on first use, and cached by the evaluator's table.
+
+Every partition also has a *pre state*: the deterministic state from which a run starting at the
+current event begins. Without a selection strategy it is always the initial state; under NEXT,
+LAST or MAX it follows the stream (the strategy ranks new runs against every earlier one), and
+``successors`` returns its next value as a third component.
 """
 
 from __future__ import annotations
 
-from cercore.automata.cea import CEA, MARK, TRUE_LABEL
+from cercore.automata.cea import CEA, MARK
+from cercore.automata.strategies import strategy_nfa
 
 NO_STATE = -1
 
 
 class LazyDeterminiser:
-    """Numbers the reachable subsets of ``cea`` and computes their transitions on demand."""
+    """Numbers the reachable subsets of the query's automaton and computes their transitions
+    on demand."""
 
-    def __init__(self, cea: CEA) -> None:
+    def __init__(self, cea: CEA, strategy: str | None = None) -> None:
         self.cea = cea
-        self.subsets: list[frozenset[int]] = []
-        self.index: dict[frozenset[int], int] = {}
+        self.nfa = strategy_nfa(cea, strategy)
+        self.subsets: list[frozenset] = []
+        self.index: dict[frozenset, int] = {}
         self.final: list[bool] = []
-        self.initial = self.state_id(frozenset({cea.initial}))
+        self.pre: list[bool] = []  # is this det state some partition's pre state?
+        self.initial = self.state_id(frozenset({self.nfa.initial}))
+        self.pre[self.initial] = True
 
-    def state_id(self, subset: frozenset[int]) -> int:
+    def state_id(self, subset: frozenset) -> int:
         sid = self.index.get(subset)
         if sid is None:
             sid = self.index[subset] = len(self.subsets)
             self.subsets.append(subset)
-            self.final.append(not subset.isdisjoint(self.cea.finals))
+            self.final.append(any(self.nfa.is_final(s) for s in subset))
+            self.pre.append(False)
         return sid
 
-    def successors(self, sid: int, atom_mask: int) -> tuple[int, int]:
-        """(marking successor, non-marking successor) of ``sid`` on an event satisfying the
-        atom labels in ``atom_mask``; NO_STATE where the successor set is empty."""
-        marked: set[int] = set()
-        skipped: set[int] = set()
-        for p in self.subsets[sid]:
-            for label, mark, q in self.cea.transitions[p]:
-                if label == TRUE_LABEL or (atom_mask >> label) & 1:
-                    (marked if mark == MARK else skipped).add(q)
+    def successors(self, sid: int, atom_mask: int) -> tuple[int, int, int]:
+        """(marking successor, non-marking successor, next pre state) of ``sid`` on an event
+        satisfying the atom labels in ``atom_mask``; NO_STATE where a successor set is empty
+        (and as the third component when ``sid`` is not a pre state)."""
+        marked: set = set()
+        skipped: set = set()
+        nfa = self.nfa
+        for s in self.subsets[sid]:
+            for mark, t in nfa.moves(s, atom_mask):
+                (marked if mark == MARK else skipped).add(t)
+        pre_next = NO_STATE
+        if self.pre[sid]:
+            (s,) = self.subsets[sid]
+            pre_next = self.state_id(frozenset({nfa.pre_next(s, atom_mask)}))
+            self.pre[pre_next] = True
         return (self.state_id(frozenset(marked)) if marked else NO_STATE,
-                self.state_id(frozenset(skipped)) if skipped else NO_STATE)
+                self.state_id(frozenset(skipped)) if skipped else NO_STATE, pre_next)
 
     @property
     def n_states(self) -> int:

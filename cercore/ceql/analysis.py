@@ -95,9 +95,6 @@ class _Analyser:
         """Features that parse but that this version does not evaluate: refuse, never ignore."""
         q = self.q
         later = "is parsed but not evaluated by this version of cercore"
-        if q.strategy not in (None, "ALL", "ANY", "STRICT"):
-            raise self.error(f"selection strategy {q.strategy} {later}", q,
-                             "use SELECT * (every complex event) or SELECT STRICT for now")
         if isinstance(q.projection, tuple):
             for item in q.projection:
                 if item.attributes is not None:

@@ -92,7 +92,8 @@ class Engine:
         self.type_column = type_column
         self.decoder = EventDecoder(self.schema, on_error)
         self.encoder = LetterEncoder(self.analysed)
-        self.det = LazyDeterminiser(query.cea)
+        self.det = LazyDeterminiser(query.cea, self.analysed.strategy
+                                    if self.analysed.strategy != "STRICT" else None)
         self.evaluator = self._make_evaluator(backend)
         self.window = self.analysed.window
         self.time_attribute = self.window.attribute if self.window.kind in ("time", "attr") \

@@ -31,7 +31,8 @@ class PythonEvaluator:
         self.det = det
         self.encoder = encoder
         self.arena = NodeArena()
-        self.table: list[list] = []  # det state -> [letter -> (q•, q∘) or None]
+        self.table: list[list] = []  # det state -> [letter -> (q•, q∘, next pre) or None]
+        self.pre: dict[int, int] = {}  # partition -> pre state, where not the initial state
         self.partitions: dict[int, dict[int, list[int]]] = {}
         self.compact_at = MIN_COMPACTION
         self.reclaimed = False  # set when a reclamation pass ran; the engine resets it
@@ -68,15 +69,18 @@ class PythonEvaluator:
             if consume != CONSUME_NONE and finals:
                 maxs = self.arena.maxs
                 if any(maxs[node] >= tau for node in finals):
+                    # the partition(s) start afresh: no partial match, no strategy history
                     if consume == CONSUME_ANY:
                         self.partitions.clear()
+                        self.pre.clear()
                     else:
                         self.partitions.pop(pid, None)
+                        self.pre.pop(pid, None)
             if reclaiming and len(self.arena) >= self.compact_at:
                 self.reclaim(tau)
 
     # ---- lazy determinisation -------------------------------------------------------------
-    def transition(self, sid: int, letter: int) -> tuple[int, int]:
+    def transition(self, sid: int, letter: int) -> tuple[int, int, int]:
         table = self.table
         while len(table) <= sid:
             table.append([])
@@ -99,7 +103,17 @@ class PythonEvaluator:
         old = self.partitions.get(pid)
         new: dict[int, list[int]] = {}
         bottom = arena.new_bottom(pos, time)
-        items = [(self.det.initial, [bottom])]
+        # runs starting here begin in the partition's pre state (the initial state unless a
+        # selection strategy ranks them against the partition's history)
+        initial = self.det.initial
+        pre = self.pre.get(pid, initial)
+        next_pre = self.transition(pre, letter)[2]
+        if next_pre != pre:
+            if next_pre == initial:
+                del self.pre[pid]
+            else:
+                self.pre[pid] = next_pre
+        items = [(pre, [bottom])]
         if old:
             items.extend(old.items())
         table = self.table
@@ -110,7 +124,7 @@ class PythonEvaluator:
             tr = row[letter] if row is not None and letter < len(row) else None
             if tr is None:
                 tr = self.transition(p, letter)
-            q_mark, q_skip = tr
+            q_mark, q_skip, _ = tr
             merged = NIL
             if q_mark != NO_STATE:
                 merged = arena.merge(ul)
@@ -182,7 +196,7 @@ class PythonEvaluator:
         self.last_tau = tau
 
     def live_partitions(self) -> set[int]:
-        return set(self.partitions)
+        return set(self.partitions) | set(self.pre)
 
     def memory_nodes(self) -> int:
         return len(self.arena)
@@ -199,6 +213,7 @@ class PythonEvaluator:
             maxs=np.array(a.maxs, dtype=np.int64), left=np.array(a.left, dtype=np.int64),
             right=np.array(a.right, dtype=np.int64),
             **EvaluatorState.pack_partitions(self.partitions),
+            **EvaluatorState.pack_pre(self.pre),
             table=EvaluatorState.pack_table(self.table), compact_at=self.compact_at,
             last_tau=self.last_tau, reclaimed=self.reclaimed).trimmed()
 
@@ -210,6 +225,7 @@ class PythonEvaluator:
                                              state.maxs.tolist())
         arena.left, arena.right = state.left.tolist(), state.right.tolist()
         self.partitions = state.partitions()
+        self.pre = state.pre_map()
         self.table = state.table_rows()
         self.compact_at, self.last_tau, self.reclaimed = (state.compact_at, state.last_tau,
                                                           state.reclaimed)

@@ -9,8 +9,11 @@ An ``EvaluatorState`` is the evaluator's whole mutable state as numpy arrays:
   ``part_offsets[i]:part_offsets[i + 1]``; entry ``e`` is det state ``entry_states[e]`` with the
   union list ``list_nodes[entry_offsets[e]:entry_offsets[e + 1]]``. Entries keep their table's
   insertion order (enumeration order depends on it);
-- the determinised transition table cache: ``table[sid, letter] = (q•, q∘)``, int32, with
-  ``MISSING`` where not computed yet (``NO_STATE`` = -1 is a computed "no successor");
+- the determinised transition table cache: ``table[sid, letter] = (q•, q∘, next pre state)``,
+  int32, with ``MISSING`` where not computed yet (``NO_STATE`` = -1 is a computed "no
+  successor");
+- the partitions' pre states where they are not the initial state (selection strategies):
+  ``pre_ids[i]`` -> ``pre_states[i]``, sorted by partition id;
 - ``compact_at``, ``last_tau``, ``reclaimed``.
 
 Pickled evaluators are dicts ``{"format", "backend", "det", "encoder", "evaluator"}`` where
@@ -23,13 +26,13 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-STATE_FORMAT = 1
+STATE_FORMAT = 2
 MISSING = -2  # transition not computed yet
 
 _ARRAYS = {"kind": np.int8, "pos": np.int64, "maxs": np.int64, "left": np.int64,
            "right": np.int64, "part_ids": np.int64, "part_offsets": np.int64,
            "entry_states": np.int32, "entry_offsets": np.int64, "list_nodes": np.int64,
-           "table": np.int32}
+           "table": np.int32, "pre_ids": np.int64, "pre_states": np.int32}
 
 
 def check_pickled(d: dict) -> None:
@@ -53,6 +56,8 @@ class EvaluatorState:
     entry_offsets: np.ndarray
     list_nodes: np.ndarray
     table: np.ndarray
+    pre_ids: np.ndarray
+    pre_states: np.ndarray
     compact_at: int
     last_tau: int
     reclaimed: bool
@@ -79,8 +84,10 @@ class EvaluatorState:
         if len(self.part_offsets) != len(self.part_ids) + 1 \
                 or len(self.entry_offsets) != len(self.entry_states) + 1:
             raise ValueError("evaluator state: bad offsets")
-        if self.table.ndim != 3 or self.table.shape[2] != 2:
-            raise ValueError("evaluator state: transition table must have shape (rows, cols, 2)")
+        if self.table.ndim != 3 or self.table.shape[2] != 3:
+            raise ValueError("evaluator state: transition table must have shape (rows, cols, 3)")
+        if len(self.pre_ids) != len(self.pre_states):
+            raise ValueError("evaluator state: pre state arrays of different lengths")
         for arr in (self.left, self.right, self.list_nodes):
             if arr.size and (arr.max() >= n or arr.min() < -1):
                 raise ValueError("evaluator state: node id out of range")
@@ -99,6 +106,15 @@ class EvaluatorState:
         return self
 
     # ---- converters -----------------------------------------------------------------------------
+    @staticmethod
+    def pack_pre(pre: dict[int, int]) -> dict[str, np.ndarray]:
+        ids = sorted(pre)
+        return {"pre_ids": np.array(ids, dtype=np.int64),
+                "pre_states": np.array([pre[i] for i in ids], dtype=np.int32)}
+
+    def pre_map(self) -> dict[int, int]:
+        return dict(zip(self.pre_ids.tolist(), self.pre_states.tolist()))
+
     def partitions(self) -> dict[int, dict[int, list[int]]]:
         """Partition id -> {det state -> union list}, tables in insertion order."""
         out: dict[int, dict[int, list[int]]] = {}
@@ -129,9 +145,10 @@ class EvaluatorState:
 
     @staticmethod
     def pack_table(rows: list[list]) -> np.ndarray:
-        """Reference-backend table (det state -> [letter -> (q•, q∘) or None]) as int32 array."""
+        """Reference-backend table (det state -> [letter -> (q•, q∘, pre) or None]) as int32
+        array."""
         n_cols = max((len(r) for r in rows), default=0)
-        table = np.full((len(rows), n_cols, 2), MISSING, dtype=np.int32)
+        table = np.full((len(rows), n_cols, 3), MISSING, dtype=np.int32)
         for s, row in enumerate(rows):
             for letter, tr in enumerate(row):
                 if tr is not None:
@@ -142,7 +159,7 @@ class EvaluatorState:
         """The transition table in the reference backend's shape."""
         rows: list[list] = []
         for s in range(self.table.shape[0]):
-            row = [None if a == MISSING else (a, b) for a, b in self.table[s].tolist()]
+            row = [None if a == MISSING else (a, b, c) for a, b, c in self.table[s].tolist()]
             while row and row[-1] is None:
                 row.pop()
             rows.append(row)
