@@ -78,16 +78,36 @@ class CompiledQuery:
             f"window: {window}",
             "partition by: " + (", ".join("[" + ", ".join(g) + "]" for g in a.partition_by)
                                 or "none"),
+            "selection strategy: " + _STRATEGY_TEXT[a.strategy],
+            "reported atoms (SELECT): " + ("all" if a.marked is None else
+                                           ", ".join(f"a{i}" for i in sorted(a.marked))
+                                           or "none (intervals only)"),
+            f"consume by: {a.query.consume or 'NONE'}; limit: "
+            + ("none" if a.query.limit is None else f"{a.query.limit} per event"),
             "atoms:",
             *(f"  a{atom.id}: {self.atom_text(atom)}" for atom in a.atoms),
             *(f"  a{n.id}: NOT(" + " OR ".join(f"a{b.id}" for b in n.branches) + ")"
               for n in a.negations),
-            "automaton (CEA, determinised lazily while running):",
+            "automaton (CEA" + (", after the STRICT construction" if a.strategy == "STRICT"
+                                else "") + "; determinised lazily while running):",
             "  " + self.cea.describe(lambda lab: f"a{lab}").replace("\n", "\n  "),
         ]
         if a.warnings:
             parts += ["warnings:", *(f"  - {m}" for m in a.warnings)]
         return "\n".join(parts)
+
+
+_STRATEGY_TEXT = {
+    None: "ALL (every complex event)",
+    "STRICT": "STRICT (Foundations App. C.3.1: marked and unmarked copies of each state; "
+              "every event from the first reported one to the last is reported)",
+    "NEXT": "NEXT (Foundations App. C.3.2 over the automaton below, with one fresh final "
+            "state; states are ranked blocks of automaton states, built lazily)",
+    "LAST": "LAST (Foundations App. C.3.3 over the automaton below, with one fresh final "
+            "state; states are ranked blocks of automaton states, built lazily)",
+    "MAX": "MAX (Foundations App. C.3.4 over the automaton below, with one fresh final state; "
+           "states are (S, T) pairs of automaton state sets, built lazily)",
+}
 
 
 def compile(query: str, schema: Schema | str, **schema_options: Any) -> CompiledQuery:

@@ -292,6 +292,13 @@ def _partitions(q: ast.Query, schema: Schema, events, visible: list[int]) -> lis
 def evaluate(query: ast.Query, schema: Schema,
              events: list[tuple[str, dict]]) -> dict[int, set[tuple[int, tuple[int, ...]]]]:
     """End position -> {(start, sorted positions)} of the complex events ending there."""
+    return {end: set(ces) for end, ces in evaluate_with_bindings(query, schema, events).items()}
+
+
+def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[str, dict]]
+                           ) -> dict[int, dict[tuple[int, tuple[int, ...]], dict]]:
+    """End -> {(start, positions): {variable: reported positions some valuation producing this
+    complex event binds to it}}."""
     _check_supported(query)
     if query.streams:
         visible_types = {t for s in query.streams for t in schema.streams[s].event_types}
@@ -329,18 +336,22 @@ def evaluate(query: ast.Query, schema: Schema,
         return tuple(sorted({p for x, p in mu
                              if x != CONSUMED and (wanted is None or x in wanted)}))
 
-    def run(substream: list[int]) -> dict[int, set]:
-        """End -> complex events of the formula over one substream, after SELECT and WITHIN."""
-        found: dict[int, set] = {}
+    def run(substream: list[int]) -> dict[int, dict]:
+        """End -> complex events of the formula over one substream, after SELECT and WITHIN,
+        each with its bindings."""
+        found: dict[int, dict] = {}
         for start, end, mu in _Evaluator(events, substream, fits).run(query.formula):
             positions = reported(mu)
             if query.strategy == "STRICT" and not _strict(positions, end, substream):
                 continue
             if ranked or keep(start, end):
-                found.setdefault(end, set()).add((start, positions))
+                binds = found.setdefault(end, {}).setdefault((start, positions), {})
+                for x, p in mu:
+                    if p in positions and (wanted is None or x in wanted):
+                        binds.setdefault(x, set()).add(p)
         if ranked:
-            found = {end: {c for c in _select(query.strategy, ces) if keep(c[0], end)}
-                     for end, ces in found.items()}
+            found = {end: {c: ces[c] for c in _select(query.strategy, set(ces))
+                           if keep(c[0], end)} for end, ces in found.items()}
         return {end: ces for end, ces in found.items() if ces}
 
     partitions = _partitions(query, schema, events, visible)

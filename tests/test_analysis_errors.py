@@ -27,7 +27,7 @@ DECL = ("CREATE STREAM Stock { EVENT BUY { name:string, price:double, volume:int
      "unknown attribute 'nme' in PARTITION BY; did you mean 'name'?"),
     ("SELECT * FROM Stock WHERE BUY ; SELL WITHIN 5 [name]", "WITHIN [name] needs an int attribute"),
     ("SELECT * FROM Stock WHERE BUY ; SELL WITHIN 5 SECONDS", "needs event time"),
-    ("SELECT NEXT * FROM Stock WHERE BUY", "selection strategy NEXT is parsed but not evaluated"),
+    ("SELECT NEXT * FROM Stock WHERE NOT(SELL) ; BUY", "the strategy has no position to rank"),
     ("SELECT b[price] FROM Stock WHERE BUY AS b",
      "attribute projection b[...] is parsed but not evaluated"),
     ("SELECT c FROM Stock WHERE BUY AS b", "SELECT names 'c', which the WHERE clause does not bind"),

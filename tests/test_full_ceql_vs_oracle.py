@@ -14,7 +14,7 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import evaluate, starts_unreported
+from oracle import evaluate_with_bindings, starts_unreported
 from strategies import bindable, queries, schemas, streams
 
 import cercore
@@ -25,16 +25,20 @@ SETTINGS = dict(deadline=None,
                                        HealthCheck.filter_too_much])
 
 
-def per_end(compiled, events, backend: str) -> dict[int, list[tuple[int, tuple[int, ...]]]]:
+def per_end(compiled, events, backend: str, with_bindings: bool = False):
+    """End -> [(start, positions)] in reporting order (and, if asked, each one's bindings)."""
     got: dict[int, list] = {}
+    bindings = {}
     last_end = -1
     for ce in compiled.engine(backend=backend).process(events):
+        if with_bindings:
+            bindings[ce.end, (ce.start, tuple(ce.positions))] = ce.bindings
         assert ce.end >= last_end, "complex events must be reported when their end arrives"
         assert all(ce.start <= p <= ce.end for p in ce.positions), ce
         assert list(ce.positions) == sorted(set(ce.positions)), ce
         last_end = ce.end
         got.setdefault(ce.end, []).append((ce.start, tuple(ce.positions)))
-    return got
+    return (got, bindings) if with_bindings else got
 
 
 def describe(text, events, got, expected) -> str:
@@ -59,13 +63,17 @@ def check(schema, q: ast.Query, events, backend: str) -> None:
         compiled = cercore.compile(text, schema)
     except cercore.CEQLSemanticError as e:
         pytest.fail(f"the engine refused a supported query:\n{text}\n{e}")
-    got = per_end(compiled, events, backend)
+    got, bindings = per_end(compiled, events, backend, with_bindings=True)
     for end, found in got.items():
         assert len(found) == len(set(found)), f"duplicates at {end}:\n{text}"
-    expected = evaluate(q, schema, events)
+    oracle = evaluate_with_bindings(q, schema, events)
+    expected = {end: set(ces) for end, ces in oracle.items()}
     if q.limit is None:
         if {e: set(f) for e, f in got.items()} != expected:
             pytest.fail(describe(text, events, got, expected))
+        for (end, ce), binds in bindings.items():
+            want = {x: tuple(sorted(ps)) for x, ps in oracle[end][ce].items()}
+            assert binds == want, f"bindings of {ce} ending at {end}:\n{text}"
         return
     unlimited = per_end(cercore.compile(printer.format_query(dataclasses.replace(q, limit=None)),
                                         schema), events, backend)

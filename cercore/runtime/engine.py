@@ -5,6 +5,7 @@ complex events. One engine evaluates one compiled query over one stream.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from cercore.runtime.evaluator import (
     NO_LIMIT,
     UNBOUNDED_PAST,
 )
+from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.events import SKIPPED, Batch, EventDecoder
 from cercore.runtime.letters import NOT_READ, LetterEncoder
 from cercore.runtime.output import ComplexEvent, Event
@@ -49,20 +51,38 @@ class EventStore:
 
         def lookup(position: int) -> Event:
             i = bisect.bisect_right(starts, position) - 1
-            first, batch, _ = batches[i]
+            first, batch = batches[i][:2]
             return batch.event(position - first, schema)
 
         return lookup
 
-    def add(self, batch: Batch, times: np.ndarray) -> None:
-        self.batches = self.batches + ((batch.first_position, batch, times),)
+    def add(self, batch: Batch, times: np.ndarray, letters: np.ndarray,
+            pids: np.ndarray) -> None:
+        self.batches = self.batches + ((batch.first_position, batch, times, letters, pids),)
         self.starts.append(batch.first_position)
         self.lookup = self._make_lookup()
 
     def time_of(self, position: int) -> int:
         i = bisect.bisect_right(self.starts, position) - 1
-        first, _, times = self.batches[i]
+        first, _, times = self.batches[i][:3]
         return int(times[position - first])
+
+    def span_reader(self):
+        """A function (start, end) -> [(position, letter, partition id)] over the batches stored
+        now (like ``lookup``, it keeps them alive for the complex events it is given to)."""
+        batches, starts = self.batches, list(self.starts)
+
+        def span(start: int, end: int) -> list[tuple[int, int, int]]:
+            out = []
+            i = bisect.bisect_right(starts, start) - 1
+            for first, _, _, letters, pids in batches[max(i, 0):]:
+                if first > end:
+                    break
+                lo, hi = max(start - first, 0), min(end - first + 1, len(letters))
+                out.extend((first + k, int(letters[k]), int(pids[k])) for k in range(lo, hi))
+            return out
+
+        return span
 
     def prune(self, tau: int, read_times_max) -> None:
         """Drop leading batches all of whose events are older than ``tau``."""
@@ -107,6 +127,7 @@ class Engine:
         self.store = EventStore(self.schema)
         self.n_complex_events = 0
         self._partition_plan = self._plan_partitions()
+        self._binder = None  # built on the first ce.bindings
         self.reorder = None
         if reorder_slack is not None:
             attr = self.time_attribute or self.report_time
@@ -185,6 +206,19 @@ class Engine:
     def skipped_examples(self) -> list[str]:
         return list(self.decoder.skips.examples)
 
+    def _bindings(self, span_reader, ce: ComplexEvent) -> dict[str, tuple[int, ...]]:
+        if self._binder is None:
+            a = self.analysed
+            proj = a.query.projection
+            wanted = None if proj == "*" else frozenset() if proj == "NONE" \
+                else frozenset(item.var for item in proj)
+            self._binder = BindingSolver(self.query.cea, {x.id: x.variables for x in a.atoms},
+                                         self.encoder.atom_masks, wanted)
+        span = span_reader(ce.start, ce.end)
+        pid = next(p for pos, _, p in span if pos == ce.end)
+        return self._binder.solve([(pos, letter) for pos, letter, p in span
+                                   if p == pid and letter != NOT_READ], ce.positions)
+
     # ---- pickling and backend moves ------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         """Everything but the event store's lookup closure, which ``__setstate__`` rebuilds. The
@@ -247,18 +281,19 @@ class Engine:
             read = read[:n_ok]
         times = self._times(batch, read, n_ok)
         pids = self._partitions(batch, read, n_ok)
-        self.store.add(batch, times)
+        self.store.add(batch, times, letters, pids)
         first = batch.first_position
         lookup = self.store.lookup
         report = self.report_time is not None
         time_of = self.store.time_of
+        bind = functools.partial(self._bindings, self.store.span_reader())
         active = np.flatnonzero(read & (pids != NO_PARTITION)).astype(np.int64)
         for start, end, positions in self.evaluator.run(
                 active, pids, letters, times, first, self.window.epsilon,
                 self.window.kind is not None, self.limit, self.consume):
             self.n_complex_events += 1
             yield ComplexEvent(start, end, positions, time_of(start) if report else None,
-                               time_of(end) if report else None, lookup)
+                               time_of(end) if report else None, lookup, bind)
         if self.evaluator.reclaimed:
             self.evaluator.reclaimed = False
             self._forget_partitions()
@@ -359,7 +394,7 @@ class Engine:
 
 
 def _max_read_time(entry) -> int:
-    _, _batch, times = entry
+    times = entry[2]
     return int(times.max()) if len(times) else UNBOUNDED_PAST
 
 

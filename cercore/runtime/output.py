@@ -22,10 +22,11 @@ class ComplexEvent:
     """A complex event (CORE §2): the interval [start, end] of input positions and the positions
     of the events that form it. ``events`` is built on first access from the engine's store."""
 
-    __slots__ = ("_events", "_lookup", "end", "end_time", "positions", "start", "start_time")
+    __slots__ = ("_bind", "_bindings", "_events", "_lookup", "end", "end_time", "positions",
+                 "start", "start_time")
 
     def __init__(self, start: int, end: int, positions: tuple[int, ...],
-                 start_time: int | None, end_time: int | None, lookup) -> None:
+                 start_time: int | None, end_time: int | None, lookup, bind=None) -> None:
         self.start = start
         self.end = end
         self.positions = positions
@@ -33,6 +34,8 @@ class ComplexEvent:
         self.end_time = end_time
         self._lookup = lookup
         self._events: list[Event] | None = None
+        self._bind = bind
+        self._bindings: dict[str, tuple[int, ...]] | None = None
 
     @property
     def events(self) -> list[Event]:
@@ -40,6 +43,15 @@ class ComplexEvent:
         if self._events is None:
             self._events = [self._lookup(p) for p in self.positions]
         return self._events
+
+    @property
+    def bindings(self) -> dict[str, tuple[int, ...]]:
+        """Variable (``AS`` names and event-type names) -> the reported positions bound to it;
+        where several runs produce this complex event, the union of their bindings. Computed on
+        first access (linear in the span from start to end)."""
+        if self._bindings is None:
+            self._bindings = self._bind(self) if self._bind is not None else {}
+        return self._bindings
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
