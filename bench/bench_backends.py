@@ -35,6 +35,13 @@ S3 = ("SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name =
       "AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN {w} [stock_time]")
 S3_NO_OUTPUT = S3.replace("'QQQ'", "'NO SUCH NAME'")
 T = 10000
+# the stock workloads under each selection strategy: a sequence and a Kleene run per stock
+STRATEGY_QUERIES = [
+    ("S3", S3.format(w=T)),
+    ("rising run", "SELECT * FROM S WHERE (BUY as T1; BUY+ as T2; BUY as T3) "
+                   "FILTER T1[name = 'MSFT'] AND T2[name = 'MSFT' AND price > 26.0] "
+                   "AND T3[name = 'MSFT' AND price > 26.5] WITHIN 1000 [stock_time]"),
+]
 
 
 def repeat_trace(table: pa.Table, times: int) -> pa.Table:
@@ -55,6 +62,17 @@ def engine_rate(query, table, backend: str, repeat: int) -> tuple[float, int]:
         engine = query.engine(backend)
         t0 = time.perf_counter()
         count = sum(1 for _ in engine.process(table))
+        best = min(best, time.perf_counter() - t0)
+    return table.num_rows / best, count
+
+
+def arrays_rate(query, table, backend: str, repeat: int) -> tuple[float, int]:
+    """``engine.process_arrays``: the bulk path (numpy out, no object per complex event)."""
+    best, count = float("inf"), 0
+    for _ in range(repeat):
+        engine = query.engine(backend)
+        t0 = time.perf_counter()
+        count = len(engine.process_arrays(table))
         best = min(best, time.perf_counter() - t0)
     return table.num_rows / best, count
 
@@ -115,11 +133,23 @@ def main(argv=None) -> int:
           f"{'outputs':>10}")
     for name, text in (("S3", S3), ("S3 no-output", S3_NO_OUTPUT)):
         q = cercore.compile(text.format(w=T), schema)
-        for measure, fn in (("engine", engine_rate), ("kernel", kernel_rate)):
+        for measure, fn in (("engine", engine_rate), ("arrays", arrays_rate),
+                            ("kernel", kernel_rate)):
             py = fn(q, table, "python", args.repeat)
             cy = fn(q, table, "cython", args.repeat)
             assert py[1] == cy[1]
             print(f"{name:<14}{measure:<8}{fmt(py[0]):>14}{fmt(cy[0]):>14}"
+                  f"{cy[0] / py[0]:>7.1f}x{py[1]:>10,}")
+
+    print("\nSelection strategies (engine, whole trace)")
+    print(f"{'query':<22}{'python ev/s':>14}{'cython ev/s':>14}{'ratio':>8}{'outputs':>10}")
+    for name, text in STRATEGY_QUERIES:
+        for strategy in ("ALL", "STRICT", "NEXT", "LAST", "MAX"):
+            q = cercore.compile(text.replace("SELECT *", f"SELECT {strategy} *"), schema)
+            py = engine_rate(q, table, "python", args.repeat)
+            cy = engine_rate(q, table, "cython", args.repeat)
+            assert py[1] == cy[1]
+            print(f"{name + ' ' + strategy:<22}{fmt(py[0]):>14}{fmt(cy[0]):>14}"
                   f"{cy[0] / py[0]:>7.1f}x{py[1]:>10,}")
 
     print("\nCython vs window size (S3, whole trace)")

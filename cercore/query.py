@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from cercore.automata.cea import CEA, SKIP, compile_cea, strict
-from cercore.errors import CEQLSemanticError
 from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.normal import format_normal
+from cercore.errors import CEQLSemanticError
 from cercore.predicates import format_guard
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.output import ComplexEvent
@@ -44,14 +44,17 @@ class CompiledQuery:
         return list(self.analysed.warnings)
 
     def engine(self, backend: str = "auto", on_error: str = "raise",
-               type_column: str = "event_type", reorder_slack: int | None = None):
+               type_column: str = "event_type", reorder_slack: int | None = None,
+               stream_column: str | None = None):
         """A fresh engine. ``backend``: "auto" | "python" | "cython"; ``on_error``: "raise"
         (EventError on a bad event) or "skip" (skip it and count it in ``engine.stats``);
         ``reorder_slack``: buffer events and evaluate them in time order, tolerating events up
-        to that much late (in the time attribute's units; see cercore.runtime.reorder)."""
+        to that much late (in the time attribute's units; see cercore.runtime.reorder);
+        ``stream_column``: in tabular input, the column naming each event's stream."""
         from cercore.runtime.engine import Engine
 
-        return Engine(self, resolve_backend(backend), on_error, type_column, reorder_slack)
+        return Engine(self, resolve_backend(backend), on_error, type_column, reorder_slack,
+                      stream_column)
 
     # ---- explain --------------------------------------------------------------------------
     def atom_text(self, atom) -> str:

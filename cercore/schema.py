@@ -174,6 +174,11 @@ class Schema:
                                     + did_you_mean(name, self.event_types)) from None
 
     @property
+    def stream_ids(self) -> dict[str, int]:
+        """Stream name -> id (declaration order); events tagged with a stream carry its id."""
+        return {name: i for i, name in enumerate(self.streams)}
+
+    @property
     def type_names(self) -> list[str]:
         """Event type names by id."""
         return [e.name for e in sorted(self.event_types.values(), key=lambda e: e.id)]

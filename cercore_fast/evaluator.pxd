@@ -22,6 +22,7 @@ cdef class CythonEvaluator:
     cdef public bint reclaimed
     cdef public int64_t last_tau
     cdef public int64_t compact_at
+    cdef public int64_t reported  # complex events yielded so far (the engine counts deltas)
     cdef int64_t min_compaction
 
     cdef Arena arena
@@ -90,5 +91,9 @@ cdef class CythonEvaluator:
     cdef int resolve_miss(self) except -1
     cdef int grow_table(self, int64_t rows, int64_t cols) except -1
     cdef int refresh_states(self) except -1
-    cdef list drain(self)
     cdef void clear_output(self) noexcept
+    cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
+                    const int64_t[::1] t, int64_t first_position, object epsilon,
+                    bint windowed, int64_t limit, int consume) except *
+    cdef int advance_or_raise(self) except -1
+    cdef void finish(self) noexcept

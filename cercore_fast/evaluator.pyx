@@ -32,6 +32,7 @@ from libc.stdlib cimport free, malloc
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
+from cercore_fast.output cimport make_view
 from cercore_fast.tecs cimport (
     BOTTOM, NIL, OUTPUT, UNION, Arena, Node, UList, arena_free, arena_reserve, compact, extend,
     new_bottom, ul_insert, ul_merge,
@@ -97,9 +98,10 @@ cdef class CythonEvaluator:
 
     # ---- per batch ---------------------------------------------------------------------------
     def run(self, active, pids, letters, times, first_position, epsilon, windowed,
-            limit=-1, consume=0):
+            limit=-1, consume=0, view=None):
         """Evaluate the batch's events at offsets ``active`` (in order) and yield
-        (start, end, positions) of every complex event, in the reference backend's order.
+        (start, end, positions) of every complex event, in the reference backend's order —
+        or, given a ``view`` (the engine's store snapshot), ComplexEvent views built in C.
         ``limit`` and ``consume`` as in the reference (cercore.runtime.evaluator)."""
         cdef const int64_t[::1] a = np.ascontiguousarray(active, dtype=np.int64)
         cdef const int64_t[::1] p = np.ascontiguousarray(pids, dtype=np.int64)
@@ -110,29 +112,12 @@ cdef class CythonEvaluator:
         cdef object tup, v
         if a.shape[0] == 0:
             return
-        self.min_compaction = MIN_COMPACTION
-        self.refresh_states()
-        self.b_active = &a[0]
-        self.b_pids = &p[0]
-        self.b_letters = &l[0]
-        self.b_times = &t[0]
-        self.b_n = a.shape[0]
-        self.b_i = 0
-        self.b_first = first_position
-        self.b_epsilon = epsilon if epsilon is not None else 0
-        self.b_windowed = bool(windowed)
-        self.b_limit = limit
-        self.b_consume = consume
-        self.enumerating = False
+        self.begin(a, p, l, t, first_position, epsilon, windowed, limit, consume)
         try:
             while True:
-                with nogil:
-                    code = self.advance()
+                code = self.advance_or_raise()
                 if code == MISS:
-                    self.resolve_miss()
                     continue
-                if code == NOMEM:
-                    raise MemoryError("cercore_fast: out of memory in the tECS arena")
                 # yield the buffered outputs one by one (no list: fewer objects for the GC)
                 n_out = self.out_start.size()
                 for i in range(n_out):
@@ -143,19 +128,99 @@ cdef class CythonEvaluator:
                         v = self.out_pos[j]
                         Py_INCREF(v)
                         PyTuple_SET_ITEM(tup, j - lo, v)
-                    yield (self.out_start[i], self.out_end[i], tup)
+                    self.reported += 1
+                    if view is None:
+                        yield (self.out_start[i], self.out_end[i], tup)
+                    else:
+                        yield make_view(self.out_start[i], self.out_end[i], tup, view)
                 if n_out:
                     self.clear_output()
                 if code == DONE:
                     break
         finally:
-            # the arrays die with this frame: make sure nothing can read them afterwards
-            self.b_n = 0
-            self.b_i = 0
-            self.enumerating = False
-            self.st_node.clear()
-            self.st_depth.clear()
-            self.path.clear()
+            self.finish()
+
+    def run_arrays(self, active, pids, letters, times, first_position, epsilon, windowed,
+                   limit=-1, consume=0):
+        """``run`` in bulk: (start, end, offsets, positions) int64 arrays, complex event i having
+        positions ``positions[offsets[i]:offsets[i + 1]]``; no Python object per complex
+        event."""
+        cdef const int64_t[::1] a = np.ascontiguousarray(active, dtype=np.int64)
+        cdef const int64_t[::1] p = np.ascontiguousarray(pids, dtype=np.int64)
+        cdef const int32_t[::1] l = np.ascontiguousarray(letters, dtype=np.int32)
+        cdef const int64_t[::1] t = np.ascontiguousarray(times, dtype=np.int64)
+        cdef int code
+        cdef list starts = [], ends = [], offs = [], poss = []
+        cdef int64_t base = 0
+        if a.shape[0] == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(1, dtype=np.int64), empty
+        self.begin(a, p, l, t, first_position, epsilon, windowed, limit, consume)
+        try:
+            while True:
+                code = self.advance_or_raise()
+                if code == MISS:
+                    continue
+                if self.out_start.size():
+                    starts.append(np.array(<int64_t[:self.out_start.size()]>
+                                           self.out_start.data()))
+                    ends.append(np.array(<int64_t[:self.out_end.size()]>self.out_end.data()))
+                    offs.append(np.array(<int64_t[:self.out_off.size() - 1]>
+                                         (self.out_off.data() + 1)) + base)
+                    if self.out_pos.size():
+                        poss.append(np.array(<int64_t[:self.out_pos.size()]>
+                                             self.out_pos.data()))
+                    base += self.out_pos.size()
+                    self.clear_output()
+                if code == DONE:
+                    break
+        finally:
+            self.finish()
+        if not starts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(1, dtype=np.int64), empty
+        offsets = np.concatenate([np.zeros(1, dtype=np.int64)] + offs)
+        positions = np.concatenate(poss) if poss else np.zeros(0, dtype=np.int64)
+        return np.concatenate(starts), np.concatenate(ends), offsets, positions
+
+    cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
+                    const int64_t[::1] t, int64_t first_position, object epsilon,
+                    bint windowed, int64_t limit, int consume) except *:
+        self.min_compaction = MIN_COMPACTION
+        self.refresh_states()
+        self.b_active = &a[0]
+        self.b_pids = &p[0]
+        self.b_letters = &l[0]
+        self.b_times = &t[0]
+        self.b_n = a.shape[0]
+        self.b_i = 0
+        self.b_first = first_position
+        self.b_epsilon = epsilon if epsilon is not None else 0
+        self.b_windowed = windowed
+        self.b_limit = limit
+        self.b_consume = consume
+        self.enumerating = False
+
+    cdef int advance_or_raise(self) except -1:
+        """One ``advance``; a table miss is resolved here (MISS: call again)."""
+        cdef int code
+        with nogil:
+            code = self.advance()
+        if code == MISS:
+            self.resolve_miss()
+        elif code == NOMEM:
+            raise MemoryError("cercore_fast: out of memory in the tECS arena")
+        return code
+
+    cdef void finish(self) noexcept:
+        # the batch's arrays die with the caller's frame: nothing may read them afterwards
+        self.b_n = 0
+        self.b_i = 0
+        self.enumerating = False
+        self.st_node.clear()
+        self.st_depth.clear()
+        self.path.clear()
+        self.clear_output()
 
     cdef void clear_output(self) noexcept:
         self.out_start.clear()
@@ -163,26 +228,6 @@ cdef class CythonEvaluator:
         self.out_pos.clear()
         self.out_off.clear()
         self.out_off.push_back(0)
-
-    cdef list drain(self):
-        cdef Py_ssize_t i, j, lo, hi, n = self.out_start.size()
-        cdef list chunk = []
-        cdef object tup, v
-        for i in range(n):
-            lo = self.out_off[i]
-            hi = self.out_off[i + 1]
-            tup = PyTuple_New(hi - lo)
-            for j in range(lo, hi):
-                v = self.out_pos[j]
-                Py_INCREF(v)
-                PyTuple_SET_ITEM(tup, j - lo, v)
-            chunk.append((self.out_start[i], self.out_end[i], tup))
-        self.out_start.clear()
-        self.out_end.clear()
-        self.out_pos.clear()
-        self.out_off.clear()
-        self.out_off.push_back(0)
-        return chunk
 
     cdef int advance(self) noexcept nogil:
         """Run the batch from where it stopped; DONE, FULL (buffer full), MISS or NOMEM."""

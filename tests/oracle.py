@@ -9,6 +9,9 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
 * A position is the 0-based index of an event in the input list; every event counts.
 * FROM: with streams listed, only events whose type one of them declares are *visible*; an
   invisible event is never part of a complex event and is not a tick of ``WITHIN n EVENTS``.
+  An event may be tagged with its stream, ``(type, attrs, stream)``: a tagged event is visible
+  only if its stream is listed (or there is no FROM), and ``S>R`` matches R events tagged S or
+  untagged (an untagged event belongs to every stream that declares its type).
 * Valuations ``([i, j], mu)`` where ``mu`` maps variables to sets of positions, represented here
   as ``(i, j, frozenset of (variable, position))``:
 
@@ -167,7 +170,8 @@ class _Evaluator:
     def _eval(self, f: ast.Formula) -> set[Valuation]:
         if isinstance(f, ast.EventAtom):
             return {(i, i, frozenset({(f.event_type, i)})) for i in self.substream
-                    if self.events[i][0] == f.event_type}
+                    if self.events[i][0] == f.event_type
+                    and (f.stream is None or stream_of(self.events[i]) in (None, f.stream))}
         if isinstance(f, ast.As):
             return {(s, e, mu | {(f.var, p) for x, p in mu if x != CONSUMED})
                     for s, e, mu in self.run(f.formula)}
@@ -219,9 +223,12 @@ class _Evaluator:
 # ---------------------------------------------------------------------------------------
 # Queries
 # ---------------------------------------------------------------------------------------
+def stream_of(event) -> str | None:
+    """The stream an event is tagged with (``(type, attrs, stream)``), None if untagged."""
+    return event[2] if len(event) > 2 else None
+
+
 def _check_supported(q: ast.Query) -> None:
-    if isinstance(q.projection, tuple) and any(i.attributes for i in q.projection):
-        raise NotImplementedError("attribute projection")
     if q.strategy in ("NEXT", "LAST", "MAX") and starts_unreported(q):
         raise NotImplementedError("a ranked strategy over a match that starts unreported")
 
@@ -276,7 +283,7 @@ def _partitions(q: ast.Query, schema: Schema, events, visible: list[int]) -> lis
         return [visible]
     parts: dict[tuple, list[int]] = {}
     for i in visible:
-        etype, attrs = events[i]
+        etype, attrs = events[i][:2]
         declared = schema.event_types[etype]
         key = []
         for group in q.partition_by:
@@ -304,7 +311,8 @@ def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[
         visible_types = {t for s in query.streams for t in schema.streams[s].event_types}
     else:
         visible_types = set(schema.event_types)
-    visible = [i for i, (t, _) in enumerate(events) if t in visible_types]
+    visible = [i for i, e in enumerate(events) if e[0] in visible_types
+               and (stream_of(e) is None or not query.streams or stream_of(e) in query.streams)]
     tick = {i: n for n, i in enumerate(visible)}
 
     window = _window(query, schema, events, tick)
@@ -376,14 +384,20 @@ def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[
 
 
 def _select(strategy: str, ces: set) -> set:
-    """NEXT / LAST / MAX among the complex events of one end position (Foundations §4.2 as
-    corrected by the note; every one starts at its first position here)."""
-    if strategy == "NEXT":  # ≤next-maximum: the lexicographically smallest ascending sequence
-        return {min(ces, key=lambda c: c[1])}
-    if strategy == "LAST":  # ≤last-maximum: the largest descending sequence, longer on a tie
-        return {max(ces, key=lambda c: c[1][::-1])}
-    sets = [(c, set(c[1])) for c in ces]  # MAX: no strict superset
-    return {c for c, s in sets if not any(s < t for _, t in sets)}
+    """NEXT / LAST / MAX among the complex events of one end position, straight from the
+    definitions (Foundations §4.1–4.2 as the note corrects them): C ≤next C' iff C = C' or
+    min(C Δ C') ∈ C'; C ≤last C' iff C = C' or max(C Δ C') ∈ C'; MAX keeps the ⊆-maximal.
+    (Positions are compared as sets; with a trailing NOT their maxima may differ.)"""
+    if strategy == "MAX":
+        sets = [(c, set(c[1])) for c in ces]
+        return {c for c, s in sets if not any(s < t for _, t in sets)}
+    pick = min if strategy == "NEXT" else max
+
+    def beats(c, d) -> bool:  # does c win over d?
+        diff = set(c[1]) ^ set(d[1])
+        return not diff or pick(diff) in c[1]
+
+    return {c for c in ces if all(beats(c, d) for d in ces)}
 
 
 def _strict(positions: tuple[int, ...], end: int, substream: list[int]) -> bool:

@@ -60,9 +60,10 @@ DOMAINS = {
 
 @st.composite
 def streams(draw, schema: Schema, max_len: int = 8,
-            favour: set[str] | None = None) -> list[tuple[str, dict]]:
+            favour: set[str] | None = None, tagged: bool = False) -> list[tuple]:
     """Events of every declared type (mostly of the types in ``favour`` when given); small
-    domains, occasional None, non-decreasing ts."""
+    domains, occasional None, non-decreasing ts. ``tagged``: some events carry the stream they
+    come from, ``(type, attrs, stream)``."""
     n = draw(st.sampled_from([max_len] * 4 + list(range(max_len - 1, 0, -1)) + [0]))
     types = sorted(schema.event_types)
     if favour:  # first: hypothesis favours the first choices
@@ -80,7 +81,11 @@ def streams(draw, schema: Schema, max_len: int = 8,
                 attrs[a] = None
             else:
                 attrs[a] = draw(DOMAINS[a])
-        out.append((t, attrs))
+        holders = [name for name, st_ in schema.streams.items() if t in st_.event_types]
+        if tagged and draw(st.booleans()):
+            out.append((t, attrs, draw(st.sampled_from(holders))))
+        else:
+            out.append((t, attrs))
     return out
 
 
@@ -219,15 +224,11 @@ def _filter_expr(draw, schema: Schema, binds: dict[str, set[str]], n: int) -> as
     return cls(draw(_filter_expr(schema, binds, left)), draw(_filter_expr(schema, binds, n - left)))
 
 
-def _qualifiers(schema: Schema, from_streams: tuple[str, ...]) -> dict[str, str]:
-    """Event type -> the stream that may qualify it (``S>R``): the one stream in scope with it."""
+def _qualifiers(schema: Schema, from_streams: tuple[str, ...]) -> dict[str, list[str]]:
+    """Event type -> the streams in scope that may qualify it (``S>R``)."""
     scope = from_streams or tuple(schema.streams)
-    out = {}
-    for t in schema.event_types:
-        holders = [s for s in scope if t in schema.streams[s].event_types]
-        if len(holders) == 1:
-            out[t] = holders[0]
-    return out
+    return {t: [s for s in scope if t in schema.streams[s].event_types]
+            for t in schema.event_types}
 
 
 @st.composite
@@ -244,8 +245,8 @@ def formulas(draw, schema: Schema, max_depth: int = 3,
 
     def atom():
         t = draw(st.sampled_from(visible))
-        if t in qualifiers and draw(st.sampled_from(range(6))) == 0:
-            return ast.EventAtom(t, qualifiers[t])
+        if qualifiers[t] and draw(st.sampled_from(range(4))) == 0:
+            return ast.EventAtom(t, draw(st.sampled_from(qualifiers[t])))
         return ast.EventAtom(t)
 
     def gen(depth: int) -> ast.Formula:
@@ -333,7 +334,14 @@ def queries(draw, schema: Schema, *, partitioned: bool | None = None,
                                                    else ["*", "NONE"]))
     if projection == "list":
         chosen = draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
-        projection = tuple(ast.ProjectionItem(v) for v in chosen)
+        binds = bindable(formula)
+        items = []
+        for v in chosen:  # sometimes only some attributes: SELECT x[v, s]
+            known = sorted({a for t in binds[v] for a, _ in schema.event_types[t].attributes})
+            attrs = draw(st.one_of(st.none(), st.lists(st.sampled_from(known), min_size=1,
+                                                        max_size=2, unique=True).map(tuple)))
+            items.append(ast.ProjectionItem(v, attrs))
+        projection = tuple(items)
     consume = draw(st.sampled_from([None, None, "NONE", "ANY", "PARTITION"]))
     limit = draw(st.sampled_from([None, None, None, 0, 1, 2]))
     return ast.Query(formula, strategy=strategy, projection=projection, streams=from_streams,

@@ -22,15 +22,18 @@ DECL = ("CREATE STREAM Stock { EVENT BUY { name:string, price:double, volume:int
     ("SELECT * FROM Stock WHERE BUY AS b FILTER b[price LIKE 'x']", "LIKE needs a string"),
     ("SELECT * FROM Stock WHERE BUY AS b FILTER b[name LIKE '(']", "invalid regular expression"),
     ("SELECT * FROM Stock WHERE BUY AS b FILTER b[name + 1 > 2]", "arithmetic '+' needs numbers"),
-    ("SELECT * FROM Stock WHERE BUY AS b FILTER b[name IN {1, 2}]", "IN list mixes string with int"),
+    ("SELECT * FROM Stock WHERE BUY AS b FILTER b[name IN {1, 2}]",
+     "IN list mixes string with int"),
     ("SELECT * FROM Stock WHERE BUY ; SELL PARTITION BY [nme]",
      "unknown attribute 'nme' in PARTITION BY; did you mean 'name'?"),
-    ("SELECT * FROM Stock WHERE BUY ; SELL WITHIN 5 [name]", "WITHIN [name] needs an int attribute"),
+    ("SELECT * FROM Stock WHERE BUY ; SELL WITHIN 5 [name]",
+     "WITHIN [name] needs an int attribute"),
     ("SELECT * FROM Stock WHERE BUY ; SELL WITHIN 5 SECONDS", "needs event time"),
     ("SELECT NEXT * FROM Stock WHERE NOT(SELL) ; BUY", "the strategy has no position to rank"),
-    ("SELECT b[price] FROM Stock WHERE BUY AS b",
-     "attribute projection b[...] is parsed but not evaluated"),
-    ("SELECT c FROM Stock WHERE BUY AS b", "SELECT names 'c', which the WHERE clause does not bind"),
+    ("SELECT b[pric] FROM Stock WHERE BUY AS b",
+     "no event 'b' can bind has an attribute 'pric'; did you mean 'price'?"),
+    ("SELECT c FROM Stock WHERE BUY AS b",
+     "SELECT names 'c', which the WHERE clause does not bind"),
     ("SELECT * FROM Stock WHERE BUY ; NOT(SELL ; BUY)", "NOT(...) takes one event"),
     ("SELECT * FROM Stock WHERE BUY ; NOT(SELL AS s) FILTER s[price > 1]", "unknown variable 's'"),
 ])
@@ -49,7 +52,8 @@ def test_error_points_at_the_name():
 
 
 def test_schema_errors():
-    with pytest.raises(cercore.CEQLSemanticError, match="attribute 'x' is int in A but string in B"):
+    with pytest.raises(cercore.CEQLSemanticError,
+                       match="attribute 'x' is int in A but string in B"):
         cercore.Schema.parse("CREATE STREAM S { EVENT A { x:int }, EVENT B { x:string } }")
     with pytest.raises(cercore.CEQLSemanticError, match="time attribute 'ts' is not declared"):
         cercore.Schema.parse("CREATE STREAM S { EVENT A { x:int } }", time_attribute="ts")

@@ -8,7 +8,8 @@ import pytest
 
 import cercore
 
-DECL = "CREATE STREAM S { EVENT A { v:int, s:string, ts:int }, EVENT B { v:int, s:string, ts:int } }"
+DECL = ("CREATE STREAM S { EVENT A { v:int, s:string, ts:int }, "
+        "EVENT B { v:int, s:string, ts:int } }")
 Q = "SELECT * FROM S WHERE A ; B"
 
 

@@ -151,25 +151,3 @@ def test_cython_backend(case):
     check(*case, backend="cython")
 
 
-# ---- features outside the supported set ----------------------------------------------------
-# What remains refused: the NEXT / LAST / MAX strategies and attribute projection x[a, b].
-@st.composite
-def unsupported_queries(draw):
-    schema = draw(schemas())
-    f = draw(queries(schema, max_depth=2)).formula
-    if draw(st.booleans()):
-        return schema, ast.Query(f, strategy=draw(st.sampled_from(["NEXT", "LAST", "MAX"])))
-    var = draw(st.sampled_from(sorted(bindable(f))))
-    return schema, ast.Query(f, projection=(ast.ProjectionItem(var, ("v",)),))
-
-
-@settings(max_examples=100, **SETTINGS)
-@given(unsupported_queries())
-def test_unsupported_features_are_refused(case):
-    schema, q = case
-    text = printer.format_query(q)
-    assert parser.parse_query(text) == q, text
-    with pytest.raises(cercore.CEQLSemanticError, match="not evaluated"):
-        cercore.compile(text, schema)
-    with pytest.raises(NotImplementedError):
-        evaluate(q, schema, [])

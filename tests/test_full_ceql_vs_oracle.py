@@ -1,5 +1,6 @@
 """Property tests over the whole of CEQL that cercore evaluates: ':' and ':+', NOT(...),
-projections (SELECT x, y / NONE), the strategies STRICT, NEXT, LAST and MAX, CONSUME BY and LIMIT, mixed with PARTITION BY and
+projections (SELECT x, y / NONE) and bindings, the strategies STRICT, NEXT, LAST and MAX,
+CONSUME BY and LIMIT, FROM and ``S>E`` over stream-tagged events, mixed with PARTITION BY and
 WITHIN, on both backends, against the brute-force oracle (tests/oracle.py).
 
 LIMIT n is checked in two ways: the events reported at each end position are among the oracle's
@@ -10,11 +11,12 @@ same engine reports for the query without LIMIT (the documented enumeration orde
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from oracle import evaluate_with_bindings, starts_unreported
+from oracle import evaluate_with_bindings, starts_unreported, stream_of
 from strategies import bindable, queries, schemas, streams
 
 import cercore
@@ -30,15 +32,36 @@ def per_end(compiled, events, backend: str, with_bindings: bool = False):
     got: dict[int, list] = {}
     bindings = {}
     last_end = -1
-    for ce in compiled.engine(backend=backend).process(events):
+    engine = compiled.engine(backend=backend)
+    tagged = itertools.groupby(events, key=stream_of)  # runs of events of one stream (or none)
+    for ce in (ce for tag, run in tagged for ce in engine.process([e[:2] for e in run], tag)):
         if with_bindings:
-            bindings[ce.end, (ce.start, tuple(ce.positions))] = ce.bindings
+            bindings[ce.end, (ce.start, tuple(ce.positions))] = (
+                ce.bindings, [sorted(e.attributes) for e in ce.events])
         assert ce.end >= last_end, "complex events must be reported when their end arrives"
         assert all(ce.start <= p <= ce.end for p in ce.positions), ce
         assert list(ce.positions) == sorted(set(ce.positions)), ce
         last_end = ce.end
         got.setdefault(ce.end, []).append((ce.start, tuple(ce.positions)))
     return (got, bindings) if with_bindings else got
+
+
+def projected_attributes(q: ast.Query, events, positions, bindings) -> list[list[str]]:
+    """The attribute names each reported event keeps under SELECT x[a, b] (from the oracle's
+    bindings): the union of what the variables binding it select; all if one selects all."""
+    out = []
+    for p in positions:
+        declared = sorted(events[p][1])
+        keep: set[str] | None = set()
+        if isinstance(q.projection, tuple) and any(i.attributes for i in q.projection):
+            for item in q.projection:
+                if p in bindings.get(item.var, ()):
+                    keep = None if item.attributes is None or keep is None \
+                        else keep | set(item.attributes)
+        else:
+            keep = None
+        out.append(declared if keep is None else sorted(a for a in declared if a in keep))
+    return out
 
 
 def describe(text, events, got, expected) -> str:
@@ -71,9 +94,11 @@ def check(schema, q: ast.Query, events, backend: str) -> None:
     if q.limit is None:
         if {e: set(f) for e, f in got.items()} != expected:
             pytest.fail(describe(text, events, got, expected))
-        for (end, ce), binds in bindings.items():
+        for (end, ce), (binds, attrs) in bindings.items():
             want = {x: tuple(sorted(ps)) for x, ps in oracle[end][ce].items()}
             assert binds == want, f"bindings of {ce} ending at {end}:\n{text}"
+            assert attrs == projected_attributes(q, events, ce[1], want), \
+                f"attributes of {ce} ending at {end}:\n{text}"
         return
     unlimited = per_end(cercore.compile(printer.format_query(dataclasses.replace(q, limit=None)),
                                         schema), events, backend)
@@ -89,7 +114,7 @@ def cases(draw, **query_options):
     schema = draw(schemas())
     q = draw(queries(schema, full=True, **query_options))
     favour = set(bindable(q.formula)) & set(schema.event_types)
-    return schema, q, draw(streams(schema, 7, favour=favour))
+    return schema, q, draw(streams(schema, 7, favour=favour, tagged=True))
 
 
 @settings(max_examples=700, **SETTINGS)

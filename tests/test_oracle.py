@@ -371,7 +371,8 @@ def test_full_language_vectors(q, w, expected):
 
 
 def test_unsupported_features_raise():
-    for q in (query(at("A"), strategy="MAX"), query(at("A"), strategy="NEXT"),
-              query(at("A"), projection=(A.ProjectionItem("A", ("v",)),))):
+    for q in (query(seq(A.Not(at("C")), at("A")), strategy="NEXT"),
+              query(seq(at("A"), at("B")), strategy="MAX",
+                    projection=(A.ProjectionItem("B"),))):
         with pytest.raises(NotImplementedError):
             evaluate(q, ABC, word("AB"))

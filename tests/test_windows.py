@@ -7,7 +7,8 @@ from conftest import outputs
 
 import cercore
 
-DECL = "CREATE STREAM S { EVENT A { k:int, ts:int }, EVENT B { k:int, ts:int }, EVENT X { ts:int } }"
+DECL = ("CREATE STREAM S { EVENT A { k:int, ts:int }, EVENT B { k:int, ts:int }, "
+        "EVENT X { ts:int } }")
 
 
 def stream(gap: int, fillers: int = 0, ts_gap: int = 1):

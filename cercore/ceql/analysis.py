@@ -51,8 +51,25 @@ class AnalysedQuery:
     warnings: list[str] = field(default_factory=list)
     negations: list[NNot] = field(default_factory=list)
     # projection: ids of the atoms whose events are reported (None: SELECT *)
+    # FROM: ids of the streams whose tagged events the query reads (None: no FROM, all)
+    from_streams: frozenset[int] | None = None
     marked: frozenset[int] | None = None
     strategy: str | None = None  # STRICT | NEXT | LAST | MAX; None for ALL/ANY/no keyword
+
+    @property
+    def attribute_projection(self) -> dict[str, tuple[str, ...] | None] | None:
+        """``SELECT x[a, b], y``: variable -> the attributes its events report (None: all);
+        None when no SELECT item restricts attributes."""
+        proj = self.query.projection
+        if not isinstance(proj, tuple) or all(i.attributes is None for i in proj):
+            return None
+        out: dict[str, tuple[str, ...] | None] = {}
+        for item in proj:
+            if item.attributes is None or out.get(item.var, ()) is None:
+                out[item.var] = None
+            else:
+                out[item.var] = tuple(dict.fromkeys(out.get(item.var, ()) + item.attributes))
+        return out
 
 
 class _Analyser:
@@ -75,7 +92,7 @@ class _Analyser:
 
     # ---- clauses ----------------------------------------------------------------------
     def run(self) -> AnalysedQuery:
-        self.reject_unsupported()
+        self.check_clauses()
         visible = self.resolve_streams()
         self.visible = visible
         self.check_formula(self.q.formula)
@@ -88,18 +105,13 @@ class _Analyser:
         return AnalysedQuery(self.q, self.schema, self.text, formula, self.atoms, self.leaves,
                              frozenset(self.schema.event_types[t].id for t in visible),
                              window, partition, self.warnings, self.negations,
+                             None if not self.q.streams else
+                             frozenset(self.schema.stream_ids[n] for n in self.q.streams),
                              self.resolve_projection(),
                              self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None)
 
-    def reject_unsupported(self) -> None:
-        """Features that parse but that this version does not evaluate: refuse, never ignore."""
+    def check_clauses(self) -> None:
         q = self.q
-        later = "is parsed but not evaluated by this version of cercore"
-        if isinstance(q.projection, tuple):
-            for item in q.projection:
-                if item.attributes is not None:
-                    raise self.error(f"attribute projection {item.var}[...] {later}", item,
-                                     f"select the whole variable: {item.var}")
         if q.limit is not None and q.limit < 0:
             raise self.error("LIMIT needs a non-negative number of complex events", q)
 
@@ -116,6 +128,13 @@ class _Analyser:
             if item.var not in bindable:
                 raise self.error(f"SELECT names {item.var!r}, which the WHERE clause does not "
                                  "bind" + did_you_mean(item.var, bindable), item)
+            known = {a for t in bindable[item.var]
+                     for a, _ in self.schema.event_types[t].attributes}
+            for attr in item.attributes or ():
+                if attr not in known:
+                    raise self.error(f"SELECT {item.var}[{attr}]: no event {item.var!r} can bind "
+                                     f"has an attribute {attr!r}" + did_you_mean(attr, known),
+                                     item)
         wanted = {item.var for item in proj}
         return frozenset(a.id for a in self.atoms if a.variables & wanted)
 
@@ -215,10 +234,6 @@ class _Analyser:
         if a.event_type not in self.visible:
             raise self.error(f"event type {a.event_type} is not in the FROM stream(s) "
                              f"{', '.join(self.q.streams)}", a)
-        if a.stream is not None and len(self.streams_of(a.event_type)) > 1:
-            raise self.error(
-                f"{a.stream}>{a.event_type}: telling apart streams that share an event type "
-                "is parsed but not evaluated by this version of cercore", a)
 
     def check_filter(self, af: ast.AtomicFilter, bindable: dict[str, set[str]]) -> None:
         if af.var not in bindable:
@@ -321,8 +336,11 @@ class _Analyser:
         ``forced``: guards every atom below must satisfy (from an enclosing ``AS X``)."""
         if isinstance(f, ast.EventAtom):
             guards = list(forced) + [g for v, g in pending if v == f.event_type]
+            streams = None if f.stream is None \
+                else frozenset({self.schema.stream_ids[f.stream]})
             atom = NAtom(self.label(), frozenset({self.schema.event_types[f.event_type].id}),
-                         guard_and(guards), frozenset({f.event_type, *self.enclosing_vars}))
+                         guard_and(guards), frozenset({f.event_type, *self.enclosing_vars}),
+                         streams)
             self.atoms.append(atom)
             return atom
         if isinstance(f, ast.Not):

@@ -23,6 +23,8 @@ class NAtom:
     # the variables an event read by this atom is bound to: its event type's name and every
     # enclosing ``AS`` (projection and ``ce.bindings`` use them)
     variables: frozenset[str] = frozenset()
+    # ``S>E``: the stream ids a tagged event must come from (None: any stream)
+    streams: frozenset[int] | None = None
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,6 @@ complex events. One engine evaluates one compiled query over one stream.
 
 from __future__ import annotations
 
-import bisect
-import functools
 import itertools
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -14,85 +12,25 @@ import numpy as np
 
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import EventError
+from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.evaluator import (
     CONSUME_ANY,
     CONSUME_NONE,
     CONSUME_PARTITION,
     NO_LIMIT,
-    UNBOUNDED_PAST,
 )
-from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.events import SKIPPED, Batch, EventDecoder
 from cercore.runtime.letters import NOT_READ, LetterEncoder
-from cercore.runtime.output import ComplexEvent, Event
+from cercore.runtime.output import ComplexEvent, MatchArrays
 from cercore.runtime.reorder import ReorderBuffer, records_of
+from cercore.runtime.store import EventStore
+from cercore.schema import did_you_mean
 
 if TYPE_CHECKING:
     from cercore.query import CompiledQuery
 
 BATCH_SIZE = 4096
 NO_PARTITION = -1
-
-
-class EventStore:
-    """Keeps the batches whose events may still appear in an output, for ``ce.events``.
-
-    Pruning replaces the tuple of batches instead of mutating it, so complex events already
-    handed out keep the events they refer to."""
-
-    def __init__(self, schema) -> None:
-        self.schema = schema
-        self.batches: tuple[tuple[int, Batch, np.ndarray], ...] = ()
-        self.starts: list[int] = []
-        self.lookup = self._make_lookup()
-
-    def _make_lookup(self):
-        batches, starts, schema = self.batches, list(self.starts), self.schema
-
-        def lookup(position: int) -> Event:
-            i = bisect.bisect_right(starts, position) - 1
-            first, batch = batches[i][:2]
-            return batch.event(position - first, schema)
-
-        return lookup
-
-    def add(self, batch: Batch, times: np.ndarray, letters: np.ndarray,
-            pids: np.ndarray) -> None:
-        self.batches = self.batches + ((batch.first_position, batch, times, letters, pids),)
-        self.starts.append(batch.first_position)
-        self.lookup = self._make_lookup()
-
-    def time_of(self, position: int) -> int:
-        i = bisect.bisect_right(self.starts, position) - 1
-        first, _, times = self.batches[i][:3]
-        return int(times[position - first])
-
-    def span_reader(self):
-        """A function (start, end) -> [(position, letter, partition id)] over the batches stored
-        now (like ``lookup``, it keeps them alive for the complex events it is given to)."""
-        batches, starts = self.batches, list(self.starts)
-
-        def span(start: int, end: int) -> list[tuple[int, int, int]]:
-            out = []
-            i = bisect.bisect_right(starts, start) - 1
-            for first, _, _, letters, pids in batches[max(i, 0):]:
-                if first > end:
-                    break
-                lo, hi = max(start - first, 0), min(end - first + 1, len(letters))
-                out.extend((first + k, int(letters[k]), int(pids[k])) for k in range(lo, hi))
-            return out
-
-        return span
-
-    def prune(self, tau: int, read_times_max) -> None:
-        """Drop leading batches all of whose events are older than ``tau``."""
-        keep = 0
-        while keep < len(self.batches) - 1 and read_times_max(self.batches[keep]) < tau:
-            keep += 1
-        if keep:
-            self.batches = self.batches[keep:]
-            self.starts = self.starts[keep:]
-            self.lookup = self._make_lookup()
 
 
 class Engine:
@@ -104,12 +42,14 @@ class Engine:
     """
 
     def __init__(self, query: CompiledQuery, backend: str = "python", on_error: str = "raise",
-                 type_column: str = "event_type", reorder_slack: int | None = None) -> None:
+                 type_column: str = "event_type", reorder_slack: int | None = None,
+                 stream_column: str | None = None) -> None:
         self.query = query
         self.analysed = query.analysed
         self.schema = query.schema
         self.backend = backend
         self.type_column = type_column
+        self.stream_column = stream_column  # tabular input: the column naming each event's stream
         self.decoder = EventDecoder(self.schema, on_error)
         self.encoder = LetterEncoder(self.analysed)
         self.det = LazyDeterminiser(query.cea, self.analysed.strategy
@@ -124,7 +64,8 @@ class Engine:
         self.last_time: int | None = None
         self.partition_ids: dict[tuple, int] = {}
         self.next_partition = 0
-        self.store = EventStore(self.schema)
+        self.store = EventStore(self.schema, self.report_time,
+                                self.analysed.attribute_projection)
         self.n_complex_events = 0
         self._partition_plan = self._plan_partitions()
         self._binder = None  # built on the first ce.bindings
@@ -151,26 +92,42 @@ class Engine:
         return PythonEvaluator(self.det, self.encoder)
 
     # ---- public API ---------------------------------------------------------------------------
-    def process(self, events: Any) -> Iterator[ComplexEvent]:
+    def process(self, events: Any, stream: str | None = None) -> Iterator[ComplexEvent]:
         """Evaluate ``events`` (iterable of ``(type, attrs)`` / Event, pyarrow Table or
         RecordBatch, pandas DataFrame); yield complex events as each one completes.
 
+        ``stream`` tags every event with the stream it comes from (tabular input may name each
+        event's stream in the engine's ``stream_column`` instead); untagged events belong to
+        every stream that declares their type. FROM and ``S>E`` atoms read the tags.
+
         With a reorder slack, events are evaluated once the slack has passed them; call
         ``flush()`` at the end of the stream to evaluate what is still buffered."""
+        if stream is not None and stream not in self.schema.streams:
+            raise EventError(f"unknown stream {stream!r}"
+                             + did_you_mean(stream, self.schema.streams), field="stream")
         if self.reorder is not None:
+            if stream is not None or self.stream_column is not None:
+                raise ValueError("stream tags with a reorder slack are not supported")
             records = records_of(events, self.type_column, self.decoder.declared)
             yield from self._run_records(self.reorder.add(records, self._late))
             return
-        for batch in self._batches(events):
+        for batch in self._batches(events, stream):
             yield from self._run(batch)
 
-    def push(self, event_type: str, attributes: dict[str, Any]) -> list[ComplexEvent]:
-        """Evaluate one event; return the complex events it completes (with a reorder slack:
-        the complex events of the buffered events it releases)."""
+    def process_arrays(self, events: Any, stream: str | None = None) -> MatchArrays:
+        """``process`` in bulk: every complex event of ``events`` as numpy arrays (see
+        ``MatchArrays``; ``.to_arrow()`` gives a pyarrow Table), with no Python object per
+        complex event. Not available with a reorder slack."""
         if self.reorder is not None:
-            return list(self.process([(event_type, attributes)]))
-        return list(self._run(self.decoder.from_records([(event_type, attributes)],
-                                                        self.position)))
+            raise ValueError("process_arrays does not support a reorder slack; use process")
+        return MatchArrays.concat([self._run_arrays(b) for b in self._batches(events, stream)])
+
+    def push(self, event_type: str, attributes: dict[str, Any],
+             stream: str | None = None) -> list[ComplexEvent]:
+        """Evaluate one event (of ``stream``, if given); return the complex events it
+        completes (with a reorder slack: the complex events of the buffered events it
+        releases)."""
+        return list(self.process([(event_type, attributes)], stream))
 
     def flush(self) -> list[ComplexEvent]:
         """End of stream: evaluate the events a reorder slack still holds back (no-op
@@ -206,7 +163,7 @@ class Engine:
     def skipped_examples(self) -> list[str]:
         return list(self.decoder.skips.examples)
 
-    def _bindings(self, span_reader, ce: ComplexEvent) -> dict[str, tuple[int, ...]]:
+    def _bindings(self, view, ce: ComplexEvent) -> dict[str, tuple[int, ...]]:
         if self._binder is None:
             a = self.analysed
             proj = a.query.projection
@@ -214,26 +171,19 @@ class Engine:
                 else frozenset(item.var for item in proj)
             self._binder = BindingSolver(self.query.cea, {x.id: x.variables for x in a.atoms},
                                          self.encoder.atom_masks, wanted)
-        span = span_reader(ce.start, ce.end)
+        span = view.span(ce.start, ce.end)
         pid = next(p for pos, _, p in span if pos == ce.end)
         return self._binder.solve([(pos, letter) for pos, letter, p in span
                                    if p == pid and letter != NOT_READ], ce.positions)
 
     # ---- pickling and backend moves ------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the event store's lookup closure, which ``__setstate__`` rebuilds. The
-        evaluator pickles itself in the backend-neutral format (``cercore.runtime.state``)."""
-        state = self.__dict__.copy()
-        store = state.pop("store")
-        state["_store"] = (store.batches, list(store.starts))
-        return state
+        """The evaluator pickles itself in the backend-neutral format
+        (``cercore.runtime.state``)."""
+        return self.__dict__.copy()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        batches, starts = state.pop("_store")
         self.__dict__.update(state)
-        self.store = EventStore(self.schema)
-        self.store.batches, self.store.starts = batches, list(starts)
-        self.store.lookup = self.store._make_lookup()
 
     def to_backend(self, backend: str) -> Engine:
         """A copy of this engine, continuing exactly where it stopped, on ``backend``
@@ -252,7 +202,7 @@ class Engine:
         return clone
 
     # ---- input --------------------------------------------------------------------------------
-    def _batches(self, events: Any) -> Iterator[Batch]:
+    def _batches(self, events: Any, stream: str | None = None) -> Iterator[Batch]:
         mod = type(events).__module__
         if mod.startswith("pandas"):
             import pyarrow as pa
@@ -260,19 +210,50 @@ class Engine:
             events = pa.Table.from_pandas(events, preserve_index=False)
             mod = "pyarrow"
         if mod.startswith("pyarrow"):
+            col = self.stream_column
             for rb in events.to_batches(max_chunksize=BATCH_SIZE) if hasattr(events, "to_batches") \
                     else [events]:
-                yield self.decoder.from_arrow(rb, self.position, self.type_column)
+                tagged = col is not None and col in rb.column_names
+                batch = self.decoder.from_arrow(rb, self.position, self.type_column,
+                                                (col,) if tagged else ())
+                if stream is not None:
+                    self.decoder.tag_streams(batch, [stream] * batch.n)
+                elif tagged:
+                    self.decoder.tag_streams(batch, rb.column(col).to_pylist()[:batch.n])
+                yield batch
             return
         it = iter(events)
         while True:
             chunk = list(itertools.islice(it, BATCH_SIZE))
             if not chunk:
                 return
-            yield self.decoder.from_records(chunk, self.position)
+            batch = self.decoder.from_records(chunk, self.position)
+            if stream is not None:
+                self.decoder.tag_streams(batch, [stream] * batch.n)
+            yield batch
 
     # ---- per batch ----------------------------------------------------------------------------
     def _run(self, batch: Batch) -> Iterator[ComplexEvent]:
+        args, error, n_ok, n_read = self._prepare(batch)
+        evaluator = self.evaluator
+        before = evaluator.reported
+        try:
+            yield from evaluator.run(*args, view=self.store.view(self._bindings))
+        finally:
+            self.n_complex_events += evaluator.reported - before
+        self._finish(batch, error, n_ok, n_read)
+
+    def _run_arrays(self, batch: Batch) -> MatchArrays:
+        args, error, n_ok, n_read = self._prepare(batch)
+        view = self.store.view(self._bindings)
+        start, end, offsets, positions = self.evaluator.run_arrays(*args)
+        self.n_complex_events += len(start)
+        out = MatchArrays(start, end, offsets, positions, view.times(start), view.times(end))
+        self._finish(batch, error, n_ok, n_read)
+        return out
+
+    def _prepare(self, batch: Batch):
+        """Letters, times and partitions of a batch, stored; the evaluator's arguments."""
         letters = self.encoder.encode(batch)
         read = letters != NOT_READ
         n_ok, error = self._check_times(batch, read)
@@ -282,24 +263,18 @@ class Engine:
         times = self._times(batch, read, n_ok)
         pids = self._partitions(batch, read, n_ok)
         self.store.add(batch, times, letters, pids)
-        first = batch.first_position
-        lookup = self.store.lookup
-        report = self.report_time is not None
-        time_of = self.store.time_of
-        bind = functools.partial(self._bindings, self.store.span_reader())
         active = np.flatnonzero(read & (pids != NO_PARTITION)).astype(np.int64)
-        for start, end, positions in self.evaluator.run(
-                active, pids, letters, times, first, self.window.epsilon,
-                self.window.kind is not None, self.limit, self.consume):
-            self.n_complex_events += 1
-            yield ComplexEvent(start, end, positions, time_of(start) if report else None,
-                               time_of(end) if report else None, lookup, bind)
+        args = (active, pids, letters, times, batch.first_position, self.window.epsilon,
+                self.window.kind is not None, self.limit, self.consume)
+        return args, error, n_ok, int(read.sum())
+
+    def _finish(self, batch: Batch, error: EventError | None, n_ok: int, n_read: int) -> None:
         if self.evaluator.reclaimed:
             self.evaluator.reclaimed = False
             self._forget_partitions()
-            self.store.prune(self.evaluator.last_tau, _max_read_time)
-        self.position = first + batch.n if error is None else first + n_ok
-        self.tick += int(read.sum())
+            self.store.prune(self.evaluator.last_tau)
+        self.position = batch.first_position + (batch.n if error is None else n_ok)
+        self.tick += n_read
         if error is not None:
             raise error
 
@@ -391,11 +366,6 @@ class Engine:
             return
         live = self.evaluator.live_partitions()
         self.partition_ids = {k: v for k, v in self.partition_ids.items() if v in live}
-
-
-def _max_read_time(entry) -> int:
-    times = entry[2]
-    return int(times.max()) if len(times) else UNBOUNDED_PAST
 
 
 def run_events(engine: Engine, events: Iterable) -> list[ComplexEvent]:

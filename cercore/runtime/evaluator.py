@@ -14,6 +14,7 @@ import numpy as np
 
 from cercore.automata.determinize import NO_STATE, LazyDeterminiser
 from cercore.runtime.letters import LetterEncoder
+from cercore.runtime.output import ComplexEvent
 from cercore.runtime.tecs import BOTTOM, NIL, OUTPUT, NodeArena
 
 MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pass
@@ -36,20 +37,23 @@ class PythonEvaluator:
         self.partitions: dict[int, dict[int, list[int]]] = {}
         self.compact_at = MIN_COMPACTION
         self.reclaimed = False  # set when a reclamation pass ran; the engine resets it
+        self.reported = 0  # complex events yielded so far (the engine counts deltas)
         self.last_tau = UNBOUNDED_PAST
 
     # ---- per batch ------------------------------------------------------------------------------
     def run(self, active: np.ndarray, pids: np.ndarray, letters: np.ndarray, times: np.ndarray,
             first_position: int, epsilon: int, windowed: bool, limit: int = NO_LIMIT,
-            consume: int = CONSUME_NONE) -> Iterator[tuple[int, int, tuple[int, ...]]]:
+            consume: int = CONSUME_NONE, view=None) -> Iterator:
         """Evaluate the batch's events at offsets ``active`` (in order) and yield
-        (start, end, positions) of every complex event as soon as its last event is read.
+        (start, end, positions) of every complex event as soon as its last event is read —
+        or, given a ``view`` (the engine's store snapshot), ``ComplexEvent`` views.
 
         ``limit`` >= 0 reports at most that many complex events per event (the first ones of
         the enumeration order). ``consume``: after an event that completes a complex event
         (within the window, reported or not), discard every partial match (CONSUME_ANY) or
         those of the event's partition (CONSUME_PARTITION)."""
         step, enumerate_ = self.step, self.enumerate
+        make = ComplexEvent.view
         reclaiming = windowed or consume != CONSUME_NONE
         for k in active.tolist():
             t = int(times[k])
@@ -62,7 +66,9 @@ class PythonEvaluator:
                 if left == 0:
                     break
                 for start, positions in enumerate_(node, tau):
-                    yield start, pos, positions
+                    self.reported += 1
+                    yield (start, pos, positions) if view is None \
+                        else make(start, pos, positions, view)
                     left -= 1
                     if left == 0:
                         break
@@ -78,6 +84,25 @@ class PythonEvaluator:
                         self.pre.pop(pid, None)
             if reclaiming and len(self.arena) >= self.compact_at:
                 self.reclaim(tau)
+
+    def run_arrays(self, active: np.ndarray, pids: np.ndarray, letters: np.ndarray,
+                   times: np.ndarray, first_position: int, epsilon: int, windowed: bool,
+                   limit: int = NO_LIMIT, consume: int = CONSUME_NONE
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``run`` in bulk: (start, end, offsets, positions) int64 arrays; complex event i has
+        positions ``positions[offsets[i]:offsets[i + 1]]``."""
+        starts: list[int] = []
+        ends: list[int] = []
+        offsets = [0]
+        positions: list[int] = []
+        for start, end, pos in self.run(active, pids, letters, times, first_position, epsilon,
+                                        windowed, limit, consume):
+            starts.append(start)
+            ends.append(end)
+            positions.extend(pos)
+            offsets.append(len(positions))
+        return (np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
+                np.array(offsets, dtype=np.int64), np.array(positions, dtype=np.int64))
 
     # ---- lazy determinisation -------------------------------------------------------------
     def transition(self, sid: int, letter: int) -> tuple[int, int, int]:
@@ -241,4 +266,5 @@ class PythonEvaluator:
 
         check_pickled(d)
         self.det, self.encoder = d["det"], d["encoder"]
+        self.reported = 0
         self.from_state(EvaluatorState.from_dict(d["evaluator"]))

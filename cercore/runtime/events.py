@@ -40,6 +40,19 @@ class Batch:
     type_ids: np.ndarray
     columns: Columns
     error: EventError | None = None
+    # stream id of each event (int16), -1 where untagged (it belongs to every stream declaring
+    # its type); None: the whole batch is untagged
+    streams: np.ndarray | None = None
+
+    def truncate(self, n: int, error: EventError) -> None:
+        """Keep only the first ``n`` events; the engine raises ``error`` after them."""
+        self.n = n
+        self.type_ids = self.type_ids[:n]
+        self.columns = Columns(n, {a: v[:n] for a, v in self.columns.values.items()},
+                               {a: v[:n] for a, v in self.columns.valid.items()})
+        if self.streams is not None:
+            self.streams = self.streams[:n]
+        self.error = error
 
     def event(self, k: int, schema: Schema) -> Event:
         """Materialise event ``k`` of this batch."""
@@ -136,8 +149,41 @@ class EventDecoder:
         return self.type_ids[typ], row
 
     # ---- Arrow --------------------------------------------------------------------------
-    def from_arrow(self, table, first_position: int, type_column: str = "event_type") -> Batch:
-        """Decode a ``pyarrow.Table`` / ``RecordBatch``: a type column plus attribute columns."""
+    def tag_streams(self, batch: Batch, names: list) -> None:
+        """Tag the batch's events with their streams (names, None = untagged): an unknown
+        stream, or one that does not carry the event's type, is an EventError (or a counted
+        skip)."""
+        ids = self.schema.stream_ids
+        codes = np.full(batch.n, -1, dtype=np.int16)
+        for k in range(batch.n):
+            name = names[k]
+            tid = batch.type_ids[k]
+            if name is None or tid == SKIPPED:
+                continue
+            err = None
+            if name not in ids:
+                err = EventError(f"unknown stream {name!r}" + did_you_mean(str(name), ids),
+                                 position=batch.first_position + k, field="stream")
+            else:
+                typ = self.schema.type_names[tid]
+                if typ not in self.schema.streams[name].event_types:
+                    err = EventError(f"stream {name} carries no {typ} events",
+                                     position=batch.first_position + k, field="stream")
+            if err is None:
+                codes[k] = ids[name]
+            elif self.on_error == "raise":
+                batch.streams = codes
+                batch.truncate(k, err)
+                return
+            else:
+                self.skips.add(err, "stream")
+                batch.type_ids[k] = SKIPPED
+        batch.streams = codes
+
+    def from_arrow(self, table, first_position: int, type_column: str = "event_type",
+                   ignore: tuple[str, ...] = ()) -> Batch:
+        """Decode a ``pyarrow.Table`` / ``RecordBatch``: a type column plus attribute columns
+        (columns in ``ignore`` are read by the caller)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -145,7 +191,7 @@ class EventDecoder:
             raise EventError(f"the input has no {type_column!r} column")
         n = table.num_rows
         for c in table.column_names:
-            if c != type_column and c not in self.attr_types:
+            if c != type_column and c not in self.attr_types and c not in ignore:
                 raise EventError(f"column {c!r} is not an attribute of any event type"
                                  + did_you_mean(c, self.attr_types), field=c)
         tcol = table.column(type_column)

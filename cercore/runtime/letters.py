@@ -27,13 +27,23 @@ class LetterEncoder:
         self.keys: list[int] = []  # letter -> key, for explain and pickling
         n_types = max(len(analysed.schema.event_types), 1)
         self.type_shift = len(self.leaves)
-        self.vectorised_keys = self.type_shift + int(n_types).bit_length() <= 62
+        self.type_bits = int(n_types).bit_length()
+        # the key carries the event's stream tag only if some atom is qualified (S>E)
+        self.stream_keyed = any(a.streams is not None for a in self.atoms)
+        stream_bits = len(analysed.schema.streams).bit_length() + 1 if self.stream_keyed else 0
+        self.stream_shift = self.type_shift + self.type_bits
+        self.vectorised_keys = self.stream_shift + stream_bits <= 62
+        self.from_streams = (None if analysed.from_streams is None
+                             else np.array(sorted(analysed.from_streams), dtype=np.int16))
 
     def key_mask(self, key: int) -> int:
-        tid, bits = key >> self.type_shift, key & ((1 << self.type_shift) - 1)
+        tid = (key >> self.type_shift) & ((1 << self.type_bits) - 1)
+        bits = key & ((1 << self.type_shift) - 1)
+        stream = (key >> self.stream_shift) - 1  # -1: untagged, in every stream of its type
         mask = 0
         for a in self.atoms:
-            if tid in a.types and eval_guard(a.guard, bits):
+            if tid in a.types and eval_guard(a.guard, bits) and (
+                    a.streams is None or stream < 0 or stream in a.streams):
                 mask |= 1 << a.id
         for neg in self.negations:  # NOT(...): satisfied when no branch is
             if not any((mask >> b.id) & 1 for b in neg.branches):
@@ -53,6 +63,10 @@ class LetterEncoder:
         n = batch.n
         letters = np.full(n, NOT_READ, dtype=np.int32)
         read = np.isin(batch.type_ids, self.visible)
+        tagged = batch.streams
+        if tagged is not None and self.from_streams is not None:
+            # FROM: events tagged with another stream never reach the query
+            read &= (tagged < 0) | np.isin(tagged, self.from_streams)
         if not read.any():
             return letters
         leaf_bits = [evaluate_leaf(p, batch.columns) for p in self.leaves]
@@ -60,6 +74,8 @@ class LetterEncoder:
             keys = batch.type_ids.astype(np.int64) << self.type_shift
             for k, bits in enumerate(leaf_bits):
                 keys |= bits.astype(np.int64) << k
+            if self.stream_keyed and tagged is not None:
+                keys |= (tagged.astype(np.int64) + 1) << self.stream_shift
             uniq, inverse = np.unique(keys[read], return_inverse=True)
             lut = np.array([self.letter(int(u)) for u in uniq], dtype=np.int32)
             letters[read] = lut[inverse]
@@ -69,6 +85,8 @@ class LetterEncoder:
                 for k, bits in enumerate(leaf_bits):
                     if bits[i]:
                         key |= 1 << k
+                if self.stream_keyed and tagged is not None:
+                    key |= (int(tagged[i]) + 1) << self.stream_shift
                 letters[i] = self.letter(key)
         return letters
 

@@ -1,0 +1,54 @@
+"""FROM and ``S>E`` over stream-tagged events: an event's stream comes from ``process(...,
+stream=)`` / ``push(..., stream=)`` or a stream column; untagged events belong to every stream
+that declares their type; events of streams not in FROM never reach the query."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import cercore
+
+DECL = ("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int } } "
+        "CREATE STREAM T { EVENT A { v:int }, EVENT C { v:int } }")
+
+
+def pushed(query: str, events, backend: str):
+    engine = cercore.compile(query, DECL).engine(backend)
+    return [[ce.positions for ce in engine.push(t, {"v": i}, stream=s)]
+            for i, (t, s) in enumerate(events)]
+
+
+@pytest.mark.parametrize("query, events, expected", [
+    ("SELECT * FROM S, T WHERE S>A ; T>A", [("A", "S"), ("A", "T"), ("A", None), ("A", "T")],
+     [[], [(0, 1)], [(0, 2)], [(2, 3), (0, 3)]]),
+    # FROM T: S-tagged events are not read (not even as a gap for ':')
+    ("SELECT * FROM T WHERE A : A", [("A", "T"), ("A", "S"), ("A", "T")],
+     [[], [], [(0, 2)]]),
+    ("SELECT * FROM T WHERE A ; A", [("A", "S"), ("A", None), ("A", "T")],
+     [[], [], [(1, 2)]]),
+    # unqualified A in FROM S, T: A of either stream
+    ("SELECT * FROM S, T WHERE A ; C", [("A", "S"), ("C", "T")], [[], [(0, 1)]]),
+    ("SELECT * FROM S, T WHERE T>A ; C", [("A", "S"), ("C", "T")], [[], []]),
+])
+def test_stream_tags(query, events, expected, backend):
+    assert pushed(query, events, backend) == expected
+
+
+def test_stream_column(backend):
+    q = cercore.compile("SELECT * FROM S, T WHERE S>A ; T>A", DECL)
+    table = pa.table({"event_type": ["A", "A", "A"], "v": [0, 1, 2], "src": ["T", "S", "T"]})
+    got = [ce.positions for ce in q.engine(backend, stream_column="src").process(table)]
+    assert got == [(1, 2)]
+
+
+def test_bad_stream_tags(backend):
+    q = cercore.compile("SELECT * FROM S WHERE A", DECL)
+    with pytest.raises(cercore.EventError, match="stream T carries no B events"):
+        q.engine(backend).push("B", {"v": 1}, stream="T")
+    with pytest.raises(cercore.EventError, match="unknown stream 'U'"):
+        q.engine(backend).push("A", {"v": 1}, stream="U")
+    table = pa.table({"event_type": ["A", "B", "A"], "v": [0, 1, 2], "src": ["S", "T", "S"]})
+    engine = q.engine(backend, on_error="skip", stream_column="src")
+    assert [ce.positions for ce in engine.process(table)] == [(0,), (2,)]
+    assert engine.stats["skipped_by_reason"] == {"stream": 1}
