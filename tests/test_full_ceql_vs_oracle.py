@@ -117,14 +117,14 @@ def cases(draw, **query_options):
     return schema, q, draw(streams(schema, 7, favour=favour, tagged=True))
 
 
-@settings(max_examples=700, **SETTINGS)
+@settings(max_examples=1000, **SETTINGS)
 @given(cases(max_depth=3))
 def test_full_ceql_python(case):
     check(*case, backend="python")
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
-@settings(max_examples=350, **SETTINGS)
+@settings(max_examples=500, **SETTINGS)
 @given(data=st.data())
 def test_full_ceql_cython(partitioned, data):
     pytest.importorskip("cercore_fast.evaluator")
