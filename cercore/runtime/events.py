@@ -180,6 +180,20 @@ class EventDecoder:
                 batch.type_ids[k] = SKIPPED
         batch.streams = codes
 
+    def _arrow_type_ids(self, tcol) -> np.ndarray:
+        """Type ids of a column of type names, vectorised (SKIPPED where unknown)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        names = list(self.type_ids)
+        try:
+            idx = pc.index_in(tcol, value_set=pa.array(names, pa.string()))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not strings: row by row
+            return np.array([self.type_ids.get(t, SKIPPED) for t in tcol.to_pylist()],
+                            dtype=np.int32)
+        ids = np.array([self.type_ids[n] for n in names] + [SKIPPED], dtype=np.int32)
+        return ids[idx.fill_null(len(names)).to_numpy(zero_copy_only=False)]
+
     def from_arrow(self, table, first_position: int, type_column: str = "event_type",
                    ignore: tuple[str, ...] = ()) -> Batch:
         """Decode a ``pyarrow.Table`` / ``RecordBatch``: a type column plus attribute columns
@@ -195,13 +209,16 @@ class EventDecoder:
                 raise EventError(f"column {c!r} is not an attribute of any event type"
                                  + did_you_mean(c, self.attr_types), field=c)
         tcol = table.column(type_column)
-        tnames = tcol.to_pylist()
-        type_ids = np.array([self.type_ids.get(t, SKIPPED) for t in tnames], dtype=np.int32)
+        type_ids = self._arrow_type_ids(tcol)
+
+        def tname(k: int):
+            return tcol[int(k)].as_py()
+
         bad = np.zeros(n, dtype=bool)
         messages: dict[int, EventError] = {}
         for k in np.flatnonzero(type_ids == SKIPPED):
             messages[int(k)] = EventError(
-                f"unknown event type {tnames[k]!r}" + did_you_mean(str(tnames[k]), self.declared),
+                f"unknown event type {tname(k)!r}" + did_you_mean(str(tname(k)), self.declared),
                 position=first_position + int(k), field=type_column)
             bad[k] = True
         values: dict[str, np.ndarray] = {}
@@ -213,7 +230,7 @@ class EventDecoder:
                 if owners.any():
                     k = int(np.flatnonzero(owners)[0])
                     messages.setdefault(k, EventError(
-                        f"{tnames[k]} event lacks attribute {a!r} (no such column)",
+                        f"{tname(k)} event lacks attribute {a!r} (no such column)",
                         position=first_position + k, field=a))
                     bad |= owners
                 values[a] = np.full(n, _FILL[t], dtype=_DTYPES[t])
