@@ -5,7 +5,13 @@ C struct-backed object the evaluator creates without running Python code per com
 stored batches only when read). ``cercore.runtime.output`` exports this class when the
 extension is built, for both backends, so every complex event has one type."""
 
+cimport cython
 
+
+# Not tracked by the cyclic GC: a complex event refers only to ints, a tuple, the engine's store
+# snapshot and, once read, its events and bindings, none of which can refer back to it; keeping
+# 10^5 of them in a list would otherwise make every collection walk them all.
+@cython.no_gc
 cdef class ComplexEvent:
     """A complex event (CORE §2): the interval [start, end] of input positions and the positions
     of the events that form it.

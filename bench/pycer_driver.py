@@ -1,0 +1,82 @@
+"""Drive pycer (the CORE authors' C++ engine, Python 3.13 wheels only) on one query and one CSV
+event file, in its own interpreter; print one JSON line with what it found and how long it took.
+
+    /path/to/python3.13 bench/pycer_driver.py DECL_FILE QUERY_FILE EVENTS_CSV [--repeat R]
+
+It uses only the standard library and pycer (no cercore), so it runs in a bare 3.13 venv.
+Building pycer's event objects is excluded from the timing (the notes measured ~5.5 µs per event
+for it); timed: ``send_events`` plus ``get_output`` on a fresh server, best of R.
+The JSON line is the last line of stdout (pycer prints a logging note first).
+Output: ``{"events", "complex_events", "seconds", "intervals"}`` where ``intervals`` are the
+sorted [start, end] pairs pycer printed (window time domain: attribute values for
+``WITHIN n [attr]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("decl")
+    ap.add_argument("query")
+    ap.add_argument("events")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    import pycer
+
+    decl = open(args.decl).read()
+    query = open(args.query).read()
+    events_path = os.path.abspath(args.events)
+    os.chdir(tempfile.mkdtemp())  # pycer writes logs/logfile.log in the working directory
+
+    def server():
+        s = pycer.PyOfflineServer()
+        info = s.declare_stream(decl)
+        s.add_query(query)
+        return s, info
+
+    _, info = server()
+    kinds = {e.name: (e.id, [str(a.value_type) for a in e.attributes_info])
+             for e in info.events_info}
+    names = {e.name: [a.name for a in e.attributes_info] for e in info.events_info}
+    events = []
+    with open(events_path, newline="") as f:
+        for row in csv.DictReader(f):
+            eid, types = kinds[row["event_type"]]
+            values = []
+            for attr, t in zip(names[row["event_type"]], types, strict=True):
+                v = row[attr]
+                if "DOUBLE" in t:
+                    values.append(pycer.PyDoubleValue(float(v)))
+                elif "STRING" in t:
+                    values.append(pycer.PyStringValue(v))
+                elif "BOOL" in t:
+                    values.append(pycer.PyBoolValue(v.strip().lower() in ("true", "1")))
+                else:  # INT64, PRIMARY_TIME
+                    values.append(pycer.PyIntValue(int(v)))
+            events.append(pycer.PyEvent(eid, values))
+    best, text = float("inf"), ""
+    for _ in range(args.repeat):
+        s, _ = server()
+        t0 = time.perf_counter()
+        s.send_events(events)
+        text = s.get_output()
+        best = min(best, time.perf_counter() - t0)
+    intervals = sorted([int(a), int(b)] for a, b in re.findall(r"^\[(-?\d+),(-?\d+)\]", text,
+                                                                 flags=re.M))
+    print(json.dumps({"events": len(events), "complex_events": len(intervals), "seconds": best,
+                      "intervals": intervals}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
