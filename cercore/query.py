@@ -30,7 +30,7 @@ class CompiledQuery:
         self.cea: CEA = compile_cea(self.analysed.formula, self.analysed.marked)
         if self.analysed.strategy == "STRICT":
             self.cea = strict(self.cea)
-        elif self.analysed.strategy is not None and any(
+        elif self.ranking_strategy is not None and any(
                 mark == SKIP for _, mark, _ in self.cea.transitions[self.cea.initial]):
             raise CEQLSemanticError(
                 f"SELECT {self.analysed.strategy}: a match may begin with an event it does not "
@@ -38,6 +38,13 @@ class CompiledQuery:
                 "strategy has no position to rank it by", line=self.ast.line,
                 column=self.ast.column, text=text,
                 hint="start the pattern with a reported event, or use SELECT * / ALL")
+
+    @property
+    def ranking_strategy(self) -> str | None:
+        """NEXT, LAST or MAX: the strategy the determiniser builds on the fly over ``cea``
+        (STRICT is already part of ``cea``; ALL/ANY need nothing)."""
+        s = self.analysed.strategy
+        return s if s in ("NEXT", "LAST", "MAX") else None
 
     @property
     def warnings(self) -> list[str]:

@@ -52,8 +52,7 @@ class Engine:
         self.stream_column = stream_column  # tabular input: the column naming each event's stream
         self.decoder = EventDecoder(self.schema, on_error)
         self.encoder = LetterEncoder(self.analysed)
-        self.det = LazyDeterminiser(query.cea, self.analysed.strategy
-                                    if self.analysed.strategy != "STRICT" else None)
+        self.det = LazyDeterminiser(query.cea, query.ranking_strategy)
         self.evaluator = self._make_evaluator(backend)
         self.window = self.analysed.window
         self.time_attribute = self.window.attribute if self.window.kind in ("time", "attr") \
