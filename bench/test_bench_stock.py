@@ -23,8 +23,9 @@ def test_process(benchmark, compiled, stock, backend, name):
         return sum(1 for _ in engine.process(table))
 
     count = benchmark.pedantic(process, setup=setup, rounds=3, warmup_rounds=1)
-    benchmark.extra_info.update(events=table.num_rows, complex_events=count,
-                                events_per_second=table.num_rows / benchmark.stats["min"])
+    if benchmark.stats:  # None under --benchmark-disable
+        benchmark.extra_info.update(events=table.num_rows, complex_events=count,
+                                    events_per_second=table.num_rows / benchmark.stats["min"])
     assert count > 0
 
 

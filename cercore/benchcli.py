@@ -1,4 +1,5 @@
-"""``cercore-bench``: events/second of the engine on the bundled stock trace.
+"""``cercore-bench core``: events/second of the engine on the bundled stock trace (the quick
+default experiment of ``cercore-bench``; the full suite is ``cercore.bench``).
 
 For each demo query it runs a warm-up pass, then times ``--repeat`` passes (best kept) with a
 fresh engine each and the garbage collector paused (as ``timeit`` does), split into
@@ -109,9 +110,7 @@ def format_results(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cercore-bench",
-                                description="Events/second of cercore on the bundled stock trace.")
+def add_core_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--events", type=int, default=None, metavar="N",
                    help="use the first N events of the trace (default: all 24,887)")
     p.add_argument("--backend", default="auto", choices=["auto", "python", "cython", "all"],
@@ -121,24 +120,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query", action="append", metavar="NAME",
                    help="only this demo query (repeatable); names: "
                         + ", ".join(q.name for q in demo_queries()))
-    return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run_core(args) -> int:
+    """``cercore-bench core``: the demo queries on the bundled trace."""
     backends = ([args.backend] if args.backend != "all"
                 else ["python"] + (["cython"] if CYTHON_AVAILABLE else []))
-    try:
-        if args.repeat < 1:
-            raise CercoreError("--repeat must be >= 1")
-        results = run_bench(args.events, backends, args.repeat, args.query)
-    except CercoreError as exc:
-        print(f"cercore-bench: error: {exc}", file=sys.stderr)
-        return 2
+    if args.repeat < 1:
+        raise CercoreError("--repeat must be >= 1")
+    results = run_bench(args.events, backends, args.repeat, args.query)
     print(f"cercore {cercore.__version__}, stock trace prefix, best of {args.repeat} "
           f"(after a warm-up), fresh engine per pass")
     print(format_results(results))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``cercore-bench`` (see ``cercore.bench.cli``)."""
+    from cercore.bench.cli import main as bench_main
+
+    return bench_main(argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,3 @@
+"""The benchmark datasets: see ``cercore.bench.datasets`` (installed with the package)."""
+
+from cercore.bench.datasets import *  # noqa: F403

@@ -1,0 +1,46 @@
+"""Peers that a user could pick instead of cercore, driven fairly on the same events.
+
+pycer (the CORE authors' C++ engine) ships wheels for CPython 3.13 only: it runs in its own
+interpreter through ``pycer_driver.py`` (a stdlib + pycer script). Its interpreter is found via
+``CERCORE_PYCER_PYTHON`` or ``/work/peers/py313/bin/python``; ``find_pycer`` returns None when
+there is none, and the CLI then says the peer was skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+DRIVER = Path(__file__).with_name("pycer_driver.py")
+
+
+def find_pycer(explicit: str | None = None) -> str | None:
+    for cand in (explicit, os.environ.get("CERCORE_PYCER_PYTHON"),
+                 "/work/peers/py313/bin/python"):
+        if cand and Path(cand).exists():
+            ok = subprocess.run([cand, "-c", "import pycer"], capture_output=True)
+            if ok.returncode == 0:
+                return cand
+    return None
+
+
+def run_pycer(python: str, declaration: str, query: str, table: pa.Table,
+              repeat: int = 3) -> dict:
+    """pycer's result on ``table``: {"events", "complex_events", "seconds", "intervals"}
+    (intervals: sorted [start, end] in the window's time domain)."""
+    with tempfile.TemporaryDirectory() as d:
+        decl, q, events = Path(d, "s.decl"), Path(d, "q.ceql"), Path(d, "events.csv")
+        decl.write_text(declaration)
+        q.write_text(query)
+        pacsv.write_csv(table, events)
+        done = subprocess.run([python, str(DRIVER), str(decl), str(q), str(events),
+                               "--repeat", str(repeat)], capture_output=True, text=True,
+                              check=True)
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("{"))
+    return json.loads(line)
