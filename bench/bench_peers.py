@@ -4,7 +4,7 @@ paper's stock queries over the bundled trace, measured in one run on the same ev
     python bench/bench_peers.py [--pycer-python /path/to/python3.13] [--repeat R]
 
 pycer ships wheels for CPython 3.13 only, so it runs in its own interpreter through
-``bench/pycer_driver.py`` (found via ``--pycer-python``, ``$CERCORE_PYCER_PYTHON`` or
+``cercore/bench/pycer_driver.py`` (found via ``--pycer-python``, ``$CERCORE_PYCER_PYTHON`` or
 ``/work/peers/py313/bin/python``; skipped with a note when absent). Before any number is
 reported, the complex events' [start_time, end_time] intervals of every engine must be equal
 as multisets. Timed: cercore ``engine.process`` consumed to the end (every complex event
@@ -15,11 +15,7 @@ holds every complex event), best of R with a fresh server, event construction ex
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,34 +23,15 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import cercore  # noqa: E402
+from cercore.bench.peers import find_pycer, run_pycer  # noqa: E402
 from cercore.cli import data_path, stock_schema, stock_trace  # noqa: E402
 from cercore.runtime.backend import CYTHON_AVAILABLE  # noqa: E402
 
-DRIVER = Path(__file__).with_name("pycer_driver.py")
 QUERIES = {
     "S3": data_path("s3_sell_buy_buy.ceql").read_text(),
     "S3 no-output": data_path("s3_sell_buy_buy.ceql").read_text().replace("'QQQ'", "'NONE'"),
     "S3 w=2T": data_path("s3_sell_buy_buy.ceql").read_text().replace("10000", "20000"),
 }
-
-
-def find_pycer(explicit: str | None) -> str | None:
-    for cand in (explicit, os.environ.get("CERCORE_PYCER_PYTHON"),
-                 "/work/peers/py313/bin/python"):
-        if cand and Path(cand).exists():
-            return cand
-    return None
-
-
-def run_pycer(python: str, query: str, repeat: int) -> dict:
-    with tempfile.NamedTemporaryFile("w", suffix=".ceql", delete=False) as f:
-        f.write(query)
-    out = subprocess.run([python, str(DRIVER), str(data_path("stocks.decl")), f.name,
-                          str(data_path("stock_trace_prefix.csv")), "--repeat", str(repeat)],
-                         capture_output=True, text=True, check=True)
-    os.unlink(f.name)
-    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("{"))
-    return json.loads(line)
 
 
 def run_cercore(query, table, backend: str, repeat: int) -> tuple[float, list]:
@@ -76,6 +53,7 @@ def main(argv=None) -> int:
     schema = stock_schema()
     table = stock_trace(schema)
     pycer_python = find_pycer(args.pycer_python)
+    decl = data_path("stocks.decl").read_text()
     if pycer_python is None:
         print("pycer: no Python 3.13 with pycer found (--pycer-python); comparing backends only")
     backends = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])
@@ -90,7 +68,7 @@ def main(argv=None) -> int:
         assert all(r[1] == ref for r in results.values()), f"{name}: backends disagree"
         peer = None
         if pycer_python:
-            peer = run_pycer(pycer_python, text, args.repeat)
+            peer = run_pycer(pycer_python, decl, text, table, args.repeat)
             assert peer["intervals"] == ref, f"{name}: pycer and cercore disagree"
         cells = []
         for b in backends:
