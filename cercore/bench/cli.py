@@ -15,6 +15,7 @@ import argparse
 import csv
 import importlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -79,9 +80,18 @@ def run_suite(args) -> int:
         for m in runner.measure(w, table, backends, args.repeat, methodology):
             rows.append(m.to_dict())
         if pycer:
-            res = peers.run_pycer(pycer, datasets.DECLARATIONS[
-                "stocks" if ds == "stock_trace" else ds], w.text(methodology), table,
-                args.repeat)
+            try:
+                res = peers.run_pycer(pycer, datasets.DECLARATIONS[
+                    "stocks" if ds == "stock_trace" else ds], w.text(methodology), table,
+                    args.repeat)
+            except (RuntimeError, subprocess.CalledProcessError) as exc:
+                print(f"\ncercore-bench: pycer failed on {ds} {w.name}: {exc}", file=sys.stderr)
+                progress.step(f"{ds} {w.name}")
+                continue
+            ours = next(r["complex_events"] for r in rows[::-1] if r["workload"] == w.name)
+            if res["complex_events"] != ours:
+                print(f"\ncercore-bench: pycer found {res['complex_events']} complex events on "
+                      f"{ds} {w.name}, cercore {ours}", file=sys.stderr)
             rows.append({"dataset": ds, "workload": w.name, "family": w.family, "n": w.n,
                          "window_factor": w.window_factor, "backend": "pycer",
                          "events": res["events"], "complex_events": res["complex_events"],

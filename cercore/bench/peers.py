@@ -42,5 +42,8 @@ def run_pycer(python: str, declaration: str, query: str, table: pa.Table,
         done = subprocess.run([python, str(DRIVER), str(decl), str(q), str(events),
                                "--repeat", str(repeat)], capture_output=True, text=True,
                               check=True)
-    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("{"))
-    return json.loads(line)
+    # pycer's own logging note may share a line with the JSON: take it from '{"events"'
+    start = done.stdout.find('{"events"')
+    if start < 0:
+        raise RuntimeError(f"pycer gave no result: {done.stdout[-300:]} {done.stderr[-300:]}")
+    return json.loads(done.stdout[start:].splitlines()[0])
