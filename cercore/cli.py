@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--on-error", choices=["raise", "skip"], default="raise",
                      help="bad events: stop with an error (raise, default) or skip and count "
                           "them (skip)")
+    run.add_argument("--stream-column", default=None, metavar="NAME",
+                     help="column naming each event's stream (for FROM and S>E); events "
+                          "without one belong to every stream declaring their type")
     run.add_argument("--reorder-slack", type=int, default=None, metavar="D",
                      help="tolerate events up to D time units out of order: buffer them and "
                           "evaluate in time order (default: out-of-order time is an error)")
@@ -150,11 +153,13 @@ def cmd_run(args) -> int:
         print(f"{PROG}: warning: {w}", file=sys.stderr)
     if args.input == "-":
         table = read_events(sys.stdin.buffer, schema, args.input_format or "csv",
-                            type_column=args.type_column)
+                            type_column=args.type_column, stream_column=args.stream_column)
     else:
-        table = read_events(args.input, schema, args.input_format, type_column=args.type_column)
+        table = read_events(args.input, schema, args.input_format, type_column=args.type_column,
+                            stream_column=args.stream_column)
     engine = query.engine(backend=args.backend, on_error=args.on_error,
-                          type_column=args.type_column, reorder_slack=args.reorder_slack)
+                          type_column=args.type_column, reorder_slack=args.reorder_slack,
+                          stream_column=args.stream_column)
 
     def everything():
         yield from engine.process(table)

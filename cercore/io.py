@@ -61,13 +61,14 @@ def guess_format(path: str | os.PathLike) -> str:
 
 # ---- reading -------------------------------------------------------------------------------
 def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str | None = None,
-                type_column: str = "event_type"):
+                type_column: str = "event_type", stream_column: str | None = None):
     """Read an event file into a ``pyarrow.Table`` typed by ``schema``.
 
     ``path`` is a file name or a binary file object (then ``format`` is required). ``format`` is
     ``"csv"``, ``"jsonl"`` or ``"parquet"``; by default it follows the file extension. Raises
     ``EventError`` for a column no event type declares, a missing type column, or a value that
-    does not convert (naming the line or row and the column).
+    does not convert (naming the line or row and the column). ``stream_column`` names an
+    optional string column with each event's stream (see ``CompiledQuery.engine``).
     """
     if format is None:
         if not isinstance(path, (str, os.PathLike)):
@@ -79,9 +80,12 @@ def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str
         raise CercoreError(f"unknown input format {format!r}; use one of "
                            + ", ".join(INPUT_FORMATS))
     types = schema.attribute_types()
-    if type_column in types:
-        raise CercoreError(f"type column {type_column!r} is also an attribute name; "
-                           "choose another type column")
+    for role, col in (("type", type_column), ("stream", stream_column)):
+        if col in types:
+            raise CercoreError(f"{role} column {col!r} is also an attribute name; "
+                               f"choose another {role} column")
+    if stream_column is not None:  # read like a string attribute that no event type declares
+        types = {**types, stream_column: AttrType.STRING}
     reader = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[format]
     return reader(path, types, type_column)
 

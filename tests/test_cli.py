@@ -170,3 +170,20 @@ def test_subprocess_module_entry(files):
                         "--schema", DECL], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2
     assert r.stderr.startswith("cercore: error: ") and "Traceback" not in r.stderr
+
+
+def test_run_with_stream_column_and_reorder_slack(tmp_path, capsys):
+    decl = ("CREATE STREAM S { EVENT A { v:int, ts:int } } "
+            "CREATE STREAM T { EVENT A { v:int, ts:int } }")
+    events = tmp_path / "ev.csv"
+    events.write_text("event_type,v,ts,src\nA,0,1,S\nA,1,0,T\nA,2,2,\n")
+    code, out, _ = run_cli(capsys, "run", "SELECT * FROM S, T WHERE S>A ; T>A", "--schema",
+                           decl, "--input", events, "--stream-column", "src")
+    assert code == 0
+    assert [json.loads(ln)["positions"] for ln in out.splitlines()] == [[0, 1], [0, 2]]
+    # evaluated in time order (A with ts 0 first): positions follow the evaluation order
+    events.write_text("event_type,v,ts\nA,0,1\nA,1,0\nA,2,2\n")
+    code, out, _ = run_cli(capsys, "run", "SELECT * FROM S WHERE A ; A", "--schema", decl,
+                           "--time-attribute", "ts", "--input", events, "--reorder-slack", "1")
+    assert code == 0
+    assert [json.loads(ln)["positions"] for ln in out.splitlines()] == [[0, 1], [1, 2], [0, 2]]
