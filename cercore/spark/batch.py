@@ -1,0 +1,119 @@
+"""Batch execution: global positions, then one of the three plans (see ``plan``).
+
+Spark's row order is never trusted: every row gets its global position in (time, seq) order
+first (one sort, one small job counting rows per sorted partition), and every engine reads
+its rows sorted by that position.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import partial
+
+from cercore.errors import EventError
+from cercore.spark.frames import Prepared
+from cercore.spark.job import COORD, GROUP, KEY, POS, SEQ, TIME, run_sorted_groups
+from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
+
+_LOW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row in partition
+
+
+def with_positions(prep: Prepared):
+    """``prep.df`` with a POS column (0-based, in (time, seq) order) and the extent of the
+    ordering time, as (DataFrame, min time, max time, rows)."""
+    from pyspark.sql import functions as F
+
+    df = prep.df
+    if prep.time is not None:
+        bad = df.filter(F.col(TIME).isNull())
+        if prep.job.on_error == "raise":
+            row = bad.select(prep.job.event_columns[0]).limit(1).collect()
+            if row:
+                raise EventError(f"time column {prep.time!r} is null in some rows; cercore "
+                                 "orders events by it (on_error='skip' drops them)",
+                                 field=prep.time)
+        else:
+            n_bad = bad.count()
+            if n_bad:
+                warnings.warn(f"cercore.spark: skipped {n_bad} event(s) with a null "
+                              f"{prep.time!r}", stacklevel=3)
+            df = df.filter(F.col(TIME).isNotNull())
+        order = [TIME, SEQ]
+    else:
+        order = [SEQ]
+    # the sorted, numbered rows are pinned so the count job and the plan see the same order
+    ranked = df.orderBy(*order).withColumn("__cer_mid", F.monotonically_increasing_id())
+    ranked = ranked.localCheckpoint(eager=True)
+    part = F.shiftright(F.col("__cer_mid"), _LOW_BITS)
+    aggs = [F.count(F.lit(1)).alias("n")]
+    if prep.time is not None:
+        aggs += [F.min(TIME).alias("lo"), F.max(TIME).alias("hi")]
+    stats = ranked.groupBy(part.alias("p")).agg(*aggs).collect()
+    offsets, total = {}, 0
+    for r in sorted(stats, key=lambda r: r["p"]):
+        offsets[r["p"]] = total
+        total += r["n"]
+    lo = min((r["lo"] for r in stats), default=None) if prep.time is not None else None
+    hi = max((r["hi"] for r in stats), default=None) if prep.time is not None else None
+    mapping = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv]) if offsets \
+        else F.create_map(F.lit(0), F.lit(0))
+    pos = (F.element_at(mapping, part) + (F.col("__cer_mid").bitwiseAND((1 << _LOW_BITS) - 1)))
+    return ranked.withColumn(POS, pos.cast("long")).drop("__cer_mid"), lo, hi, total
+
+
+def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
+                    parallelism: int) -> int:
+    """WA: at least D_C (so each event lies in at most two slices), and large enough that
+    the data makes about four slices per core."""
+    if plan.coordinate == "position":
+        lo, hi = 0, max(rows - 1, 0)
+    extent = 0 if lo is None else hi - lo + 1
+    return max(plan.span_limit, -(-extent // max(4 * parallelism, 1)))
+
+
+def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int | None,
+              num_partitions: int | None):
+    """The complex events of a batch DataFrame, as a DataFrame with schema ``out_struct``
+    (without match_id). Returns (DataFrame, slice advance used or None)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    df, lo, hi, rows = with_positions(prep)
+    spark = df.sparkSession
+    parallelism = spark.sparkContext.defaultParallelism
+    n = num_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    advance = None
+    if plan.kind == KEYED:
+        df = df.filter(F.col(KEY).isNotNull()).withColumn(GROUP, F.col(KEY))
+        df = df.repartition(n, GROUP)
+    elif plan.kind == TCER:
+        advance = slice_advance or default_advance(plan, lo, hi, rows, parallelism)
+        if advance < 1:
+            raise ValueError("slice_advance must be a positive integer")
+        size = plan.slice_size(advance)
+        coord = F.col(TIME) if plan.coordinate == "time" else F.col(POS)
+        df = df.withColumn(COORD, coord.cast("long"))
+        first = _floor_div(f"({COORD} - {size})", advance) + F.lit(1)  # k·WA > c − WS
+        last = _floor_div(COORD, advance)                               # k·WA ≤ c
+        df = df.withColumn(GROUP, F.explode(F.sequence(first, last)))
+        df = df.repartition(n, GROUP)
+    else:
+        assert plan.kind == SINGLE
+        df = df.withColumn(GROUP, F.lit(0).cast("long")).repartition(1)
+    df = df.sortWithinPartitions(GROUP, POS)
+    tz = spark.conf.get("spark.sql.session.timeZone")
+    arrow_schema = to_arrow_schema(out_struct, timezone=tz)
+    body = partial(_map_body, job=prep.job, slice_advance=advance, out_schema=arrow_schema)
+    return df.mapInArrow(body, out_struct), advance
+
+
+def _map_body(batches, job, slice_advance, out_schema):
+    return run_sorted_groups(batches, job, slice_advance, out_schema)
+
+
+def _floor_div(sql: str, divisor: int):
+    """⌊sql / divisor⌋ in exact long arithmetic (no doubles: times may be nanoseconds);
+    ``sql`` is an expression over the hidden (plain-named) columns."""
+    from pyspark.sql import functions as F
+
+    return F.expr(f"(({sql}) - pmod({sql}, {int(divisor)}L)) div {int(divisor)}L")

@@ -1,0 +1,166 @@
+"""What Spark ships to its Python workers: the query, the schema and the column mapping
+(``EngineJob``), and the worker-side functions that turn sorted Arrow batches into complex
+events with the cercore engine. Pure pyarrow/numpy here, no pyspark, so it runs (and is
+tested) without a JVM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cercore.io import _arrow_type
+from cercore.schema import Schema
+
+# hidden columns the adapter adds to the user's DataFrame (never part of the output events)
+PREFIX = "__cer_"
+TYPE = PREFIX + "type"      # event type the engine reads (inferred schema: unknown -> OTHER)
+TIME = PREFIX + "t"         # ordering time, integer in the schema's time unit
+SEQ = PREFIX + "seq"        # tie-breaker among equal times
+KEY = PREFIX + "key"        # PARTITION BY key as text (null: the event is in no partition)
+POS = PREFIX + "pos"        # global position in (time, seq) order
+GROUP = PREFIX + "grp"      # the engine run the row belongs to (key, slice or 0)
+COORD = PREFIX + "coord"    # T-CER slice coordinate (time or position)
+WM = PREFIX + "wm"          # streaming: event time as a timestamp, for the watermark
+US = PREFIX + "us"          # streaming: that timestamp in microseconds
+
+OUTPUT_FIELDS = ("partition", "start", "end", "start_time", "end_time", "positions")
+
+
+@dataclass
+class EngineJob:
+    """Everything a worker needs to run the engine over a group of prepared rows."""
+
+    query: str
+    schema: Schema
+    engine_sources: tuple[tuple[str, str], ...]  # (attribute, prepared column holding it)
+    event_columns: tuple[str, ...]  # the user's columns, nested into each complex event
+    backend: str = "auto"
+    on_error: str = "raise"
+    stream_column: str | None = None
+    has_time: bool = True
+    _compiled: Any = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_compiled"] = None  # compiled again on the worker (milliseconds)
+        return state
+
+    def compiled(self):
+        if self._compiled is None:
+            from cercore.query import CompiledQuery
+
+            self._compiled = CompiledQuery(self.query, self.schema)
+        return self._compiled
+
+    def engine(self):
+        return self.compiled().engine(backend=self.backend, on_error=self.on_error,
+                                      type_column=TYPE, stream_column=self.stream_column)
+
+    def engine_table(self, table: pa.Table) -> pa.Table:
+        """The columns the engine reads, named and typed as the schema declares them."""
+        types = self.schema.attribute_types()
+        cols = {TYPE: table.column(TYPE)}
+        for attr, src in self.engine_sources:
+            cols[attr] = table.column(src).cast(_arrow_type(types[attr]))
+        if self.stream_column is not None:
+            cols[self.stream_column] = table.column(self.stream_column)
+        return pa.table(cols)
+
+
+def group_runs(values: pa.Array) -> list[tuple[int, int]]:
+    """[(begin, end)) runs of equal consecutive values."""
+    n = len(values)
+    if n == 0:
+        return []
+    if n == 1:
+        return [(0, 1)]
+    change = pc.not_equal(values.slice(1), values.slice(0, n - 1))
+    change = pc.fill_null(change, True)
+    same_null = pc.and_(pc.is_null(values.slice(1)), pc.is_null(values.slice(0, n - 1)))
+    change = pc.and_(change, pc.invert(same_null))
+    cuts = (np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1).tolist()
+    bounds = [0, *cuts, n]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
+                      slice_advance: int | None, out_schema: pa.Schema
+                      ) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: the input is sorted by (GROUP, POS) within the Spark partition; one
+    fresh engine per run of equal GROUP values. With ``slice_advance`` (T-CER) GROUP is the
+    slice index k and a complex event is kept only if ⌊coord(start) / WA⌋ = k."""
+    pending: list[pa.RecordBatch] = []
+    current: Any = None
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        grp = rb.column(rb.schema.get_field_index(GROUP))
+        for lo, hi in group_runs(grp):
+            g = grp[lo].as_py()
+            if pending and g != current:
+                yield from _run_group(pending, job, slice_advance, out_schema)
+                pending = []
+            current = g
+            pending.append(rb.slice(lo, hi - lo))
+    if pending:
+        yield from _run_group(pending, job, slice_advance, out_schema)
+
+
+def _run_group(parts: list[pa.RecordBatch], job: EngineJob, slice_advance: int | None,
+               out_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    table = pa.Table.from_batches(parts).combine_chunks()
+    matches = job.engine().process_arrays(job.engine_table(table))
+    start, end, offsets, local = matches.start, matches.end, matches.offsets, matches.positions
+    if slice_advance is not None and len(start):
+        k = table.column(GROUP)[0].as_py()
+        coord = table.column(COORD).to_numpy()
+        keep = np.floor_divide(coord[start], slice_advance) == k
+        if not keep.all():
+            start, end, offsets, local = _select(keep, start, end, offsets, local)
+    if not len(start):
+        return
+    yield complex_event_batch(table, job, start, end, offsets, local, out_schema)
+
+
+def _select(keep, start, end, offsets, positions):
+    lengths = np.diff(offsets)[keep]
+    idx = np.repeat(keep, np.diff(offsets))
+    new_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return start[keep], end[keep], new_offsets, positions[idx]
+
+
+def complex_event_batch(table: pa.Table, job: EngineJob, start, end, offsets, local,
+                        out_schema: pa.Schema) -> pa.RecordBatch:
+    """Complex events (engine-local indices into ``table``) as one output record batch."""
+    pos = table.column(POS).to_numpy()
+    take = pa.array(local, pa.int64())
+    if job.has_time:
+        t = table.column(TIME)
+        start_time, end_time = t.take(pa.array(start)), t.take(pa.array(end))
+    else:
+        start_time = end_time = pa.nulls(len(start), pa.int64())
+    events_type = out_schema.field("events").type.value_type
+    struct = pa.StructArray.from_arrays(
+        [table.column(c).combine_chunks().cast(events_type.field(c).type)
+         for c in job.event_columns], fields=list(events_type))
+    offsets32 = pa.array(offsets, pa.int32())
+    cols = {
+        "partition": table.column(KEY).take(pa.array(end)).cast(pa.string()),
+        "start": pa.array(pos[start], pa.int64()),
+        "end": pa.array(pos[end], pa.int64()),
+        "start_time": start_time.cast(pa.int64()),
+        "end_time": end_time.cast(pa.int64()),
+        "positions": pa.ListArray.from_arrays(offsets32, pa.array(pos[local], pa.int64()),
+                                              type=out_schema.field("positions").type),
+        "events": pa.ListArray.from_arrays(offsets32, struct.take(take),
+                                           type=out_schema.field("events").type),
+    }
+    arrays = [cols[f.name].combine_chunks() if isinstance(cols[f.name], pa.ChunkedArray)
+              else cols[f.name] for f in out_schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=out_schema)

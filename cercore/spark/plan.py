@@ -1,0 +1,139 @@
+"""How a compiled query runs on Spark: T-CER slices, one engine per key, or one ordered pass.
+
+Pure Python (no pyspark import), so the choice can be explained and tested anywhere.
+
+The three plans (shared/notes/seed-001-aggregates.md §2.2, §2.3, §2.5):
+
+* **keyed** — PARTITION BY: one engine per key, each over its key's events in (time, seq)
+  order. Exact whenever nothing crosses keys: the engine evaluates partitions independently,
+  and selection strategies, ``:``, STRICT, LIMIT (per triggering event, which lies in one key)
+  and CONSUME BY PARTITION all act inside one partition. Not exact for CONSUME BY ANY (a match
+  in one key discards runs in all keys) or WITHIN n EVENTS (it counts the events of all keys).
+* **tcer** — the T-CER construction for queries whose matches span at most ε (WITHIN,
+  inclusive): overlapping slices [l, l + WS) with l = k·WA, WS = WA + D_C − 1 and D_C = ε + 1
+  (WITHIN is ≤, T-CER's span bound is <: the note's pitfall 1). Each slice runs a fresh engine;
+  a match is kept only by the slice l* = ⌊start / WA⌋·WA (the last slice that holds it), so it
+  is reported exactly once. Exact when the matches found in a slice do not depend on what came
+  before the slice: ALL/ANY/STRICT, no CONSUME BY, no LIMIT. The slice coordinate is the
+  window attribute when it is also the ordering time, or the global position for
+  WITHIN n EVENTS when the query reads every event (ticks = positions).
+* **single** — one engine over the whole stream in (time, seq) order: always exact, no
+  parallelism. Used for history-dependent queries that cannot be keyed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TCER = "tcer"
+KEYED = "keyed"
+SINGLE = "single"
+
+
+@dataclass(frozen=True)
+class SparkPlan:
+    """The plan choice for one query. ``coordinate`` ("time" | "position") and ``span_limit``
+    (D_C, in coordinate units) are set for T-CER; the slice advance WA is chosen at run time
+    from the data's extent unless given."""
+
+    kind: str
+    reason: str
+    coordinate: str | None = None
+    span_limit: int | None = None
+    history_dependent: str | None = None  # why a window-local run is not exact, if it is not
+
+    def slice_size(self, advance: int) -> int:
+        """WS for a slice advance WA: the smallest size keeping every match inside a slice
+        (WA ≤ WS − D_C + 1)."""
+        return advance + self.span_limit - 1
+
+    def describe(self, advance: int | None = None) -> str:
+        name = {TCER: "T-CER (overlapping slices, parallel, exact)",
+                KEYED: "keyed (one engine per PARTITION BY key)",
+                SINGLE: "single ordered pass (one engine, no parallelism)"}[self.kind]
+        lines = [f"spark plan: {name}", f"why: {self.reason}"]
+        if self.kind == TCER:
+            unit = "time units" if self.coordinate == "time" else "positions"
+            lines.append(f"slices by {'event time' if self.coordinate == 'time' else 'position'}"
+                         f": span limit D_C = ε + 1 = {self.span_limit} {unit} (WITHIN is "
+                         "inclusive)")
+            if advance is not None:
+                size = self.slice_size(advance)
+                lines.append(f"slice advance WA = {advance}, slice size WS = {size}, "
+                             f"≤ {-(-size // advance)} slices per event; a match is kept "
+                             "by the slice ⌊start / WA⌋·WA only")
+            else:
+                lines.append("slice advance WA: chosen from the data's extent (≥ D_C, so "
+                             "each event is in at most 2 slices), or slice_advance=")
+        return "\n".join(lines)
+
+
+def history_dependence(analysed) -> str | None:
+    """Why the matches a fresh engine finds inside a slice may differ from the full run's
+    (None: they are the same for every slice that holds the whole match)."""
+    q = analysed.query
+    if analysed.strategy in ("NEXT", "LAST", "MAX"):
+        return (f"selection strategy {analysed.strategy} compares a match with candidates that "
+                "may start before any slice")
+    if q.consume in ("ANY", "PARTITION"):
+        return f"CONSUME BY {q.consume} discards runs depending on earlier matches"
+    if q.limit is not None:
+        return "LIMIT counts complex events per triggering event, across slices"
+    return None
+
+
+def _crosses_keys(analysed) -> str | None:
+    """Why one engine per key would differ from one engine over everything (None: it does
+    not)."""
+    if analysed.query.consume == "ANY":
+        return "CONSUME BY ANY discards partial matches in every key"
+    if analysed.window.kind == "events":
+        return "WITHIN n EVENTS counts the events of all keys"
+    return None
+
+
+def reads_every_event(analysed) -> bool:
+    """Whether the query reads every declared event type (no FROM restricting them): then a
+    WITHIN n EVENTS window counts exactly the stream's positions."""
+    return len(analysed.visible_types) == len(analysed.schema.event_types)
+
+
+def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = False,
+                on_error: str = "raise") -> SparkPlan:
+    """The plan for ``analysed`` (a ``cercore.ceql.analysis.AnalysedQuery``) when the events
+    are ordered by ``order_attribute`` (then a sequence); ``streaming`` allows only keyed and
+    single plans (state lives per key)."""
+    w = analysed.window
+    history = history_dependence(analysed)
+    crossing = _crosses_keys(analysed)
+    if analysed.partition_by and crossing is None:
+        return SparkPlan(KEYED, "PARTITION BY: matches never combine events of two keys and "
+                         "nothing in the query crosses keys", history_dependent=history)
+    why_not_keyed = ("no PARTITION BY" if not analysed.partition_by
+                     else f"not keyed: {crossing}")
+    if streaming:
+        return SparkPlan(SINGLE, f"{why_not_keyed}; streaming keeps one engine state",
+                         history_dependent=history)
+    if w.kind is None:
+        return SparkPlan(SINGLE, f"{why_not_keyed} and no WITHIN: a match may span the whole "
+                         "stream", history_dependent=history)
+    if history is not None:
+        return SparkPlan(SINGLE, f"{why_not_keyed}; history-dependent: {history}",
+                         history_dependent=history)
+    d_c = int(w.epsilon) + 1
+    if w.kind == "events":
+        if not reads_every_event(analysed):
+            return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS counts only the "
+                             "events FROM reads, which positions do not give")
+        if on_error != "raise":
+            return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS with on_error="
+                             f"{on_error!r}: skipped events would shift the counts")
+        return SparkPlan(TCER, f"{why_not_keyed}; WITHIN {w.epsilon} EVENTS bounds every "
+                         "match's span in positions", coordinate="position", span_limit=d_c)
+    if w.attribute != order_attribute:
+        return SparkPlan(SINGLE, f"{why_not_keyed}; the window attribute {w.attribute!r} is "
+                         f"not the ordering time {order_attribute!r}, so slices by it would "
+                         "not be contiguous runs of the stream")
+    return SparkPlan(TCER, f"{why_not_keyed}; WITHIN bounds every match's span "
+                     f"({w.attribute} difference ≤ {w.epsilon})", coordinate="time",
+                     span_limit=d_c)
