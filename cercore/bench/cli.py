@@ -25,7 +25,7 @@ from cercore.runtime.backend import CYTHON_AVAILABLE
 
 EXPERIMENTS = {"cogra": "cercore.trends.experiment", "prepp": "cercore.network.experiment"}
 DATASETS = ("stock_trace", "stocks", "smart_homes", "taxis")
-FAMILIES = ("sequence", "no-output", "window", "stock-operators")
+FAMILIES = ("sequence", "no-output", "window", "operators")
 
 
 def _backends(choice: str) -> list[str]:

@@ -27,7 +27,7 @@ def throughput_plots(rows: list[dict], out_dir: str | Path) -> list[Path]:
     for r in rows:
         groups.setdefault((r["dataset"], r["family"]), []).append(r)
     for (dataset, family), rs in sorted(groups.items()):
-        x_key = {"window": "window_factor", "stock-operators": "workload"}.get(family, "n")
+        x_key = {"window": "window_factor", "operators": "workload"}.get(family, "n")
         fig, ax = plt.subplots(figsize=(5, 3.5))
         for engine in sorted({r["backend"] for r in rs}):
             pts = [r for r in rs if r["backend"] == engine]

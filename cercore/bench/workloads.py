@@ -110,7 +110,8 @@ _ITER = "(SELL as msft; (BUY OR SELL)+ as qqq; SELL as amat)"
 _ITER_FILTER = "msft[name = 'MSFT'] AND qqq[name = 'QQQ'] AND qqq[volume = 4000] AND " \
                "amat[name = 'AMAT']"
 # cercore's analogues on the one-event-type datasets: disjunction of two filtered atoms,
-# PARTITION BY the natural key, iteration of a filtered atom
+# iteration of a filtered atom, PARTITION BY an attribute the filtered events share (as the
+# paper partitions stocks by volume): the reading's second, the trip's payment type
 _ANALOGUES = {
     "smart_homes": dict(
         seq="(LOAD as a; LOAD as b; LOAD as c; LOAD as d)",
@@ -123,7 +124,7 @@ _ANALOGUES = {
         values=" AND a[value > 76] AND d[value > 76]",
         iter_filter="a[household_id = 0] AND m[household_id = 2 AND value > 76] AND "
                     "d[household_id = 6]",
-        key="[plug_id]", window="WITHIN 10 [plug_timestamp]"),
+        key="[plug_timestamp]", window="WITHIN 10 [plug_timestamp]"),
     "taxis": dict(
         seq="(TRIP as a; TRIP as b; TRIP as c; TRIP as d)",
         disj="(TRIP as a; (TRIP as b1 OR TRIP as b2); (TRIP as c1 OR TRIP as c2); TRIP as d)",
@@ -137,14 +138,15 @@ _ANALOGUES = {
         values=" AND a[trip_distance > 2.0] AND d[fare_amount > 10.0]",
         iter_filter="a[pickup_loc = 'East Harlem North'] AND m[pickup_loc = 'Midwood' AND "
                     "payment_type = 'CRD'] AND d[pickup_loc = 'Gravesend']",
-        key="[medallion]", window="WITHIN 10000 [dropoff_datetime]"),
+        key="[payment_type]", window="WITHIN 10000 [dropoff_datetime]"),
 }
 
 
 def _operator_query(dataset: str, name: str) -> str:
     if dataset == "stocks":
         pattern, filters, key = {
-            "Q1": (_SEQ4, _NAMES, ""), "Q2": (_SEQ4, _PRICES, ""), "Q3": (_SEQ4, _NAMES, "[volume]"),
+            "Q1": (_SEQ4, _NAMES, ""), "Q2": (_SEQ4, _PRICES, ""),
+            "Q3": (_SEQ4, _NAMES, "[volume]"),
             "Q4": (_DISJ4, _NAMES, ""), "Q5": (_DISJ4, _PRICES, ""),
             "Q6": (_DISJ4, _NAMES, "[volume]"), "Q7": (_ITER, _ITER_FILTER, "")}[name]
         window = "WITHIN 30000 [stock_time]"
