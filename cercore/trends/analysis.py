@@ -1,0 +1,475 @@
+"""Static analysis of a trend aggregation query (COGRA §3): the pattern automaton over
+variables, the predicate classes, the aggregates, the window, and the granularity choice.
+
+Each pattern position is a *variable* (``Load L``; the type name when none is given), so a type
+may occur several times under different variables (the renaming of Appendix C). The pattern
+language is then local: a trend's variable string starts with ``start``, ends with ``end``, and
+every consecutive pair ``(u, v)`` has ``u in preds[v]``.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cercore.errors import CEQLSemanticError
+from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
+from cercore.trends import ast
+
+SEMANTICS_TEXT = {"any": "skip-till-any-match", "next": "skip-till-next-match",
+                  "contiguous": "contiguous"}
+AGG_FUNCS = ("COUNT", "SUM", "MIN", "MAX", "AVG")
+
+
+@dataclass
+class Var:
+    """One pattern position: ``id`` indexes every per-variable array."""
+
+    id: int
+    name: str
+    type: str
+    local: list = field(default_factory=list)  # conditions on this variable's events alone
+
+
+@dataclass(frozen=True)
+class AdjacentPredicate:
+    """A condition on adjacent events ``(p, s)`` of a trend, ``p`` bound to ``pred_var`` and
+    its successor ``s`` bound to ``succ_var``."""
+
+    pred_var: int
+    succ_var: int
+    cond: Any
+    test: Callable[[dict, dict], bool]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One running aggregate besides the trend count: ``cnt`` (events of ``vars``), ``sum``,
+    ``min`` or ``max`` (of ``attr`` over events of ``vars``)."""
+
+    kind: str
+    vars: frozenset
+    attr: str | None
+
+
+@dataclass
+class TrendPlan:
+    query: ast.TrendQuery
+    schema: Schema
+    vars: list[Var]
+    start: int
+    end: int
+    preds: list[frozenset]
+    local_tests: list[Callable[[dict], bool]]
+    adjacent: list[AdjacentPredicate]
+    equivalence: tuple[str, ...]
+    group_by: tuple[str, ...]
+    partition_attrs: tuple[str, ...]
+    aggregates: list[tuple[ast.Aggregate, int, int]]  # (aggregate, field of value, cnt field)
+    fields: list[Field]
+    window: tuple[int, int] | None  # (size, slide) in time units
+    semantics: str
+    next_algorithm: str  # "exact" | "paper"
+    granularity: str = ""
+    reason: str = ""
+    event_grained: frozenset = frozenset()
+    types: frozenset = frozenset()
+
+    @property
+    def var_names(self) -> list[str]:
+        return [v.name for v in self.vars]
+
+    def adjacent_for(self, p: int, s: int) -> list[AdjacentPredicate]:
+        return [a for a in self.adjacent if a.pred_var == p and a.succ_var == s]
+
+
+def analyse(query: ast.TrendQuery, schema: Schema, text: str,
+            next_algorithm: str = "exact") -> TrendPlan:
+    """Check ``query`` against ``schema`` and plan its evaluation; CEQLSemanticError on
+    anything it cannot evaluate exactly."""
+    return _Analyser(query, schema, text, next_algorithm).run()
+
+
+class _Analyser:
+    def __init__(self, query: ast.TrendQuery, schema: Schema, text: str, next_algorithm: str):
+        self.q = query
+        self.schema = schema
+        self.text = text
+        if next_algorithm not in ("exact", "paper"):
+            raise ValueError("next_algorithm must be 'exact' or 'paper'")
+        self.next_algorithm = next_algorithm
+        self.vars: list[Var] = []
+        self.by_name: dict[str, Var] = {}
+        self.succ: dict[int, set[int]] = {}
+
+    def error(self, message: str, node=None, hint: str | None = None) -> CEQLSemanticError:
+        line = getattr(node, "line", None) if node is not None else None
+        column = getattr(node, "column", None) if node is not None else None
+        return CEQLSemanticError(message, line=line, column=column, text=self.text, hint=hint)
+
+    # -- pattern -----------------------------------------------------------------------------
+    def pattern(self, node) -> tuple[int, int]:
+        """(start var, end var) of ``node``; adds its variables and transitions."""
+        if isinstance(node, ast.PAtom):
+            if node.type not in self.schema.event_types:
+                raise self.error(f"unknown event type {node.type!r}"
+                                 + did_you_mean(node.type, self.schema.event_types), node)
+            if self.q.streams:
+                carried = any(node.type in self.schema.streams[s].event_types
+                              for s in self.q.streams)
+                if not carried:
+                    raise self.error(f"no stream in FROM carries {node.type} events", node)
+            name = node.var or node.type
+            if name in self.by_name:
+                first = self.by_name[name]
+                what = (f"event type {node.type} is used twice without renaming"
+                        if node.var is None or first.type == node.type and first.name == first.type
+                        else f"variable {name!r} is bound twice")
+                raise self.error(what, node, hint="give each occurrence its own variable, e.g. "
+                                 f"SEQ({node.type} {node.type[0].upper()}1, ..., "
+                                 f"{node.type} {node.type[0].upper()}2)")
+            v = Var(len(self.vars), name, node.type)
+            self.vars.append(v)
+            self.by_name[name] = v
+            self.succ[v.id] = set()
+            return v.id, v.id
+        if isinstance(node, ast.PSeq):
+            ends = [self.pattern(p) for p in node.parts]
+            for (_, e1), (s2, _) in zip(ends, ends[1:]):
+                self.succ[e1].add(s2)
+            return ends[0][0], ends[-1][1]
+        if isinstance(node, ast.PPlus):
+            s, e = self.pattern(node.body)
+            self.succ[e].add(s)
+            return s, e
+        raise self.error("unsupported pattern", node)  # pragma: no cover - parser shapes
+
+    # -- names -------------------------------------------------------------------------------
+    def var(self, name: str, node) -> Var:
+        v = self.by_name.get(name)
+        if v is None:
+            raise self.error(f"unknown variable {name!r}" + did_you_mean(name, self.by_name),
+                             node, hint="variables are named in the pattern, e.g. Load L+")
+        return v
+
+    def attr_type(self, v: Var, attr: str, node) -> AttrType:
+        et = self.schema.event_types[v.type]
+        types = et.attribute_types
+        if attr not in types:
+            raise self.error(f"{v.type} has no attribute {attr!r}" + did_you_mean(attr, types),
+                             node)
+        return types[attr]
+
+    def targets(self, name: str, node) -> frozenset:
+        """Variables an aggregate names: a variable, or every variable of an event type."""
+        if name in self.by_name:
+            return frozenset({self.by_name[name].id})
+        ids = frozenset(v.id for v in self.vars if v.type == name)
+        if not ids:
+            raise self.error(f"unknown variable {name!r}" + did_you_mean(name, self.by_name),
+                             node)
+        return ids
+
+    # -- conditions --------------------------------------------------------------------------
+    def conjuncts(self, cond) -> list:
+        if isinstance(cond, ast.And):
+            return self.conjuncts(cond.left) + self.conjuncts(cond.right)
+        return [cond] if cond is not None else []
+
+    def refs(self, cond, out: list) -> list:
+        if isinstance(cond, ast.Ref):
+            out.append(cond)
+        elif isinstance(cond, ast.Equiv):
+            raise self.error("[...] equivalence predicates go at the top level of WHERE, "
+                             "joined by AND", cond)
+        else:
+            for f in ("left", "right", "operand"):
+                sub = getattr(cond, f, None)
+                if sub is not None:
+                    self.refs(sub, out)
+        return out
+
+    def typecheck(self, node) -> str:
+        """'num' | 'str' | 'bool' of an expression, or 'cond' for a condition."""
+        if isinstance(node, ast.Const):
+            v = node.value
+            return "bool" if isinstance(v, bool) else "str" if isinstance(v, str) else "num"
+        if isinstance(node, ast.Ref):
+            t = self.attr_type(self.var(node.var, node), node.attr, node)
+            return "num" if t.is_numeric else "str" if t == AttrType.STRING else "bool"
+        if isinstance(node, (ast.Arith, ast.Negate)):
+            for sub in ((node.left, node.right) if isinstance(node, ast.Arith)
+                        else (node.operand,)):
+                if self.typecheck(sub) != "num":
+                    raise self.error(f"arithmetic needs numbers: {sub}", sub,
+                                     hint=self.symbol_hint(sub))
+            return "num"
+        if isinstance(node, ast.Compare):
+            lt, rt = self.typecheck(node.left), self.typecheck(node.right)
+            if lt != rt:
+                bad = node.left if isinstance(node.left, ast.Const) else node.right
+                raise self.error(f"cannot compare {node.left} ({lt}) with {node.right} ({rt})",
+                                 node, hint=self.symbol_hint(bad))
+            if lt == "bool" and node.op not in ("==", "!="):
+                raise self.error("booleans compare only with = and !=", node)
+            return "cond"
+        for f in ("left", "right", "operand"):
+            sub = getattr(node, f, None)
+            if sub is not None:
+                self.typecheck(sub)
+        return "cond"
+
+    @staticmethod
+    def symbol_hint(node) -> str | None:
+        if isinstance(node, ast.Const) and node.symbol:
+            return (f"{node.value} is read as the string '{node.value}'; to read an attribute "
+                    f"write V.{node.value}")
+        return None
+
+    # -- main --------------------------------------------------------------------------------
+    def run(self) -> TrendPlan:
+        q = self.q
+        for s in q.streams:
+            if s not in self.schema.streams:
+                raise self.error(f"unknown stream {s!r}" + did_you_mean(s, self.schema.streams),
+                                 q)
+        start, end = self.pattern(q.pattern)
+        n = len(self.vars)
+        preds = [frozenset(u for u in range(n) if v in self.succ[u]) for v in range(n)]
+
+        equivalence: list[str] = list(q.partition_by)
+        adjacent: list[AdjacentPredicate] = []
+        for c in self.conjuncts(q.condition):
+            if isinstance(c, ast.Equiv):
+                equivalence.extend(c.attrs)
+                continue
+            self.typecheck(c)
+            refs = self.refs(c, [])
+            now = {r.var for r in refs if not r.next}
+            nxt = {r.var for r in refs if r.next}
+            if not refs:
+                raise self.error(f"condition {c} reads no attribute", c,
+                                 hint=self.symbol_hint(c.left if isinstance(c, ast.Compare)
+                                                       else None))
+            if len(now) > 1 or len(nxt) > 1 or (nxt and not now):
+                raise self.error(
+                    f"condition {c} relates events that need not be adjacent", c,
+                    hint="conditions read one event (T.speed > 5) or two adjacent events "
+                         "(L.cpu < NEXT(L).cpu); for equality across a trend use [attr]")
+            p = self.var(next(iter(now)), c)
+            if not nxt:
+                p.local.append(c)
+                continue
+            s = self.var(next(iter(nxt)), c)
+            if p.id not in preds[s.id]:
+                raise self.error(
+                    f"{s.name} never directly follows {p.name} in the pattern, so {c} "
+                    "can never apply", c)
+            adjacent.append(AdjacentPredicate(p.id, s.id, c, _compile_adjacent(c)))
+
+        types = frozenset(v.type for v in self.vars)
+        for a in dict.fromkeys(equivalence):
+            for t in sorted(types):
+                if not self.schema.event_types[t].has(a):
+                    raise self.error(f"equivalence attribute {a!r} is missing from {t}", q,
+                                     hint="every event of a trend must carry the attributes "
+                                          "in [...] and GROUP BY")
+        for a in q.group_by:
+            for t in sorted(types):
+                if not self.schema.event_types[t].has(a):
+                    raise self.error(f"GROUP BY attribute {a!r} is missing from {t}", q)
+        partition_attrs = tuple(dict.fromkeys(equivalence + list(q.group_by)))
+
+        fields: list[Field] = []
+
+        def field_id(f: Field) -> int:
+            if f not in fields:
+                fields.append(f)
+            return fields.index(f) + 1  # slot 0 of a vector is the trend count
+
+        aggregates = []
+        seen_items: set[str] = set()
+        for item in q.items:
+            if isinstance(item, ast.GroupAttr):
+                if item.name not in q.group_by:
+                    raise self.error(f"{item.name} is returned but not grouped by", item,
+                                     hint=f"add GROUP BY {item.name}, or return aggregates only")
+                continue
+            if str(item) in seen_items:
+                raise self.error(f"{item} is returned twice", item)
+            seen_items.add(str(item))
+            if item.target is None:
+                aggregates.append((item, 0, 0))
+                continue
+            ids = self.targets(item.target, item)
+            cnt = field_id(Field("cnt", ids, None))
+            if item.func == "COUNT":
+                aggregates.append((item, cnt, cnt))
+                continue
+            for i in ids:
+                if not self.attr_type(self.vars[i], item.attr, item).is_numeric:
+                    raise self.error(f"{item.func} needs a numeric attribute; "
+                                     f"{item.target}.{item.attr} is not", item)
+            kind = {"SUM": "sum", "AVG": "sum", "MIN": "min", "MAX": "max"}[item.func]
+            aggregates.append((item, field_id(Field(kind, ids, item.attr)), cnt))
+        if not aggregates:
+            raise self.error("a trend query returns at least one aggregate", q,
+                             hint="e.g. RETURN COUNT(*) PATTERN ...")
+
+        plan = TrendPlan(q, self.schema, self.vars, start, end, preds,
+                         [_compile_local(v.local) for v in self.vars], adjacent,
+                         tuple(dict.fromkeys(equivalence)), q.group_by, partition_attrs,
+                         aggregates, fields, self.window(), q.semantics, self.next_algorithm,
+                         types=types)
+        if self.next_algorithm == "paper" and len(types) < n:
+            raise self.error("the paper's skip-till-next-match algorithm needs each event type "
+                             "once in the pattern", q, hint="use the exact algorithm")
+        choose_granularity(plan)
+        return plan
+
+    def window(self) -> tuple[int, int] | None:
+        w = self.q.window
+        if w is None:
+            return None
+        if self.schema.time_attribute is None:
+            raise self.error("WITHIN needs a time attribute", w,
+                             hint="mark one attribute primary_time in the declarations, or "
+                                  "pass time_attribute=")
+        per_s = TIME_UNITS_PER_SECOND[self.schema.time_unit]
+
+        def units(amount, unit) -> int:
+            x = amount * per_s if unit == "s" else amount
+            if x <= 0 or x != int(x):
+                raise self.error(f"window sizes must be positive whole numbers of "
+                                 f"{self.schema.time_unit}; got {x}", w)
+            return int(x)
+
+        size = units(w.size, w.unit)
+        slide = size if w.slide is None else units(w.slide, w.slide_unit)
+        return size, slide
+
+
+def choose_granularity(plan: TrendPlan) -> None:
+    """COGRA Table 5, with the note's exact skip-till-next-match: fill granularity, reason and
+    the event-grained variables (T_e)."""
+    te = frozenset(a.pred_var for a in plan.adjacent)
+    names = plan.var_names
+    te_text = "{" + ", ".join(names[i] for i in sorted(te)) + "}"
+    tt_text = "{" + ", ".join(n for i, n in enumerate(names) if i not in te) + "}"
+    preds_text = "; ".join(str(a.cond) for a in plan.adjacent)
+    if plan.semantics == "contiguous":
+        plan.granularity = "pattern-grained"
+        plan.reason = ("contiguous: the only possible predecessor of an event is the event "
+                       "just before it in the filtered, partitioned stream (Thm 6.1), so the "
+                       "last timestamp's aggregates are all the state")
+    elif plan.semantics == "next" and plan.next_algorithm == "paper":
+        plan.granularity = "pattern-grained"
+        plan.reason = ("skip-till-next-match, paper compatibility mode (Algorithm 3: last "
+                       "matched event only); may undercount, see note seed-002 §3.3")
+    elif plan.semantics == "next":
+        plan.event_grained = te
+        if te:
+            plan.granularity = "mixed"
+            plan.reason = (f"skip-till-next-match (exact waiting set): predicates on adjacent "
+                           f"events ({preds_text}) decide which waiting trend ends a new event "
+                           f"consumes, so T_e={te_text} keep waiting events, T_t={tt_text} "
+                           "keep per-variable sums")
+        else:
+            plan.granularity = "type-grained"
+            plan.reason = ("skip-till-next-match (exact waiting set) without predicates on "
+                           "adjacent events: all waiting trend ends of one variable are consumed "
+                           "together, so per-variable sums suffice")
+    else:
+        plan.event_grained = te
+        if te:
+            plan.granularity = "mixed"
+            plan.reason = (f"skip-till-any-match with predicates on adjacent events "
+                           f"({preds_text}): T_e={te_text} keep events, T_t={tt_text} keep "
+                           "per-variable aggregates (Alg. 2)")
+            if len(te) == len(plan.vars):
+                plan.reason += "; T_t is empty, so this is event-grained (GRETA fallback)"
+        else:
+            plan.granularity = "type-grained"
+            plan.reason = ("skip-till-any-match without predicates on adjacent events: every "
+                           "earlier matched event of a predecessor variable is adjacent to a "
+                           "new event (Thm 4.2), so one aggregate per variable suffices")
+
+
+# ---- condition evaluation ----------------------------------------------------------------------
+# Semantics as for CEQL filters (DESIGN.md): a comparison that reads a null/missing attribute,
+# or whose arithmetic is undefined (division by zero), is false; int/int truncates toward zero.
+_UNDEF = object()
+_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "==": operator.eq, "!=": operator.ne}
+
+
+def _div(a, b):
+    if b == 0:
+        return _UNDEF
+    if isinstance(a, int) and isinstance(b, int):
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q
+    return a / b
+
+
+def _mod(a, b):
+    if b == 0:
+        return _UNDEF
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b * _div(a, b)
+    import math
+    return math.fmod(a, b)
+
+
+_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div, "%": _mod}
+
+
+def _expr(node) -> Callable[[dict, dict | None], Any]:
+    """A function (attrs of the event, attrs of its successor) -> value or _UNDEF."""
+    if isinstance(node, ast.Const):
+        v = node.value
+        return lambda a, s: v
+    if isinstance(node, ast.Ref):
+        attr = node.attr
+        if node.next:
+            return lambda a, s: _UNDEF if s.get(attr) is None else s[attr]
+        return lambda a, s: _UNDEF if a.get(attr) is None else a[attr]
+    if isinstance(node, ast.Negate):
+        f = _expr(node.operand)
+        return lambda a, s: _UNDEF if (x := f(a, s)) is _UNDEF else -x
+    if isinstance(node, ast.Arith):
+        fl, fr, op = _expr(node.left), _expr(node.right), _ARITH[node.op]
+
+        def arith(a, s):
+            x, y = fl(a, s), fr(a, s)
+            return _UNDEF if x is _UNDEF or y is _UNDEF else op(x, y)
+        return arith
+    if isinstance(node, ast.Compare):
+        fl, fr, op = _expr(node.left), _expr(node.right), _CMP[node.op]
+
+        def compare(a, s):
+            x, y = fl(a, s), fr(a, s)
+            return False if x is _UNDEF or y is _UNDEF else bool(op(x, y))
+        return compare
+    if isinstance(node, ast.And):
+        fl, fr = _expr(node.left), _expr(node.right)
+        return lambda a, s: fl(a, s) and fr(a, s)
+    if isinstance(node, ast.Or):
+        fl, fr = _expr(node.left), _expr(node.right)
+        return lambda a, s: fl(a, s) or fr(a, s)
+    if isinstance(node, ast.Not):
+        f = _expr(node.operand)
+        return lambda a, s: not f(a, s)
+    raise TypeError(f"not an expression: {node!r}")  # pragma: no cover
+
+
+def _compile_local(conds: list) -> Callable[[dict], bool]:
+    fs = [_expr(c) for c in conds]
+    return lambda attrs: all(f(attrs, None) for f in fs)
+
+
+def _compile_adjacent(cond) -> Callable[[dict, dict], bool]:
+    f = _expr(cond)
+    return lambda pred_attrs, succ_attrs: f(pred_attrs, succ_attrs)

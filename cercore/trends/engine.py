@@ -1,0 +1,249 @@
+"""Running a trend aggregation query: input decoding, local filtering, partitioning by the
+equivalence and GROUP BY attributes, fixed sliding windows ``[k*slide, k*slide + size)``, one
+aggregator per (window, partition), and the roll-up of partitions to GROUP BY groups.
+
+A window's result rows are emitted once time passes its end (or at ``flush``). Only
+(window, group) pairs with at least one trend are reported. Each row holds ``window_start``
+and ``window_end`` (when the query has a window), every GROUP BY attribute, and the returned
+aggregates under their text (``COUNT(*)``, ``SUM(L.cpu)``, ...). ``AVG(E.a)`` is
+``SUM(E.a) / COUNT(E)``; ``MIN``/``MAX``/``AVG`` are None when no trend has an ``E`` event.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from cercore.errors import EventError
+from cercore.runtime.events import SKIPPED, EventDecoder
+from cercore.trends import reference
+from cercore.trends.analysis import TrendPlan
+
+BATCH_SIZE = 4096
+
+
+def resolve_backend(backend: str) -> str:
+    """"python" | "cython" | "auto" (Cython when the extension is built)."""
+    if backend not in ("auto", "python", "cython"):
+        raise ValueError("backend must be 'auto', 'python' or 'cython'")
+    if backend == "python":
+        return backend
+    try:
+        import cercore_fast.trends  # noqa: F401
+    except ImportError:
+        if backend == "cython":
+            raise
+        return "python"
+    from cercore.runtime.backend import BACKEND
+    return "cython" if backend == "cython" or BACKEND == "cython" else "python"
+
+
+def window_aggregator(plan: TrendPlan, backend: str):
+    """The function (events of one window and partition) -> aggregate vector."""
+    if backend == "cython":
+        from cercore_fast.trends import make_aggregator
+        return make_aggregator(plan)
+    return lambda events: reference.aggregate(plan, events)
+
+
+def result_row(plan: TrendPlan, vec: list, group: tuple, window: tuple | None) -> dict:
+    row: dict[str, Any] = {}
+    if window is not None:
+        row["window_start"], row["window_end"] = window
+    row.update(zip(plan.group_by, group))
+    for agg, slot, cnt_slot in plan.aggregates:
+        if agg.func == "AVG":
+            row[str(agg)] = vec[slot] / vec[cnt_slot] if vec[cnt_slot] else None
+        else:
+            row[str(agg)] = vec[slot]
+    return row
+
+
+def roll_up(plan: TrendPlan, per_partition: Iterable[tuple[tuple, list]],
+            window: tuple | None) -> list[dict]:
+    """Combine partition vectors into GROUP BY groups (Σ counts/sums, min/max); rows of the
+    groups with at least one trend, sorted by group."""
+    vx = reference.Vectors(plan.fields)
+    gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
+    groups: dict[tuple, list] = {}
+    for pkey, vec in per_partition:
+        g = tuple(pkey[i] for i in gidx)
+        if g not in groups:
+            groups[g] = vx.zero()
+        vx.add(groups[g], vec)
+    return [result_row(plan, vec, g, window) for g, vec in sorted(groups.items(),
+                                                                  key=lambda kv: kv[0])
+            if vec[0] > 0]
+
+
+class TrendEngine:
+    """Evaluates one compiled trend query over a stream, window by window."""
+
+    def __init__(self, plan: TrendPlan, backend: str = "auto", on_error: str = "raise",
+                 type_column: str = "event_type") -> None:
+        self.plan = plan
+        self.schema = plan.schema
+        self.backend = resolve_backend(backend)
+        self.aggregate_window = window_aggregator(plan, self.backend)
+        self.decoder = EventDecoder(self.schema, on_error)
+        self.type_column = type_column
+        self.position = 0
+        self.last_time: int | None = None
+        self.time_attribute = self.schema.time_attribute
+        self.buffers: dict[tuple, tuple[list, list]] = {}  # pkey -> (times, events)
+        self.next_window: int | None = None
+        self.events_read = 0
+        names = self.schema.type_names
+        by_type: dict[str, list] = {}
+        for v in plan.vars:
+            by_type.setdefault(v.type, []).append(v)
+        self._vars_of = [by_type.get(n, []) for n in names]
+        keep_unmatched = plan.semantics == "contiguous"
+        streams = plan.query.streams
+        carried = (set().union(*(self.schema.streams[s].event_types for s in streams))
+                   if streams else set(names))
+        self._read = [(n in by_type or keep_unmatched) and n in carried for n in names]
+        self._needs_value = [(f.vars, f.attr, str(f)) for f in plan.fields if f.attr]
+
+    # ---- public API ------------------------------------------------------------------------
+    def process(self, events: Any) -> Iterator[dict]:
+        """Feed events (``(type, attrs)`` pairs, Event objects, a pandas DataFrame or an
+        Arrow table, in time order); yield the rows of every window that closes."""
+        for batch in self._batches(events):
+            yield from self._run_batch(batch)
+
+    def push(self, event_type: str, attributes: dict[str, Any]) -> list[dict]:
+        """One event; the rows of the windows it closes."""
+        return list(self.process([(event_type, attributes)]))
+
+    def flush(self) -> list[dict]:
+        """End of stream: the rows of every window still open."""
+        rows = self._close_until(None)
+        self.buffers.clear()
+        return rows
+
+    def run(self, events: Any) -> list[dict]:
+        return list(self.process(events)) + self.flush()
+
+    # ---- input -----------------------------------------------------------------------------
+    def _batches(self, events: Any):
+        mod = type(events).__module__
+        if mod.startswith("pandas"):
+            import pyarrow as pa
+            events = pa.Table.from_pandas(events, preserve_index=False)
+            mod = "pyarrow"
+        if mod.startswith("pyarrow"):
+            batches = (events.to_batches(max_chunksize=BATCH_SIZE)
+                       if hasattr(events, "to_batches") else [events])
+            for rb in batches:
+                yield self.decoder.from_arrow(rb, self.position, self.type_column)
+            return
+        it = iter(events)
+        while chunk := list(itertools.islice(it, BATCH_SIZE)):
+            yield self.decoder.from_records(chunk, self.position)
+
+    def _run_batch(self, batch) -> Iterator[dict]:
+        plan = self.plan
+        skip = self.decoder.on_error == "skip"
+        tattr = self.time_attribute
+        for k in range(batch.n):
+            tid = int(batch.type_ids[k])
+            pos = batch.first_position + k
+            if tid == SKIPPED:
+                continue
+            if not self._read[tid]:
+                continue
+            ev = batch.event(k, self.schema)
+            attrs = ev.attributes
+            if tattr is None:
+                t = pos
+            else:
+                t = attrs.get(tattr)
+                err = None
+                if t is None:
+                    err = EventError(f"time attribute {tattr!r} is missing or null",
+                                     position=pos, field=tattr)
+                elif self.last_time is not None and t < self.last_time:
+                    err = EventError(f"time goes backwards: {tattr} = {t} after "
+                                     f"{self.last_time}", position=pos, field=tattr)
+                if err is not None:
+                    if skip:
+                        self.decoder.skips.add(err, "time")
+                        continue
+                    self.position = pos
+                    raise err
+            vs = tuple(v.id for v in self._vars_of[tid] if plan.local_tests[v.id](attrs))
+            if not vs and self._vars_of[tid]:
+                continue  # filtered out by local predicates: not part of the stream I
+            pkey = tuple(attrs.get(a) for a in plan.partition_attrs)
+            if None in pkey:
+                continue  # no partition
+            for fvars, attr, what in self._needs_value:
+                if attrs.get(attr) is None and any(v in fvars for v in vs):
+                    err = EventError(f"{ev.type} event has no {attr!r} value, which "
+                                     f"{what.split()[0]} aggregates need", position=pos,
+                                     field=attr)
+                    if not skip:
+                        self.position = pos
+                        raise err
+                    self.decoder.skips.add(err, "null aggregated attribute")
+                    vs = None
+                    break
+            if vs is None:
+                continue
+            if plan.window is not None:
+                yield from self._close_until(t)
+            self.last_time = t
+            self.events_read += 1
+            times, evs = self.buffers.setdefault(pkey, ([], []))
+            times.append(t)
+            evs.append((t, vs, attrs))
+        self.position = batch.first_position + batch.n
+        if batch.error is not None:
+            raise batch.error
+
+    # ---- windows ---------------------------------------------------------------------------
+    def _first_window(self, t: int) -> int:
+        """The first window containing time ``t``: the smallest k with k*slide + size > t."""
+        size, slide = self.plan.window
+        return (t - size) // slide + 1
+
+    def _close_until(self, t: int | None) -> list[dict]:
+        """Close every window that ends at or before ``t`` (all of them when None)."""
+        plan = self.plan
+        if plan.window is None:
+            if t is not None:
+                return []
+            parts = [(pkey, self.aggregate_window(evs))
+                     for pkey, (_, evs) in self.buffers.items() if evs]
+            return roll_up(plan, parts, None)
+        size, slide = plan.window
+        rows: list[dict] = []
+        while True:
+            earliest = min((ts[0] for ts, _ in self.buffers.values() if ts), default=None)
+            if earliest is None:
+                return rows
+            k = self._first_window(earliest)
+            if self.next_window is not None:
+                k = max(k, self.next_window)
+            start, end = k * slide, k * slide + size
+            if t is not None and end > t:
+                return rows
+            parts = []
+            for pkey, (times, evs) in self.buffers.items():
+                lo = bisect.bisect_left(times, start)
+                hi = bisect.bisect_left(times, end)
+                if hi > lo:
+                    parts.append((pkey, self.aggregate_window(evs[lo:hi])))
+            rows.extend(roll_up(plan, parts, (start, end)))
+            self.next_window = k + 1
+            cut = (k + 1) * slide  # events before the next window's start are done
+            for pkey in list(self.buffers):
+                times, evs = self.buffers[pkey]
+                i = bisect.bisect_left(times, cut)
+                if i:
+                    del times[:i], evs[:i]
+                if not times:
+                    del self.buffers[pkey]

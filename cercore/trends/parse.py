@@ -1,0 +1,316 @@
+"""Trend aggregation query text -> :mod:`cercore.trends.ast`.
+
+The rules are the ``trend_query`` part of ``cercore/ceql/grammar.lark``, read by their own
+LALR parser (so the CEQL parser is untouched), and errors go through the CEQL parser's error
+machinery: :class:`~cercore.errors.CEQLSyntaxError` with line, column, caret snippet and the
+expected tokens.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from lark import Lark, Token, v_args
+from lark.exceptions import LarkError, UnexpectedInput, VisitError
+
+from cercore.ceql import parser as ceql_parser
+from cercore.errors import CEQLError, CEQLSyntaxError
+from cercore.trends import ast
+
+__all__ = ["parse_trend_query", "is_trend_query"]
+
+_parser: Lark | None = None
+_lock = threading.Lock()
+
+
+def trend_parser() -> Lark:
+    """The LALR parser for the grammar's ``trend_query`` start symbol (built once)."""
+    global _parser
+    if _parser is None:
+        with _lock:
+            if _parser is None:
+                _parser = Lark.open(str(ceql_parser.GRAMMAR_PATH), parser="lalr",
+                                    start="trend_query", propagate_positions=True,
+                                    maybe_placeholders=False, cache=False)
+    return _parser
+
+
+_LEADING = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)
+_AGG_SELECT = re.compile(
+    r"select\s+(?:(?:[A-Za-z_]\w*|`(?:[^`]|``)+`)\s*,\s*)*(?:count|sum|min|max|avg)\s*\(", re.I)
+
+
+def is_trend_query(text: str) -> bool:
+    """True when ``text`` is a trend aggregation query: it starts with RETURN, or with
+    SELECT and aggregates (``SELECT COUNT(*) ...``, ``SELECT g, SUM(T.x) ...``)."""
+    rest = text[_LEADING.match(text).end():]
+    return bool(re.match(r"return\b", rest, re.I) or _AGG_SELECT.match(rest))
+
+
+def parse_trend_query(text: str) -> ast.TrendQuery:
+    """Parse one trend aggregation query; raises CEQLSyntaxError on bad text."""
+    if not isinstance(text, str):
+        raise TypeError(f"query text must be a str, not {type(text).__name__}")
+    lexed = _dots_to_colons(text)
+    ip = trend_parser().parse_interactive(lexed, start="trend_query")
+    tokens: list[Token] = []
+    try:
+        for tok in ip.iter_parse():
+            tokens.append(tok)
+        tree = ip.feed_eof(tokens[-1] if tokens else None)
+    except UnexpectedInput as e:
+        raise _TrendErrorReport(e, ip, tokens, text, "query").build() from None
+    except LarkError as e:  # pragma: no cover - defensive
+        raise CEQLSyntaxError(f"cannot parse: {e}", text=text) from None
+    try:
+        return _ToTrendAst(text).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, CEQLError):
+            raise e.orig_exc from None
+        raise
+
+
+def _dots_to_colons(text: str) -> str:
+    """Rewrite each '.' that joins two names (``L.cpu``, ``NEXT(L).cpu``) to ':' -- the
+    grammar reads ``V.attr`` as ``name COLON name`` (see grammar.lark). Offsets are kept, so
+    error locations are those of ``text``. A ':' of the user's own is an error here."""
+    out = list(text)
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"`":
+            j = i + 1
+            while j < n and not (text[j] == c and not text.startswith(c + c, j)):
+                j += 2 if text.startswith(c + c, j) else 1
+            i = j + 1
+            continue
+        if text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        if c == ":":
+            line = text.count("\n", 0, i) + 1
+            column = i - (text.rfind("\n", 0, i) + 1) + 1
+            raise CEQLSyntaxError("unexpected ':'", line=line, column=column, text=text,
+                                  hint="trend queries write attributes as V.attr, e.g. L.cpu")
+        if (c == "." and 0 < i < n - 1 and (text[i - 1].isalnum() or text[i - 1] in "_`)")
+                and (text[i + 1].isalpha() or text[i + 1] in "_`")):
+            out[i] = ":"
+        i += 1
+    return "".join(out)
+
+
+_SOURCE = {"COLON": ".", "TREND_SEMANTICS": "skip-till-any-match", "GROUP_BY": "GROUP BY",
+           "RETURN": "RETURN", "PATTERN": "PATTERN", "SEMANTICS": "SEMANTICS",
+           "WINDOW": "WINDOW", "SLIDE": "SLIDE", "COUNT": "COUNT", "SUM": "SUM", "MIN": "MIN",
+           "AVG": "AVG"}
+
+
+class _TrendErrorReport(ceql_parser._ErrorReport):
+    """The CEQL error report, with the trend parser's expected tokens and trend hints."""
+
+    def __init__(self, e, ip, tokens, text, start):
+        super().__init__(e, ip, tokens, text, start)
+        self.expected = sorted({_SOURCE.get(t) or ceql_parser._source_form(t, self.end_text)
+                                for t in self.acc})
+        if "TREND_SEMANTICS" in self.acc:
+            self.expected = sorted(set(self.expected) | {"skip-till-next-match", "contiguous"})
+
+    def _accepts(self, ip, start):
+        try:
+            fresh = trend_parser().parse_interactive("", start="trend_query")
+            for t in self.before:
+                fresh.feed_token(t)
+            return set(fresh.accepts())
+        except Exception:  # pragma: no cover - defensive
+            return set(ip.accepts())
+
+    def token_hint(self):
+        t = self.tok.type
+        if t == "LPAR" and self.prev_type() in ("AND", "OR", "NOT", "WHERE", "FILTER"):
+            return None
+        if "PATTERN" in self.acc:
+            return "a COGRA query reads RETURN <aggregates> PATTERN <pattern> ..."
+        if "SEMANTICS" in self.acc and t == "NAME":
+            return ("the clauses after the pattern are SEMANTICS, WHERE (FILTER), "
+                    "GROUP-BY and WITHIN ... SLIDE ..., in this order")
+        if "TREND_SEMANTICS" in self.acc:
+            return ("semantics are skip-till-any-match (any), skip-till-next-match (next) "
+                    "and contiguous")
+        return super().token_hint()
+
+
+def _p(meta) -> dict:
+    return ceql_parser._pos(meta)
+
+
+@v_args(meta=True)
+class _ToTrendAst(ceql_parser._ToAst):
+    """Trend rules -> cercore.trends.ast; names, comparison operators, FROM, PARTITION BY
+    groups and time spans are read by the CEQL transformer it extends."""
+
+    def trend_query(self, meta, ch):
+        return ch[0]
+
+    def _query(self, form, meta, ch):
+        kw: dict = {}
+        pattern = None
+        for c in ch:
+            if isinstance(c, tuple) and c and isinstance(c[0], str) and c[0].startswith("@"):
+                if c[0] == "@streams":
+                    kw["streams"] = c[1]
+                else:
+                    kw[c[0][1:]] = c[1]
+            elif isinstance(c, (ast.PAtom, ast.PSeq, ast.PPlus)):
+                pattern = c
+        return ast.TrendQuery(form, kw.pop("items"), pattern, **kw, **_p(meta))
+
+    def cogra_query(self, meta, ch):
+        return self._query("cogra", meta, ch)
+
+    def ceql_trend_query(self, meta, ch):
+        return self._query("ceql", meta, ch)
+
+    def trend_items(self, meta, ch):
+        return ("@items", tuple(ch))
+
+    def trend_group_item(self, meta, ch):
+        return ast.GroupAttr(ch[0].value, **_p(meta))
+
+    def agg_count_star(self, meta, ch):
+        return ast.Aggregate("COUNT", **_p(meta))
+
+    def agg_count(self, meta, ch):
+        return ast.Aggregate("COUNT", ceql_parser._names(ch)[0].value, **_p(meta))
+
+    def agg_attr(self, meta, ch):
+        var, attr = ceql_parser._names(ch)
+        return ast.Aggregate(ch[0].value.upper(), var.value, attr.value, **_p(meta))
+
+    # -- patterns ----------------------------------------------------------------------------
+    def tp_atom(self, meta, ch):
+        names = ceql_parser._names(ch)
+        return ast.PAtom(names[0].value, names[1].value if len(names) > 1 else None,
+                         **_p(meta))
+
+    def tp_call(self, meta, ch):
+        op = ch[0]
+        if op.value.upper() != "SEQ":
+            raise self._error(f"unknown pattern operator '{op.value}'", op,
+                              hint="patterns are E, P+ and SEQ(P1, P2, ...)")
+        return ast.PSeq(tuple(c for c in ch[1:] if not isinstance(c, Token)), **_p(meta))
+
+    def tp_seq(self, meta, ch):
+        left, right = ch[0], ch[-1]  # ';' is associative: A ; B ; C is one SEQ
+        parts = left.parts if isinstance(left, ast.PSeq) else (left,)
+        return ast.PSeq(parts + (right,), line=left.line, column=left.column)
+
+    def tp_plus(self, meta, ch):
+        return ast.PPlus(ch[0], **_p(meta))
+
+    def tp_as(self, meta, ch):
+        body, name = ch[0], ch[-1]
+        if isinstance(body, ast.PPlus) and isinstance(body.body, ast.PAtom):
+            # Trip+ AS T names the type's events: (Trip AS T)+
+            return ast.PPlus(self.tp_as(meta, [body.body, name]), line=body.line,
+                             column=body.column)
+        if not isinstance(body, ast.PAtom) or body.var is not None:
+            raise self._error("AS names one event type", name,
+                              hint="write Type AS v for each event type, e.g. Trip+ AS T "
+                                   "or (Trip AS T)+")
+        return ast.PAtom(body.type, name.value, line=body.line, column=body.column)
+
+    # -- clauses -----------------------------------------------------------------------------
+    def trend_semantics(self, meta, ch):
+        word = ch[-1].value.lower().replace("_", "-")
+        kind = {"any": "any", "next": "next", "contiguous": "contiguous",
+                "skip-till-any-match": "any", "skip-till-next-match": "next"}[word]
+        return ("@semantics", kind)
+
+    def cogra_where(self, meta, ch):
+        return ("@condition", ch[-1])
+
+    trend_filter = cogra_where
+
+    def trend_partition(self, meta, ch):
+        attrs = [a for c in ch if isinstance(c, tuple) for a in c]
+        return ("@partition_by", tuple(dict.fromkeys(attrs)))
+
+    def trend_group(self, meta, ch):
+        attrs: list[str] = []
+        for c in ch[1:]:
+            if isinstance(c, Token):
+                attrs.append(c.value)
+        return ("@group_by", tuple(dict.fromkeys(attrs)))
+
+    def trend_group_attr(self, meta, ch):  # pragma: no cover - inlined by '?'
+        return ch
+
+    def trend_span_units(self, meta, ch):
+        return (ceql_parser._number(ch[0]), "raw")
+
+    def trend_span(self, meta, ch):
+        return (sum(amount * ceql_parser._UNIT_SECONDS[unit] for amount, unit, _ in ch), "s")
+
+    def trend_window(self, meta, ch):
+        size, unit = next(c for c in ch if isinstance(c, tuple))
+        return ("@window", ast.Window(size, None, unit, **_p(meta)))
+
+    def trend_window_slide(self, meta, ch):
+        (size, unit), (slide, slide_unit) = [c for c in ch if isinstance(c, tuple)]
+        return ("@window", ast.Window(size, slide, unit, slide_unit, **_p(meta)))
+
+    # -- conditions --------------------------------------------------------------------------
+    def tc_or(self, meta, ch):
+        return ast.Or(ch[0], ch[-1], **_p(meta))
+
+    def tc_and(self, meta, ch):
+        return ast.And(ch[0], ch[-1], **_p(meta))
+
+    def tc_not(self, meta, ch):
+        return ast.Not(ch[-1], **_p(meta))
+
+    def tc_compare(self, meta, ch):
+        left, op, right = ch
+        return ast.Compare(op, left, right, **_p(meta))
+
+    def tc_equiv(self, meta, ch):
+        return ast.Equiv(tuple(n.value for n in ceql_parser._names(ch)), **_p(meta))
+
+    def t_binop(self, meta, ch):
+        left, op, right = ch
+        return ast.Arith(op.value, left, right, **_p(meta))
+
+    def t_neg(self, meta, ch):
+        operand = ch[-1]
+        if isinstance(operand, ast.Const) and type(operand.value) in (int, float):
+            return ast.Const(-operand.value, **_p(meta))
+        return ast.Negate(operand, **_p(meta))
+
+    def t_number(self, meta, ch):
+        return ast.Const(ceql_parser._number(ch[0]), **ceql_parser._tpos(ch[0]))
+
+    def t_string(self, meta, ch):
+        return ast.Const(ceql_parser._unquote(ch[0].value), **ceql_parser._tpos(ch[0]))
+
+    def t_true(self, meta, ch):
+        return ast.Const(True, **ceql_parser._tpos(ch[0]))
+
+    def t_false(self, meta, ch):
+        return ast.Const(False, **ceql_parser._tpos(ch[0]))
+
+    def t_symbol(self, meta, ch):
+        return ast.Const(ch[0].value, symbol=True, **ceql_parser._tpos(ch[0]))
+
+    def t_ref(self, meta, ch):
+        var, attr = ceql_parser._names(ch)
+        return ast.Ref(var.value, attr.value, **ceql_parser._tpos(var))
+
+    def t_next_ref(self, meta, ch):
+        var, attr = ceql_parser._names(ch)
+        return ast.Ref(var.value, attr.value, True, **_p(meta))

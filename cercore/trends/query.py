@@ -1,0 +1,100 @@
+"""``compile_trend``: trend query text -> checked plan -> engines; and ``explain``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cercore.schema import Schema
+from cercore.trends import ast
+from cercore.trends.analysis import SEMANTICS_TEXT, TrendPlan, analyse
+from cercore.trends.engine import TrendEngine, resolve_backend
+from cercore.trends.parse import parse_trend_query
+
+
+class CompiledTrendQuery:
+    """A trend aggregation query checked against a schema. Immutable; starts engines."""
+
+    def __init__(self, text: str, schema: Schema, next_algorithm: str = "exact") -> None:
+        self.text = text
+        self.schema = schema
+        self.ast: ast.TrendQuery = parse_trend_query(text)
+        self.plan: TrendPlan = analyse(self.ast, schema, text, next_algorithm)
+
+    @property
+    def granularity(self) -> str:
+        """"type-grained" | "mixed" | "pattern-grained"."""
+        return self.plan.granularity
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns of a result row."""
+        head = ["window_start", "window_end"] if self.plan.window else []
+        return head + list(self.plan.group_by) + [str(a) for a, _, _ in self.plan.aggregates]
+
+    def engine(self, backend: str = "auto", on_error: str = "raise",
+               type_column: str = "event_type") -> TrendEngine:
+        """A fresh engine: ``process(events)`` yields rows as windows close, ``flush()``
+        returns the rest. ``backend``: "auto" | "python" | "cython"."""
+        return TrendEngine(self.plan, backend, on_error, type_column)
+
+    def run(self, events: Any, backend: str = "auto", on_error: str = "raise") -> list[dict]:
+        """Every result row over ``events`` (the whole stream)."""
+        return self.engine(backend, on_error).run(events)
+
+    def explain(self, backend: str = "auto") -> str:
+        """The automaton, the predicate classes, the window and the granularity choice."""
+        p = self.plan
+        names = p.var_names
+        preds = lambda i: "{" + ", ".join(names[u] for u in sorted(p.preds[i])) + "}"  # noqa: E731
+        local = [f"{v.name}: " + " AND ".join(str(c) for c in v.local)
+                 for v in p.vars if v.local]
+        window = "none (one window: the whole stream)"
+        if p.window:
+            size, slide = p.window
+            unit = p.schema.time_unit
+            window = (f"WITHIN {size} {unit} SLIDE {slide} {unit}: windows [k*{slide}, "
+                      f"k*{slide} + {size}); each event updates up to {-(-size // slide)} "
+                      "window aggregators, never shared")
+        lines = [
+            f"trend aggregation query ({'COGRA' if self.ast.form == 'cogra' else 'CEQL'} form)",
+            "pattern automaton (variables):",
+            *(f"  {v.name}: {v.type}, predecessors {preds(v.id)}" for v in p.vars),
+            f"  start: {names[p.start]}, end: {names[p.end]}",
+            f"semantics: {SEMANTICS_TEXT[p.semantics]}"
+            + (" (paper's Algorithm 3, compatibility mode)" if p.semantics == "next"
+               and p.next_algorithm == "paper" else ""),
+            "predicates:",
+            "  local (filter the stream first): " + ("; ".join(local) or "none"),
+            "  equivalence (partition): " + ("[" + ", ".join(p.equivalence) + "]"
+                                             if p.equivalence else "none"),
+            "  on adjacent events: " + ("; ".join(
+                f"{a.cond} ({names[a.pred_var]} -> {names[a.succ_var]})" for a in p.adjacent)
+                or "none"),
+            "partitions: " + (", ".join(p.partition_attrs) or "one (no equivalence or GROUP BY)"),
+            "groups (roll-up): " + (", ".join(p.group_by) or "one"),
+            f"window: {window}",
+            "aggregates: " + ", ".join(str(a) for a, _, _ in p.aggregates),
+            f"granularity: {p.granularity}",
+            f"  why: {p.reason}",
+        ]
+        if p.granularity == "mixed":
+            lines.append("  T_e (event-grained): {" + ", ".join(
+                names[i] for i in sorted(p.event_grained)) + "}; T_t (type-grained): {"
+                + ", ".join(n for i, n in enumerate(names) if i not in p.event_grained) + "}")
+        lines.append(f"backend: {resolve_backend(backend)}")
+        return "\n".join(lines)
+
+
+def compile_trend(text: str, schema: Schema | str, *, next_algorithm: str = "exact",
+                  **schema_options: Any) -> CompiledTrendQuery:
+    """Parse, check and plan a trend aggregation query. ``next_algorithm="paper"`` runs
+    skip-till-next-match with the paper's Algorithm 3 (compatibility mode; it can undercount,
+    see the note seed-002 §3.3) instead of the exact waiting-set algorithm."""
+    return CompiledTrendQuery(text, Schema.coerce(schema, **schema_options), next_algorithm)
+
+
+def run_trend(text: str, schema: Schema | str, events: Any, *, backend: str = "auto",
+              next_algorithm: str = "exact", **schema_options: Any) -> list[dict]:
+    """Compile ``text`` and return every result row over ``events``."""
+    return compile_trend(text, schema, next_algorithm=next_algorithm,
+                         **schema_options).run(events, backend)
