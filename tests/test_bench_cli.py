@@ -1,50 +1,154 @@
-"""``cercore-bench`` (cercore.bench.cli): the experiments run on small sizes and write JSON, CSV
-and PNG results; the plug-in protocol; pycer when installed. No timing assertions."""
+"""``cercore-bench`` (cercore.bench.cli, runner, scaling, plots, peers): the experiments run on
+small sizes and write JSON, CSV and PNG results; the plug-in protocol; the runner's checks;
+pycer when installed. No timing assertions."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 import cercore
-from cercore.bench import cli, datasets, peers, workloads
+from cercore.bench import cli, datasets, peers, runner, scaling, workloads
 from cercore.runtime.backend import CYTHON_AVAILABLE
 
 BACKENDS = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])
-SMALL = 3_000
 
 
-@pytest.fixture(scope="module")
-def tables():
-    return {ds: datasets.load(ds, SMALL, seed=1) for ds in ("stock_trace", "stocks",
-                                                            "smart_homes", "taxis")}
-
-
-def test_cli_suite_writes_results(tmp_path, capsys):
+def test_suite_writes_results(tmp_path, capsys):
     rc = cli.main(["suite", "--dataset", "stock_trace", "--events", "2000", "--workload", "P3",
-                   "--workload", "P'3@2T", "--workload", "Q7", "--repeat", "1",
-                   "--out", str(tmp_path)])
+                   "--workload", "P'3", "--workload", "P'3@2T", "--workload", "Q7",
+                   "--repeat", "1", "--out", str(tmp_path)])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "P3" in out and "Q7" in out
+    assert "P'3@2T" in out and "Q7" in out and "LIMIT 1000" in out
+    if len(BACKENDS) == 2:
+        assert "cython/python" in out  # the ratio column
     rows = json.loads((tmp_path / "results.json").read_text())
     assert {r["backend"] for r in rows} == set(BACKENDS)
+    assert {r["workload"] for r in rows} == {"P3", "P'3", "P'3@2T", "Q7"}
+    for r in rows:
+        assert r["events"] == 2000 and r["seconds"] > 0
+        assert r["enumeration_seconds"] >= 0 and r["peak_tecs_nodes"] >= r["mean_tecs_nodes"]
+    p3 = [r for r in rows if r["workload"] == "P3"]
+    assert len({r["complex_events"] for r in p3}) == 1 and p3[0]["complex_events"] > 0
     assert (tmp_path / "results.csv").read_text().startswith("backend,")
     assert sorted(p.name for p in tmp_path.glob("*.png")) == [
-        "stock_trace_operators.png", "stock_trace_sequence.png", "stock_trace_window.png"]
+        "fig7_sequence.png", "fig8_window.png", "fig9_operators.png"]
+    assert all(p.stat().st_size > 5_000 for p in tmp_path.glob("*.png"))
 
 
-def test_cli_default_and_missing_plugin(capsys):
+def test_scaling_writes_results(tmp_path, capsys):
+    rc = cli.main(["scaling", "--events", "1500", "--repeat", "1", "--lengths", "1000,3000",
+                   "--memory-events", "25000", "--out", str(tmp_path)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "Throughput vs window size" in out and "Memory over one long" in out
+    rows = json.loads((tmp_path / "results.json").read_text())
+    experiments = {r["experiment"] for r in rows}
+    assert experiments == {"backends", "window", "length", "memory"}
+    window = [r for r in rows if r["experiment"] == "window"]
+    assert sorted({r["x"] for r in window}) == [1, 2, 4, 8, 16]
+    assert {r["x"] for r in rows if r["experiment"] == "length"} == {1000, 3000}
+    memory = [r for r in rows if r["experiment"] == "memory"]
+    assert [r["events"] for r in memory] == [10_000, 20_000, 25_000]
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == [
+        "memory_stream.png", "scaling_backends.png", "scaling_length.png",
+        "scaling_window.png"]
+
+
+def test_default_is_core_and_errors_are_one_line(capsys):
     assert cli.main(["--events", "500", "--repeat", "1", "--query", "s3_sell_buy_buy"]) == 0
     assert "s3_sell_buy_buy" in capsys.readouterr().out
-    import importlib.util
-
-    if importlib.util.find_spec("cercore.network") is None:  # plug-in not in this version
-        assert cli.main(["prepp"]) == 2
-        assert "not available" in capsys.readouterr().err
     assert cli.main(["suite", "--workload", "P99"]) == 2
     assert "unknown workload" in capsys.readouterr().err
+    assert cli.main(["suite", "--repeat", "0"]) == 2
+    assert "--repeat" in capsys.readouterr().err
+    assert cli.main(["scaling", "--lengths", "10,x"]) == 2
+    assert "--lengths" in capsys.readouterr().err
+
+
+def test_missing_plugin_exits_2(monkeypatch, capsys):
+    monkeypatch.setitem(cli.EXPERIMENTS, "nothere", "cercore.no_such_package.experiment")
+    assert cli.main(["nothere", "--x"]) == 2
+    err = capsys.readouterr().err
+    assert "not available" in err and err.count("\n") == 1
+    assert "not available" in cli._plugin_help("cercore.no_such_package.experiment")
+
+
+def test_plugin_protocol(tmp_path, monkeypatch, capsys):
+    (tmp_path / "fake_experiment.py").write_text(textwrap.dedent('''
+        """Count to N: a fake experiment.
+
+        More text that is not the help."""
+        from cercore.errors import CercoreError
+
+        def add_arguments(parser):
+            parser.add_argument("--n", type=int, default=3)
+
+        def run(args):
+            if args.n < 0:
+                raise CercoreError("n must be >= 0")
+            print("counted", args.n)
+            return 0
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(cli.EXPERIMENTS, "fake", "fake_experiment")
+    assert cli.main(["fake", "--n", "7"]) == 0
+    assert "counted 7" in capsys.readouterr().out
+    assert cli.main(["fake", "--n", "-1"]) == 2
+    assert "n must be >= 0" in capsys.readouterr().err
+    assert cli._plugin_help("fake_experiment") == "Count to N: a fake experiment."
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert "Count to N: a fake experiment." in capsys.readouterr().out
+
+
+def test_entry_point_is_benchcli():
+    done = subprocess.run([sys.executable, "-c", "import sys; from cercore.benchcli import "
+                           "main; sys.exit(main(['suite', '--workload', 'P99']))"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "unknown workload" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_check_equal_detects_a_disagreement(monkeypatch):
+    table = datasets.stock_trace(2_000)
+    (w,) = workloads.select("stocks", ["P3"])
+    q = cercore.compile(w.text(), datasets.schema("stocks"))
+    assert runner.check_equal(q, table, ["python", "python"]) > 0
+    real = runner.outputs
+
+    def skewed(query, t, backend):
+        start, end, offsets, positions = real(query, t, "python")
+        return (start + (backend == "other"), end, offsets, positions)
+
+    monkeypatch.setattr(runner, "outputs", skewed)
+    with pytest.raises(cercore.CercoreError, match="disagree"):
+        runner.check_equal(q, table, ["python", "other"])
+
+
+def test_enumeration_time_is_limit_zero_difference():
+    (w,) = workloads.select("stocks", ["P3"])
+    table = datasets.stock_trace(3_000)
+    (m,) = runner.measure(w, table, ["python"], repeat=1)
+    zero = cercore.compile(w.text(limit=0), datasets.schema("stocks"))
+    assert len(zero.engine().process_arrays(table)) == 0 < m.complex_events
+    assert m.enumeration_seconds == max(m.seconds - m.update_seconds, 0)
+
+
+def test_memory_profile_samples_every_chunk():
+    (w,) = workloads.select("stocks", ["P'3"])
+    q = cercore.compile(w.text(), datasets.schema("stocks"))
+    samples = runner.memory_profile(q, datasets.stocks(25_000), BACKENDS[-1], every=10_000)
+    assert [s.events for s in samples] == [10_000, 20_000, 25_000]
+    assert all(s.tecs_nodes >= 0 for s in samples)
+    # the windowed engine keeps at most a window's worth of nodes, not the whole stream
+    assert max(s.tecs_nodes for s in samples) < 25_000
+    assert "tECS nodes" in scaling.format_memory(samples)
 
 
 def test_pycer_peer_when_installed():
@@ -52,8 +156,10 @@ def test_pycer_peer_when_installed():
     if python is None:
         pytest.skip("no Python 3.13 with pycer here")
     table = datasets.stock_trace(3_000)
-    (w,) = workloads.select("stocks", ["P3"])
-    res = peers.run_pycer(python, datasets.DECLARATIONS["stocks"], w.text(False), table, 1)
-    q = cercore.compile(w.text(False), datasets.schema("stocks"))
-    ces = list(q.engine().process(table))
-    assert res["intervals"] == sorted([c.start_time, c.end_time] for c in ces)
+    for name in ("P3", "Q4"):
+        (w,) = workloads.select("stocks", [name])
+        res = peers.run_pycer(python, datasets.DECLARATIONS["stocks"], w.text(), table, 1)
+        m = cercore.compile(w.text(), datasets.schema("stocks")).engine().process_arrays(table)
+        assert res["events"] == 3_000
+        assert [tuple(i) for i in res["intervals"]] == sorted(
+            zip(m.start_time.tolist(), m.end_time.tolist())), name

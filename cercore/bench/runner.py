@@ -2,13 +2,22 @@
 equal before anything is timed, best of R passes with a fresh engine each and the garbage
 collector paused during the timed region (as ``timeit`` does).
 
-Reusable helpers: ``best_of(fn, repeat)`` (best wall time of ``fn()``) and
-``peak_python_bytes(fn)`` (tracemalloc peak of one call).
+Reusable helpers (the plug-in experiments use them too):
+
+* ``best_of(fn, repeat)``: the best wall-clock seconds of ``repeat`` calls of ``fn()``, GC
+  paused while timed;
+* ``peak_python_bytes(fn)``: the tracemalloc peak of one call of ``fn()`` (Python and numpy
+  allocations; not memory that C code mallocs itself, such as the Cython tECS arena);
+* ``rss_bytes()``: the process's resident memory now;
+* ``memory_profile(query, table, backend, every)``: live tECS nodes and RSS sampled every
+  ``every`` events of a run;
+* ``Progress(total)``: a one-line progress bar on stderr.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 import tracemalloc
@@ -50,8 +59,43 @@ def peak_python_bytes(fn: Callable[[], object]) -> int:
         tracemalloc.stop()
 
 
+def rss_bytes() -> int | None:
+    """The process's resident memory now (Linux ``/proc``; None elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@dataclass
+class MemorySample:
+    events: int  # events processed so far
+    tecs_nodes: int  # live tECS nodes (the engine's own count, both backends)
+    rss_bytes: int | None  # process resident memory
+
+
+def memory_profile(query: cercore.CompiledQuery, table, backend: str,
+                   every: int = 10_000) -> list[MemorySample]:
+    """Feed ``table`` to a fresh engine ``every`` events at a time (complex events enumerated
+    and dropped, as the paper logs them) and sample its memory after each chunk — the paper
+    measures memory every 10,000 events, apart from the timed runs."""
+    engine = query.engine(backend)
+    samples = []
+    for offset in range(0, table.num_rows, every):
+        for _ in engine.process(table.slice(offset, every)):
+            pass
+        gc.collect()
+        samples.append(MemorySample(min(offset + every, table.num_rows),
+                                    engine.stats["tecs_nodes"], rss_bytes()))
+    return samples
+
+
 @dataclass
 class Measurement:
+    """One workload on one backend: the timings are the best of R passes, each on a fresh
+    engine, over the same events."""
+
     dataset: str
     workload: str
     family: str
@@ -61,21 +105,30 @@ class Measurement:
     events: int
     complex_events: int
     seconds: float  # engine.process consumed to the end (every complex event built)
-    bulk_seconds: float  # engine.process_arrays (no object per complex event)
-    peak_python_bytes: int
-    tecs_nodes: int  # tECS arena size at the end of the run
+    bulk_seconds: float  # engine.process_arrays (no Python object per complex event)
+    update_seconds: float  # the same query with LIMIT 0: evaluation only, nothing enumerated
+    peak_python_bytes: int  # tracemalloc peak of one process_arrays pass
+    peak_tecs_nodes: int  # live tECS nodes, the most seen in samples every 10,000 events
+    mean_tecs_nodes: float  # their mean (the paper reports the mean of such samples)
 
     @property
     def events_per_second(self) -> float:
         return self.events / self.seconds if self.seconds > 0 else float("inf")
 
+    @property
+    def enumeration_seconds(self) -> float:
+        """Time spent enumerating complex events: with output minus evaluation only."""
+        return max(self.seconds - self.update_seconds, 0.0)
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["events_per_second"] = self.events_per_second
+        d["enumeration_seconds"] = self.enumeration_seconds
         return d
 
 
 def outputs(query: cercore.CompiledQuery, table, backend: str):
+    """The complex events of ``table`` as (start, end, offsets, positions) arrays."""
     m = query.engine(backend).process_arrays(table)
     return m.start, m.end, m.offsets, m.positions
 
@@ -91,43 +144,58 @@ def check_equal(query, table, backends: list[str]) -> int:
     return len(ref[0])
 
 
+def consume(query: cercore.CompiledQuery, table, backend: str) -> int:
+    """One pass of a fresh engine over ``table``, every complex event built and dropped."""
+    n = 0
+    for _ in query.engine(backend).process(table):
+        n += 1
+    return n
+
+
 def measure(workload: Workload, table, backends: list[str], repeat: int = 3,
-            methodology: bool = True) -> list[Measurement]:
-    """Check equal outputs across ``backends``, then time each one."""
+            methodology: bool = True, memory_every: int = 10_000) -> list[Measurement]:
+    """Check equal outputs across ``backends``, then time each one on the same events."""
     from cercore.bench.datasets import schema
 
-    query = cercore.compile(workload.text(methodology), schema(workload.dataset))
+    sch = schema(workload.dataset)
+    query = cercore.compile(workload.text(methodology), sch)
+    update_only = cercore.compile(workload.text(methodology, limit=0), sch)
     count = check_equal(query, table, backends)
     out = []
     for b in backends:
-        def run(b: str = b) -> None:
-            for _ in query.engine(b).process(table):
-                pass
-
-        seconds = best_of(run, repeat)
+        consume(query, table.slice(0, 1000), b)  # warm-up: lazy determinisation, imports
+        seconds = best_of(lambda b=b: consume(query, table, b), repeat)
         bulk = best_of(lambda b=b: query.engine(b).process_arrays(table), repeat)
-        engine = query.engine(b)
-        peak = peak_python_bytes(lambda e=engine: e.process_arrays(table))
+        update = best_of(lambda b=b: consume(update_only, table, b), repeat)
+        peak = peak_python_bytes(lambda b=b: query.engine(b).process_arrays(table))
+        nodes = [s.tecs_nodes for s in memory_profile(query, table, b, memory_every)] or [0]
         out.append(Measurement(workload.dataset, workload.name, workload.family, workload.n,
                                workload.window_factor, b, table.num_rows, count, seconds,
-                               bulk, peak, engine.stats["tecs_nodes"]))
+                               bulk, update, peak, max(nodes), float(np.mean(nodes))))
     return out
 
 
 class Progress:
-    """A one-line progress bar on stderr (only when it is a terminal, or when forced)."""
+    """A one-line progress bar on stderr (only when it is a terminal, or when forced):
+    ``step(label)`` as each of ``total`` steps starts, ``close()`` at the end."""
 
     def __init__(self, total: int, enabled: bool | None = None) -> None:
         self.total, self.done = total, 0
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.t0 = time.perf_counter()
 
     def step(self, label: str) -> None:
-        self.done += 1
         if self.enabled:
             width = 30
             filled = int(width * self.done / max(self.total, 1))
+            elapsed = time.perf_counter() - self.t0
             sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] "
-                             f"{self.done}/{self.total} {label[:40]:<40}")
-            if self.done == self.total:
-                sys.stderr.write("\n")
+                             f"{self.done + 1}/{self.total} {elapsed:5.0f}s {label[:40]:<40}")
+            sys.stderr.flush()
+        self.done += 1
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write(f"\r[{'#' * 30}] {self.total}/{self.total} "
+                             f"{time.perf_counter() - self.t0:5.0f}s {'done':<40}\n")
             sys.stderr.flush()

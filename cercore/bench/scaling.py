@@ -1,0 +1,119 @@
+"""The constant-cost-per-event experiments (``cercore-bench scaling``), each measured in one
+run on the same events:
+
+* ``backends``: Cython vs Python throughput on the paper's sequence workloads (P_n with output,
+  P'_n without), as ratios;
+* ``window``: throughput of P'_3 as its window grows T, 2T, 4T, 8T, 16T;
+* ``length``: throughput of P_3 and P'_3 on generated stock streams of growing length;
+* ``memory``: live tECS nodes and resident memory sampled every 10,000 events over one long
+  windowed stream — flat when the engine reclaims what the window expires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import cercore
+from cercore.bench import datasets, runner, workloads
+
+
+@dataclass
+class Point:
+    """One throughput measurement of a scaling experiment."""
+
+    experiment: str  # backends | window | length
+    dataset: str
+    workload: str
+    backend: str
+    x: float  # what the experiment varies: n, window factor or stream length
+    events: int
+    complex_events: int
+    seconds: float
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"events_per_second": self.events_per_second}
+
+
+def _time(experiment: str, w: workloads.Workload, table, backends: list[str], x: float,
+          repeat: int, methodology: bool) -> list[Point]:
+    query = cercore.compile(w.text(methodology), datasets.schema(w.dataset))
+    count = runner.check_equal(query, table, backends)
+    points = []
+    for b in backends:
+        runner.consume(query, table.slice(0, 1000), b)  # warm-up
+        seconds = runner.best_of(lambda b=b: runner.consume(query, table, b), repeat)
+        points.append(Point(experiment, w.dataset, w.name, b, x, table.num_rows, count,
+                            seconds))
+    return points
+
+
+def backend_ratios(dataset: str, table, backends: list[str], repeat: int = 3,
+                   methodology: bool = True, sizes=workloads.SIZES) -> list[Point]:
+    """P_n and P'_n on every backend (n in ``sizes``)."""
+    chosen = [w for w in workloads.select(dataset, families=["sequence", "no-output"])
+              if w.n in sizes]
+    return [p for w in chosen
+            for p in _time("backends", w, table, backends, w.n, repeat, methodology)]
+
+
+def window_sweep(dataset: str, table, backends: list[str], repeat: int = 3,
+                 methodology: bool = True, factors=(1, 2, 4, 8, 16)) -> list[Point]:
+    """P'_3 with the window k·T, k in ``factors``."""
+    chosen = [w for w in workloads.select(dataset, families=["window"])
+              if w.window_factor in factors]
+    return [p for w in chosen
+            for p in _time("window", w, table, backends, w.window_factor, repeat, methodology)]
+
+
+def length_sweep(lengths: list[int], backends: list[str], repeat: int = 1, seed: int = 0,
+                 methodology: bool = True, names=("P3", "P'3")) -> list[Point]:
+    """P_3 and P'_3 on generated stock streams of each length (one stream, prefixes of it)."""
+    full = datasets.stocks(max(lengths), seed)
+    chosen = workloads.select("stocks", list(names))
+    return [p for n in sorted(lengths) for w in chosen
+            for p in _time("length", w, full.slice(0, n), backends, n, repeat, methodology)]
+
+
+def memory_over_stream(events: int, backend: str, seed: int = 0, every: int = 10_000,
+                       name: str = "P3", methodology: bool = True
+                       ) -> list[runner.MemorySample]:
+    """Memory samples of one long windowed stock stream (P_3 by default: output included)."""
+    (w,) = workloads.select("stocks", [name])
+    query = cercore.compile(w.text(methodology), datasets.schema("stocks"))
+    return runner.memory_profile(query, datasets.stocks(events, seed), backend, every)
+
+
+def format_points(points: list[Point], x_label: str) -> str:
+    """A table: one line per (dataset, workload, x), events/s per backend, and each backend's
+    speed relative to the first."""
+    engines = list(dict.fromkeys(p.backend for p in points))
+    rows: dict[tuple, dict[str, Point]] = {}
+    for p in points:
+        rows.setdefault((p.dataset, p.workload, p.x), {})[p.backend] = p
+    head = f"{'dataset':<12}{'workload':<10}{x_label:>10}{'outputs':>10}" + "".join(
+        f"{e + ' ev/s':>16}" for e in engines)
+    head += "".join(f"{e + '/' + engines[0]:>16}" for e in engines[1:])
+    lines = [head, "-" * len(head)]
+    for (ds, wl, x), res in rows.items():
+        first = res.get(engines[0])
+        line = f"{ds:<12}{wl:<10}{x:>10,.0f}{next(iter(res.values())).complex_events:>10,}"
+        line += "".join(f"{res[e].events_per_second:>16,.0f}" if e in res else f"{'-':>16}"
+                        for e in engines)
+        line += "".join(f"{first.seconds / res[e].seconds:>15.1f}x" if e in res and first
+                        else f"{'-':>16}" for e in engines[1:])
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def format_memory(samples: list[runner.MemorySample]) -> str:
+    lines = [f"{'events':>10}{'tECS nodes':>12}{'RSS MiB':>10}", "-" * 32]
+    step = max(1, len(samples) // 10)  # about ten lines, the last one always
+    for s in samples[step - 1::step] if samples[-1] in samples[step - 1::step] \
+            else [*samples[step - 1::step], samples[-1]]:
+        rss = f"{s.rss_bytes / 2**20:>10.1f}" if s.rss_bytes is not None else f"{'-':>10}"
+        lines.append(f"{s.events:>10,}{s.tecs_nodes:>12,}{rss}")
+    return "\n".join(lines)
