@@ -3,7 +3,7 @@ every event, plus the tECS shape properties the paper relies on (§4.1-4.2)."""
 
 from __future__ import annotations
 
-from conftest import STOCK_DECL
+from support import STOCK_DECL
 
 import cercore
 from cercore.runtime.tecs import BOTTOM, NIL, OUTPUT, UNION

@@ -9,7 +9,7 @@ difference is explained next to it.
 from __future__ import annotations
 
 import pytest
-from conftest import F1_STREAM, letters, position_sets
+from support import F1_STREAM, letters, position_sets
 
 import cercore
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import outputs
+from support import outputs
 
 DECL = ("CREATE STREAM S { EVENT LOAD { plug:int, household:int, value:double }, "
         "EVENT ALARM { household:int, level:int }, EVENT NOTE { text:string } }")

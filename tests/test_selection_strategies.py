@@ -8,7 +8,7 @@ vectors check the constructions against answers derived by hand from the definit
 from __future__ import annotations
 
 import pytest
-from conftest import F1_STREAM, letters, position_sets
+from support import F1_STREAM, letters, position_sets
 from test_foundations_vectors import PHI1, PHI2, PHI3, PHI6_LP, Q1, Q2, Q3, Q4, Q5, Q6
 
 import cercore

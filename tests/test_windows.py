@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import outputs
+from support import outputs
 
 import cercore
 

@@ -1,0 +1,42 @@
+"""Test data and helpers shared by the test modules (import them from here, not from conftest:
+tests/spark has its own conftest, and ``from conftest import`` would pick whichever pytest
+loaded last)."""
+
+from __future__ import annotations
+
+import cercore
+from cercore.runtime.backend import CYTHON_AVAILABLE
+
+BACKENDS = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])
+
+# Foundations of CEP, Figure 1: H = humidity, T = temperature; value in ``v``.
+HT_DECL = "CREATE STREAM S { EVENT H { id:int, v:int }, EVENT T { id:int, v:int } }"
+F1_STREAM = [("H", {"id": 2, "v": 25}), ("T", {"id": 0, "v": 45}), ("H", {"id": 0, "v": 20}),
+             ("H", {"id": 1, "v": 25}), ("T", {"id": 1, "v": 40}), ("T", {"id": 0, "v": 42}),
+             ("T", {"id": 1, "v": 25}), ("H", {"id": 1, "v": 70}), ("H", {"id": 0, "v": 18})]
+
+# Letters-only streams for the Foundations test vectors: types A..E with one int attribute.
+ABC_DECL = ("CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int }, EVENT C { v:int }, "
+            "EVENT D { v:int }, EVENT E { v:int } }")
+
+STOCK_DECL = ("CREATE STREAM Stock { EVENT BUY { id:int, name:string, volume:int, price:double, "
+              "stock_time:int }, EVENT SELL { id:int, name:string, volume:int, price:double, "
+              "stock_time:int } }")
+
+
+def letters(word: str, values: list[int] | None = None) -> list[tuple[str, dict]]:
+    """'AAB' -> [('A', {'v': 0}), ('A', {'v': 0}), ('B', {'v': 0})]."""
+    values = values or [0] * len(word)
+    return [(c, {"v": v}) for c, v in zip(word, values)]
+
+
+def outputs(query: str, schema, events, backend: str = "python", **kw) -> set[tuple]:
+    """The set of (start, end, positions); fails on duplicates."""
+    ces = [(ce.start, ce.end, ce.positions)
+           for ce in cercore.compile(query, schema, **kw).engine(backend).process(events)]
+    assert len(ces) == len(set(ces)), f"duplicate complex events: {ces}"
+    return set(ces)
+
+
+def position_sets(query: str, schema, events, backend: str = "python") -> set[frozenset]:
+    return {frozenset(p) for _, _, p in outputs(query, schema, events, backend)}
