@@ -67,7 +67,7 @@ def step_cost(pull_set: frozenset[str], acquire: Iterable[str], avail: frozenset
               network: Network, sel: Selectivities, sink: Hashable, mode: str,
               predicate_pull: bool = True) -> StepCost:
     """c(s) of the step (Ψ = ``pull_set``, ρ = ``acquire``) with 𝒜(s) = ``avail``."""
-    acquire = tuple(acquire)
+    acquire = tuple(sorted(acquire))
     if mode == "literal":
         dests = sum(len(network.sources_of(t)) for t in acquire)
         senders = {t: len(network.sources_of(t)) for t in acquire}
@@ -76,7 +76,8 @@ def step_cost(pull_set: frozenset[str], acquire: Iterable[str], avail: frozenset
         dests = sum(senders.values())
     requests = 0.0
     if pull_set and dests:
-        requests = dests * sum(network.global_rate(u) * sel.sigma(u, avail) for u in pull_set)
+        requests = dests * sum(network.global_rate(u) * sel.sigma(u, avail)
+                                for u in sorted(pull_set))
     responses = 0.0
     for t in acquire:
         if not senders[t]:

@@ -27,6 +27,8 @@ import time
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from cercore.network.cost import (
     check_mode,
     local_credit,
@@ -68,6 +70,7 @@ class _Search:
         self.max_pull_set = max_pull_set
         self.predicate_pull = predicate_pull
         self.pull_cache: dict = {}
+        self.tables: dict = {}
         self.plan_cache: dict = {}
         self.evaluations = 0
 
@@ -85,19 +88,46 @@ class _Search:
         hit = self.pull_cache.get(key)
         if hit is not None:
             return hit
-        best: tuple[frozenset[str], float] | None = None
+        psis, req, resp, order = self._table(acquire, avail)
+        # the sink only scales the two parts: destinations of requests, senders of responses
+        if self.mode == "literal":
+            senders = [len(self.network.sources_of(t)) for t in order]
+            dests = sum(senders)
+        else:
+            senders = [len(self.network.sources_of(t) - {sink}) for t in order]
+            dests = sum(senders)
+        weights = np.array([s * self.network.rates.get(t, 0.0) for s, t in zip(senders, order)])
+        costs = dests * req + resp @ weights
+        self.evaluations += len(psis)
+        i = int(np.argmin(costs))  # first minimum: the smallest pull set among equals
+        self.pull_cache[key] = (psis[i], float(costs[i]))
+        return self.pull_cache[key]
+
+    def _table(self, acquire: frozenset[str], avail: frozenset[str]):
+        """Sink-independent parts of c((Ψ, ρ)) for every candidate Ψ ⊆ 𝒜: the request rate
+        Σ R(ψ)σ(ψ, 𝒜) and the response selectivity of each ρ type (cached)."""
+        key = (avail, acquire)
+        hit = self.tables.get(key)
+        if hit is not None:
+            return hit
+        order = sorted(acquire)
         limit = len(avail) if self.max_pull_set is None else min(self.max_pull_set, len(avail))
-        ordered = sorted(avail)
+        weight = {u: self.network.global_rate(u) * self.sel.sigma(u, avail) for u in avail}
+        psis, req, resp = [], [], []
         for size in range(limit + 1):
-            for psi in itertools.combinations(ordered, size):
+            for psi in itertools.combinations(sorted(avail), size):
                 ps = frozenset(psi)
-                self.evaluations += 1
-                c = step_cost(ps, acquire, avail, self.network, self.sel, sink, self.mode,
-                              self.predicate_pull).total
-                if best is None or c < best[1] - 1e-12:
-                    best = (ps, c)
-        self.pull_cache[key] = best
-        return best
+                psis.append(ps)
+                req.append(sum(weight[u] for u in psi))
+                if not ps:
+                    resp.append([1.0] * len(order))
+                elif self.predicate_pull:
+                    resp.append([self.sel.sigma(t, ps | {t}) for t in order])
+                else:
+                    resp.append([self.sel.window_sigma(t, ps) for t in order])
+        self.tables[key] = (psis, np.array(req), np.array(resp).reshape(len(psis), len(order)),
+                            order)
+        return self.tables[key]
 
     def plan_for(self, groups: Iterable[frozenset[str]], sink: Hashable
                  ) -> tuple[tuple[Step, ...], float]:

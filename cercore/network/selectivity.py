@@ -8,7 +8,9 @@
   1 and at the value of every smaller X that contains ε (adding a type can only filter more).
 * ``window_sigma(ε, Ψ)``: for the time-window-only baseline, the fraction of ε events within
   one window of at least one pulled Ψ event, ``min(1, Σ_{ψ∈Ψ} R(ψ)·W)`` (each Ψ event pulls
-  the ε events of one window; Fig. 1: 1 A per minute pulls the ~1000 B of 30 s, ratio 1/2).
+  the ε events of one window; Fig. 1: 1 A per minute pulls the ~1000 B of 30 s, ratio 1/2),
+  and never below σ(ε, {ε}∪Ψ): filtering by window alone sends a superset of what the
+  predicates let through.
 
 Note on response selectivities (note §3.2b): the paper's Fig. 1 numbers need σ(C,{B,C}) read
 as "fraction of C events matching at least one *pulled* B"; the catalog stores whatever the
@@ -75,14 +77,18 @@ class Selectivities:
         if key in self.projection:
             return self.projection[key]
         if key not in self._derived:
-            expected = math.prod(self.rates_per_window.get(u, 0.0) for u in xs if u != t)
-            expected *= math.prod(self.pair(a, b) for a in xs for b in xs if a < b)
-            smaller = (self.sigma(t, xs - {u}) for u in xs if u != t)
+            members = sorted(xs)
+            expected = math.prod(self.rates_per_window.get(u, 0.0) for u in members if u != t)
+            expected *= math.prod(self.pair(a, b) for a in members for b in members if a < b)
+            smaller = (self.sigma(t, xs - {u}) for u in members if u != t)
             self._derived[key] = min(1.0, expected, *smaller)
         return self._derived[key]
 
     def window_sigma(self, t: str, pull_set: Iterable[str]) -> float:
-        return min(1.0, sum(self.rates_per_window.get(u, 0.0) for u in pull_set))
+        ps = sorted(pull_set)
+        by_window = min(1.0, sum(self.rates_per_window.get(u, 0.0) for u in ps))
+        # a window-only pull sends a superset of what a predicate pull sends
+        return max(by_window, self.sigma(t, {t, *ps}))
 
     # ---- JSON -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
