@@ -210,6 +210,19 @@ class _ToTrendAst(ceql_parser._ToAst):
         parts = left.parts if isinstance(left, ast.PSeq) else (left,)
         return ast.PSeq(parts + (right,), line=left.line, column=left.column)
 
+    def tp_unsupported(self, meta, ch):
+        from cercore.errors import CEQLSemanticError
+
+        op = next(c for c in ch if isinstance(c, Token) and c.type in ("NOT", "STAR", "OR"))
+        what = {"NOT": "negation", "STAR": "Kleene star", "OR": "disjunction"}[op.type]
+        hint = {"NOT": "trend aggregation supports E, P+ and SEQ(...) (the negation of "
+                       "COGRA's Appendix C is not implemented)",
+                "STAR": "write P+ instead; SEQ(P*, Q) is SEQ(P+, Q) plus Q alone, so run both "
+                        "queries and add the counts",
+                "OR": "run one query per alternative and add the counts"}[op.type]
+        raise CEQLSemanticError(f"{what} is not supported in trend patterns", line=op.line,
+                                column=op.column, text=self.text, hint=hint)
+
     def tp_plus(self, meta, ch):
         return ast.PPlus(ch[0], **_p(meta))
 
