@@ -1,0 +1,85 @@
+"""The plan choice (``cercore.spark.plan``): which queries run keyed, by T-CER slices or in one
+ordered pass, and why (pure Python, no JVM). The exactness of each choice is checked against
+the local engine in test_spark_batch.py and test_spark_tcer_slices.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+from strategies import SCHEMAS
+
+import cercore
+from cercore.spark import KEYED, SINGLE, TCER, choose_plan, explain
+
+SCHEMA = SCHEMAS["seconds"]  # types A, B, C (stream S), C, D (stream T); time attribute ts
+
+CASES = [
+    # (query, streaming, plan, coordinate, span limit, words in the reason)
+    ("SELECT * FROM S WHERE A; B PARTITION BY [k]", False, KEYED, None, None, "PARTITION BY"),
+    ("SELECT NEXT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS", False, KEYED, None,
+     None, "nothing in the query crosses keys"),
+    ("SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS LIMIT 1", False, KEYED,
+     None, None, "PARTITION BY"),
+    ("SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS CONSUME BY PARTITION", False,
+     KEYED, None, None, "PARTITION BY"),
+    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS", False, TCER, "time", 4, "WITHIN bounds"),
+    ("SELECT * FROM S WHERE A; B WITHIN 3 [ts]", False, TCER, "time", 4, "ts difference ≤ 3"),
+    ("SELECT STRICT * FROM S WHERE A; B WITHIN 0 SECONDS", False, TCER, "time", 1, "WITHIN"),
+    ("SELECT * FROM S, T WHERE A; B WITHIN 2 EVENTS", False, TCER, "position", 3, "EVENTS"),
+    ("SELECT * FROM S, T WHERE A; B PARTITION BY [k] WITHIN 2 EVENTS", False, TCER,
+     "position", 3, "counts the events of all keys"),
+    ("SELECT * FROM S WHERE A; B WITHIN 2 EVENTS", False, SINGLE, None, None, "FROM reads"),
+    ("SELECT * FROM T WHERE C; D WITHIN 2 EVENTS", False, SINGLE, None, None, "FROM reads"),
+    ("SELECT * FROM S WHERE A; B WITHIN 3 [v]", False, SINGLE, None, None,
+     "not the ordering time"),
+    ("SELECT * FROM S WHERE A; B", False, SINGLE, None, None, "no WITHIN"),
+    ("SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS", False, SINGLE, None, None,
+     "strategy LAST"),
+    ("SELECT MAX * FROM S WHERE A; B WITHIN 3 SECONDS", False, SINGLE, None, None, "MAX"),
+    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS LIMIT 2", False, SINGLE, None, None, "LIMIT"),
+    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS CONSUME BY ANY", False, SINGLE, None, None,
+     "CONSUME BY ANY"),
+    ("SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS CONSUME BY ANY", False,
+     SINGLE, None, None, "every key"),
+    ("SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS", True, KEYED, None, None,
+     "PARTITION BY"),
+    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS", True, SINGLE, None, None,
+     "streaming keeps one engine state"),
+]
+
+
+@pytest.mark.parametrize(("query", "streaming", "kind", "coordinate", "span", "why"), CASES)
+def test_plan_choice(query, streaming, kind, coordinate, span, why):
+    analysed = cercore.compile(query, SCHEMA).analysed
+    plan = choose_plan(analysed, "ts", streaming=streaming)
+    assert (plan.kind, plan.coordinate, plan.span_limit) == (kind, coordinate, span)
+    assert why in plan.reason
+
+
+def test_without_an_ordering_time_time_windows_are_not_sliced():
+    analysed = cercore.compile("SELECT * FROM S WHERE A; B WITHIN 3 [ts]", SCHEMA).analysed
+    assert choose_plan(analysed, None).kind == SINGLE
+
+
+def test_skipping_bad_events_disables_position_slices():
+    analysed = cercore.compile("SELECT * FROM S, T WHERE A; B WITHIN 2 EVENTS",
+                               SCHEMA).analysed
+    assert choose_plan(analysed, "ts").kind == TCER
+    assert choose_plan(analysed, "ts", on_error="skip").kind == SINGLE
+
+
+def test_slice_size_is_the_smallest_that_holds_every_match():
+    plan = choose_plan(cercore.compile("SELECT * FROM S WHERE A; B WITHIN 9 SECONDS",
+                                       SCHEMA).analysed, "ts")
+    assert plan.span_limit == 10  # note §4 example 11: WITHIN ε is D_C = ε + 1
+    assert [plan.slice_size(a) for a in (1, 5, 10)] == [10, 14, 19]  # WS = WA + D_C − 1
+
+
+def test_explain_names_the_plan_the_reason_and_the_slices():
+    text = explain(SCHEMA, "SELECT * FROM S WHERE A; B WITHIN 9 SECONDS", slice_advance=5)
+    assert text.startswith("spark plan: T-CER")
+    assert "WA = 5, slice size WS = 14, ≤ 3 slices per event" in text
+    assert "window: 9" in text  # followed by the compiled query's own explanation
+    single = explain(SCHEMA, "SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS")
+    assert single.startswith("spark plan: single ordered pass")
+    assert "history-dependent: selection strategy LAST" in single
