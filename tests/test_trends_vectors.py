@@ -272,3 +272,15 @@ def test_explain_names_granularity_and_reason():
     text = compile_trend(f"RETURN COUNT(*) PATTERN {PAT} WHERE B.x < NEXT(A).y",
                          SCHEMA).explain()
     assert "granularity: mixed" in text and "T_e (event-grained): {B}" in text
+
+
+@pytest.mark.parametrize("where, compiled", [("", True), ("WHERE B.x < NEXT(A).y", True),
+                                             ("WHERE NEXT(A).y > B.x", True),
+                                             ("WHERE B.x + 1 < NEXT(A).y", False)])
+def test_cython_kernel_compiles_simple_adjacent_predicates(where, compiled):
+    fast = pytest.importorskip("cercore_fast.trends")
+    q = compile_trend(f"RETURN COUNT(*) PATTERN {PAT} {where}", SCHEMA)
+    assert isinstance(fast.make_aggregator(q.plan), fast._Kernel) == compiled
+    events = stream(RUNNING, b2={"x": 1}, b6={"x": 10}, a3={"y": 5}, a4={"y": 5},
+                    a7={"y": 5}, a1={"y": 5})
+    assert q.run(events, backend="cython") == q.run(events, backend="python")
