@@ -24,6 +24,7 @@ from pathlib import Path
 import cercore
 from cercore.errors import CercoreError
 from cercore.io import INPUT_FORMATS, OUTPUT_FORMATS, read_events, write_complex_events
+from cercore.trends.parse import is_trend_query
 
 EXIT_USAGE = 2
 PROG = "cercore"
@@ -148,7 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
 # ---- commands -----------------------------------------------------------------------------
 def cmd_run(args) -> int:
     schema = load_schema(args)
-    query = cercore.compile(text_or_file(args.query), schema)
+    text = text_or_file(args.query)
+    if is_trend_query(text):  # trend aggregation (COGRA): cercore/trends/cli.py
+        from cercore.trends.cli import run_command
+        return run_command(args, text, schema)
+    query = cercore.compile(text, schema)
     for w in query.warnings:
         print(f"{PROG}: warning: {w}", file=sys.stderr)
     if args.input == "-":
@@ -178,7 +183,11 @@ def cmd_run(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    query = cercore.compile(text_or_file(args.query), load_schema(args))
+    text, schema = text_or_file(args.query), load_schema(args)
+    if is_trend_query(text):  # trend aggregation (COGRA): cercore/trends/cli.py
+        from cercore.trends.cli import explain_command
+        return explain_command(args, text, schema)
+    query = cercore.compile(text, schema)
     print(query.explain())
     return 0
 
