@@ -1,8 +1,9 @@
 """Cython vs pure-Python backend throughput on the paper's sequence query S3 over the bundled
-stock trace, plus Cython scaling with the window size and the stream length, and peak tECS nodes
-on a long windowed stream.
+stock trace, split into what the engine costs end to end and what the evaluator alone costs,
+and under each selection strategy. (Window size, stream length and memory over a long stream:
+``cercore-bench scaling``.)
 
-    python bench/bench_backends.py [--repeat R] [--quick]
+    python bench/bench_backends.py [--repeat R]
 
 Two measurements per row:
 
@@ -23,7 +24,6 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
 
 import cercore  # noqa: E402
 from cercore.cli import stock_schema, stock_trace  # noqa: E402
@@ -42,18 +42,6 @@ STRATEGY_QUERIES = [
                    "FILTER T1[name = 'MSFT'] AND T2[name = 'MSFT' AND price > 26.0] "
                    "AND T3[name = 'MSFT' AND price > 26.5] WITHIN 1000 [stock_time]"),
 ]
-
-
-def repeat_trace(table: pa.Table, times: int) -> pa.Table:
-    """The trace ``times`` times, each copy's stock_time shifted past the previous copy."""
-    st = table.column("stock_time").to_numpy()
-    span = int(st.max() - st.min()) + 1
-    parts = []
-    for i in range(times):
-        idx = table.schema.get_field_index("stock_time")
-        parts.append(table.set_column(idx, "stock_time",
-                                      pa.array(st + i * span, type=table.schema.field(idx).type)))
-    return pa.concat_tables(parts)
 
 
 def engine_rate(query, table, backend: str, repeat: int) -> tuple[float, int]:
@@ -120,7 +108,6 @@ def fmt(x: float) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="smaller scaling runs")
     args = ap.parse_args(argv)
     if not CYTHON_AVAILABLE:
         print("the Cython backend is not built (python setup.py build_ext --inplace)")
@@ -152,22 +139,6 @@ def main(argv=None) -> int:
             print(f"{name + ' ' + strategy:<22}{fmt(py[0]):>14}{fmt(cy[0]):>14}"
                   f"{cy[0] / py[0]:>7.1f}x{py[1]:>10,}")
 
-    print("\nCython vs window size (S3, whole trace)")
-    print(f"{'window':<10}{'engine ev/s':>14}{'kernel ev/s':>14}{'outputs':>12}{'peak nodes':>12}")
-    for k in (1, 2, 4, 8, 16) if not args.quick else (1, 4, 16):
-        q = cercore.compile(S3.format(w=k * T), schema)
-        e = engine_rate(q, table, "cython", args.repeat)
-        kr = kernel_rate(q, table, "cython", args.repeat)
-        print(f"{k:>2}T{'':<7}{fmt(e[0]):>14}{fmt(kr[0]):>14}{kr[1]:>12,}{kr[2]:>12,}")
-
-    print("\nCython vs stream length (S3, trace repeated with shifted times)")
-    print(f"{'events':<12}{'engine ev/s':>14}{'kernel ev/s':>14}{'outputs':>12}{'peak nodes':>12}")
-    q = cercore.compile(S3.format(w=T), schema)
-    for k in (1, 4, 16) if not args.quick else (1, 4):
-        big = repeat_trace(table, k)
-        e = engine_rate(q, big, "cython", 1)
-        kr = kernel_rate(q, big, "cython", 1)
-        print(f"{big.num_rows:<12,}{fmt(e[0]):>14}{fmt(kr[0]):>14}{kr[1]:>12,}{kr[2]:>12,}")
     return 0
 
 

@@ -13,7 +13,7 @@ from cercore.bench import datasets, workloads
 
 EVENTS = 20_000
 CASES = [(ds, w.name) for ds in ("stock_trace", "smart_homes", "taxis")
-         for w in workloads.workloads(ds) if w.n <= 12 and w.window_factor <= 4]
+         for w in workloads.workloads(ds) if w.n <= 12]
 
 
 @pytest.fixture(scope="module")

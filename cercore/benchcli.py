@@ -1,5 +1,7 @@
-"""``cercore-bench core``: events/second of the engine on the bundled stock trace (the quick
-default experiment of ``cercore-bench``; the full suite is ``cercore.bench``).
+"""``cercore-bench``'s entry point (``cercore.benchcli:main``, which hands over to
+``cercore.bench.cli``) and its quick default experiment, ``cercore-bench core``: events/second
+of the engine on the bundled stock trace. The paper's experiments are ``cercore-bench suite``
+and ``cercore-bench scaling`` (``cercore.bench``).
 
 For each demo query it runs a warm-up pass, then times ``--repeat`` passes (best kept) with a
 fresh engine each and the garbage collector paused (as ``timeit`` does), split into

@@ -52,6 +52,9 @@ def _common_arguments(p: argparse.ArgumentParser, events: int) -> None:
     p.add_argument("--backend", default="all", choices=["auto", "python", "cython", "all"],
                    help="backends to run (default: all available, with ratios)")
     p.add_argument("--repeat", type=int, default=3, metavar="R", help="best of R (default 3)")
+    p.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                   help="time wall-clock (default, as the paper) or this process's CPU time "
+                        "(steadier when other programs share the machine)")
     p.add_argument("--no-methodology", action="store_true",
                    help="run the queries without the paper's CONSUME BY ANY / LIMIT 1000 "
                         "(outputs of long sequences can explode)")
@@ -110,22 +113,24 @@ def run_suite(args) -> int:
             tables[ds] = datasets.load(ds, args.events, args.seed)
         table = tables[ds]
         progress.step(f"{ds} {w.name}")
-        for m in runner.measure(w, table, backends, args.repeat, methodology):
+        for m in runner.measure(w, table, backends, args.repeat, methodology, clock=args.clock):
             rows.append(m.to_dict())
         if pycer:
-            row = _pycer_row(pycer, ds, w, table, args.repeat, methodology)
+            row = _pycer_row(pycer, ds, w, table, args.repeat, methodology, args.clock)
             if row is not None:
                 rows.append(row)
     progress.close()
     how = "the paper's CONSUME BY ANY, LIMIT 1000" if methodology else "bare queries"
-    print(f"cercore {cercore.__version__}; best of {args.repeat}, fresh engine per pass; {how}")
+    print(f"cercore {cercore.__version__}; best of {args.repeat} ({args.clock} clock), "
+          f"fresh engine per pass; {how}")
     print(format_rows(rows))
     if args.out:
         _write(rows, Path(args.out), "suite")
     return 0
 
 
-def _pycer_row(pycer: str, ds: str, w, table, repeat: int, methodology: bool) -> dict | None:
+def _pycer_row(pycer: str, ds: str, w, table, repeat: int, methodology: bool,
+               clock: str = "wall") -> dict | None:
     """pycer on the same events; its intervals are compared with cercore's before its time
     is reported (a disagreement is reported, and the row is marked)."""
     from cercore.bench import datasets, peers
@@ -133,7 +138,7 @@ def _pycer_row(pycer: str, ds: str, w, table, repeat: int, methodology: bool) ->
     text = w.text(methodology)
     try:
         res = peers.run_pycer(pycer, datasets.DECLARATIONS[datasets_base(ds)], text, table,
-                              repeat)
+                              repeat, clock)
     except (RuntimeError, subprocess.CalledProcessError) as exc:
         print(f"\ncercore-bench: pycer failed on {ds} {w.name}: {exc}", file=sys.stderr)
         return None
@@ -206,19 +211,22 @@ def run_scaling(args) -> int:
     for ds in names:
         table = datasets.load(ds, args.events, args.seed)
         progress.step(f"{ds}: backends on P_n, P'_n")
-        points += scaling.backend_ratios(ds, table, backends, args.repeat, methodology)
+        points += scaling.backend_ratios(ds, table, backends, args.repeat, methodology,
+                                         clock=args.clock)
         progress.step(f"{ds}: window T..16T")
-        points += scaling.window_sweep(ds, table, backends, args.repeat, methodology)
+        points += scaling.window_sweep(ds, table, backends, args.repeat, methodology,
+                                       clock=args.clock)
     progress.step("stream length")
-    points += scaling.length_sweep(lengths, [fastest], 1, args.seed, methodology)
+    points += scaling.length_sweep(lengths, [fastest], args.repeat, args.seed, methodology,
+                                   clock=args.clock)
     samples = []
     if args.memory_events:
         progress.step(f"memory over {args.memory_events:,} events")
         samples = scaling.memory_over_stream(args.memory_events, fastest, args.seed,
                                              methodology=methodology)
     progress.close()
-    print(f"cercore {cercore.__version__}; best of {args.repeat} (stream lengths: one pass), "
-          f"fresh engine per pass")
+    print(f"cercore {cercore.__version__}; best of {args.repeat} ({args.clock} clock), "
+          f"backends interleaved, fresh engine per pass")
     for experiment, label, title in (
             ("backends", "n", "Backends on the sequence workloads (P_n with output, P'_n "
                               "without)"),
@@ -228,8 +236,8 @@ def run_scaling(args) -> int:
         if chosen:
             print(f"\n{title}\n{scaling.format_points(chosen, label)}")
     if samples:
-        print(f"\nMemory over one long windowed stream (stocks P3, {fastest}), sampled every "
-              f"10,000 events\n{scaling.format_memory(samples)}")
+        print(f"\nMemory over one long windowed stream (generated stocks, P'3, {fastest}), "
+              f"sampled every 10,000 events\n{scaling.format_memory(samples)}")
     if args.out:
         rows = [p.to_dict() for p in points] + [
             {"experiment": "memory", "backend": fastest, "events": s.events,

@@ -31,7 +31,7 @@ def find_pycer(explicit: str | None = None) -> str | None:
 
 
 def run_pycer(python: str, declaration: str, query: str, table: pa.Table,
-              repeat: int = 3) -> dict:
+              repeat: int = 3, clock: str = "wall") -> dict:
     """pycer's result on ``table``: {"events", "complex_events", "seconds", "intervals"}
     (intervals: sorted [start, end] in the window's time domain)."""
     with tempfile.TemporaryDirectory() as d:
@@ -40,7 +40,8 @@ def run_pycer(python: str, declaration: str, query: str, table: pa.Table,
         q.write_text(query)
         pacsv.write_csv(table, events)
         done = subprocess.run([python, str(DRIVER), str(decl), str(q), str(events),
-                               "--repeat", str(repeat)], capture_output=True, text=True,
+                               "--repeat", str(repeat), "--clock", clock],
+                              capture_output=True, text=True,
                               check=True)
     # pycer's own logging note may share a line with the JSON: take it from '{"events"'
     start = done.stdout.find('{"events"')

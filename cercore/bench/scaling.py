@@ -6,7 +6,8 @@ run on the same events:
 * ``window``: throughput of P'_3 as its window grows T, 2T, 4T, 8T, 16T;
 * ``length``: throughput of P_3 and P'_3 on generated stock streams of growing length;
 * ``memory``: live tECS nodes and resident memory sampled every 10,000 events over one long
-  windowed stream — flat when the engine reclaims what the window expires.
+  windowed stream of P'_3 (never completes, so only the window frees memory) — flat when the
+  engine reclaims what the window expires.
 """
 
 from __future__ import annotations
@@ -39,49 +40,54 @@ class Point:
 
 
 def _time(experiment: str, w: workloads.Workload, table, backends: list[str], x: float,
-          repeat: int, methodology: bool) -> list[Point]:
+          repeat: int, methodology: bool, clock: str) -> list[Point]:
     query = cercore.compile(w.text(methodology), datasets.schema(w.dataset))
     count = runner.check_equal(query, table, backends)
-    points = []
     for b in backends:
         runner.consume(query, table.slice(0, 1000), b)  # warm-up
-        seconds = runner.best_of(lambda b=b: runner.consume(query, table, b), repeat)
-        points.append(Point(experiment, w.dataset, w.name, b, x, table.num_rows, count,
-                            seconds))
-    return points
+    best = runner.best_of_each({b: lambda b=b: runner.consume(query, table, b)
+                                for b in backends}, repeat, clock)
+    return [Point(experiment, w.dataset, w.name, b, x, table.num_rows, count, best[b])
+            for b in backends]
 
 
 def backend_ratios(dataset: str, table, backends: list[str], repeat: int = 3,
-                   methodology: bool = True, sizes=workloads.SIZES) -> list[Point]:
+                   methodology: bool = True, sizes=workloads.SIZES,
+                   clock: str = "wall") -> list[Point]:
     """P_n and P'_n on every backend (n in ``sizes``)."""
     chosen = [w for w in workloads.select(dataset, families=["sequence", "no-output"])
               if w.n in sizes]
     return [p for w in chosen
-            for p in _time("backends", w, table, backends, w.n, repeat, methodology)]
+            for p in _time("backends", w, table, backends, w.n, repeat, methodology, clock)]
 
 
 def window_sweep(dataset: str, table, backends: list[str], repeat: int = 3,
-                 methodology: bool = True, factors=(1, 2, 4, 8, 16)) -> list[Point]:
+                 methodology: bool = True, factors=(1, 2, 4, 8, 16),
+                 clock: str = "wall") -> list[Point]:
     """P'_3 with the window k·T, k in ``factors``."""
     chosen = [w for w in workloads.select(dataset, families=["window"])
               if w.window_factor in factors]
     return [p for w in chosen
-            for p in _time("window", w, table, backends, w.window_factor, repeat, methodology)]
+            for p in _time("window", w, table, backends, w.window_factor, repeat, methodology,
+                           clock)]
 
 
 def length_sweep(lengths: list[int], backends: list[str], repeat: int = 1, seed: int = 0,
-                 methodology: bool = True, names=("P3", "P'3")) -> list[Point]:
+                 methodology: bool = True, names=("P3", "P'3"),
+                 clock: str = "wall") -> list[Point]:
     """P_3 and P'_3 on generated stock streams of each length (one stream, prefixes of it)."""
     full = datasets.stocks(max(lengths), seed)
     chosen = workloads.select("stocks", list(names))
     return [p for n in sorted(lengths) for w in chosen
-            for p in _time("length", w, full.slice(0, n), backends, n, repeat, methodology)]
+            for p in _time("length", w, full.slice(0, n), backends, n, repeat, methodology,
+                           clock)]
 
 
 def memory_over_stream(events: int, backend: str, seed: int = 0, every: int = 10_000,
-                       name: str = "P3", methodology: bool = True
+                       name: str = "P'3", methodology: bool = True
                        ) -> list[runner.MemorySample]:
-    """Memory samples of one long windowed stock stream (P_3 by default: output included)."""
+    """Memory samples of one long windowed stock stream. P'_3 by default: it never completes,
+    so nothing is ever consumed and only the window can free memory."""
     (w,) = workloads.select("stocks", [name])
     query = cercore.compile(w.text(methodology), datasets.schema("stocks"))
     return runner.memory_profile(query, datasets.stocks(events, seed), backend, every)
