@@ -29,12 +29,12 @@ Match = tuple[NetEvent, ...]
 
 
 def schema_for(query: NetQuery, events: Iterable[NetEvent], stream: str = "S") -> cercore.Schema:
-    """A declaration for the query's types with the attributes the events carry (the time
-    attribute is ``int``)."""
-    kinds: dict[str, dict[str, str]] = {t: {} for t in query.types}
+    """A declaration for the query's types: each declares every attribute the events carry or
+    the predicates and filters name (kind from the values; ``double`` when no event has it),
+    plus the ``int`` time attribute."""
     names: dict[str, str] = {}
     for e in events:
-        if e.type not in kinds:
+        if e.type not in query.types:
             continue
         for a, v in e.attrs.items():
             if a == query.time_attribute or v is None:
@@ -42,22 +42,42 @@ def schema_for(query: NetQuery, events: Iterable[NetEvent], stream: str = "S") -
             k = _kind(v, a)
             seen = names.get(a)
             if seen is not None and seen != k:
-                if {seen, k} == {"int", "double"}:
-                    k = "double"
-                else:
+                if {seen, k} != {"int", "double"}:
                     raise NetworkError(f"attribute {a!r} is {seen} in one event and {k} in "
                                        "another")
+                k = "double"
             names[a] = k
-            kinds[e.type][a] = k
-    for t in kinds:  # one type per attribute name across event types (cercore.Schema rule)
-        kinds[t] = {a: names[a] for a in kinds[t]}
-    decls = []
-    for t in query.types:
-        attrs = [f"{format_name(query.time_attribute)}:int"] + [
-            f"{format_name(a)}:{k}" for a, k in sorted(kinds[t].items())]
-        decls.append(f"EVENT {format_name(t)} {{ {', '.join(attrs)} }}")
+    wanted = {a for p in query.predicates for a in (p.left_attr, p.right_attr)}
+    wanted |= {a for _, f in query.filters for a in _filter_attributes(f)}
+    for a in sorted(wanted - {query.time_attribute}):
+        names.setdefault(a, "double")
+    attrs = [f"{format_name(query.time_attribute)}:int"] + [
+        f"{format_name(a)}:{k}" for a, k in sorted(names.items())]
+    decls = [f"EVENT {format_name(t)} {{ {', '.join(attrs)} }}" for t in query.types]
     return cercore.Schema.parse(f"CREATE STREAM {stream} {{ " + ", ".join(decls) + " }",
                                 time_attribute=query.time_attribute)
+
+
+def _filter_attributes(pred_text: str) -> set[str]:
+    """The attribute names a CEQL predicate text mentions (parsed by the CEQL parser)."""
+    from cercore.ceql import ast
+    from cercore.ceql.parser import parse_query
+
+    q = parse_query(f"SELECT * FROM S WHERE X FILTER X[{pred_text}]")
+    out: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, ast.AttrRef):
+            out.add(node.name)
+        elif isinstance(node, tuple):
+            for x in node:
+                walk(x)
+        elif hasattr(node, "__dataclass_fields__"):
+            for f in node.__dataclass_fields__:
+                walk(getattr(node, f))
+
+    walk(q.formula)
+    return out
 
 
 def _kind(v: Any, attr: str) -> str:
