@@ -143,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--events", type=int, default=None, metavar="N",
                       help="use only the first N events of the trace")
     demo.set_defaults(func=cmd_demo)
+    from cercore.network.cli import add_subcommands as add_network_subcommands
+    add_network_subcommands(sub)  # cercore plan / cercore simulate (PrePP)
     return parser
 
 
