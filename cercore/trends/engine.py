@@ -174,12 +174,10 @@ class TrendEngine:
                         continue
                     self.position = pos
                     raise err
-            vs = tuple(v.id for v in self._vars_of[tid] if plan.local_tests[v.id](attrs))
-            if not vs and self._vars_of[tid]:
-                continue  # filtered out by local predicates: not part of the stream I
-            pkey = tuple(attrs.get(a) for a in plan.partition_attrs)
-            if None in pkey:
-                continue  # no partition
+            node = self.match(tid, attrs)
+            if node is None:
+                continue
+            vs, pkey = node
             for fvars, attr, what in self._needs_value:
                 if attrs.get(attr) is None and any(v in fvars for v in vs):
                     err = EventError(f"{ev.type} event has no {attr!r} value, which "
@@ -203,6 +201,21 @@ class TrendEngine:
         self.position = batch.first_position + batch.n
         if batch.error is not None:
             raise batch.error
+
+    def match(self, tid: int, attrs: dict) -> tuple[tuple, tuple] | None:
+        """(variables the event matches, its partition key), or None when the event is not
+        in the stream ``I`` of any partition: its type is not read, local predicates filter
+        it out, or it lacks a partition attribute."""
+        if not self._read[tid]:
+            return None
+        plan = self.plan
+        vs = tuple(v.id for v in self._vars_of[tid] if plan.local_tests[v.id](attrs))
+        if not vs and self._vars_of[tid]:
+            return None  # filtered out by local predicates: not part of the stream I
+        pkey = tuple(attrs.get(a) for a in plan.partition_attrs)
+        if None in pkey:
+            return None  # no partition
+        return vs, pkey
 
     # ---- windows ---------------------------------------------------------------------------
     def _first_window(self, t: int) -> int:
