@@ -24,37 +24,33 @@ def with_positions(prep: Prepared):
     from pyspark.sql import functions as F
 
     df = prep.df
-    if prep.time is not None:
-        bad = df.filter(F.col(TIME).isNull())
-        if prep.job.on_error == "raise":
-            row = bad.select(prep.job.event_columns[0]).limit(1).collect()
-            if row:
-                raise EventError(f"time column {prep.time!r} is null in some rows; cercore "
-                                 "orders events by it (on_error='skip' drops them)",
-                                 field=prep.time)
-        else:
-            n_bad = bad.count()
-            if n_bad:
-                warnings.warn(f"cercore.spark: skipped {n_bad} event(s) with a null "
-                              f"{prep.time!r}", stacklevel=3)
-            df = df.filter(F.col(TIME).isNotNull())
-        order = [TIME, SEQ]
-    else:
-        order = [SEQ]
+    timed = prep.time is not None
     # the sorted, numbered rows are pinned so the count job and the plan see the same order
+    order = [TIME, SEQ] if timed else [SEQ]
     ranked = df.orderBy(*order).withColumn("__cer_mid", F.monotonically_increasing_id())
     ranked = ranked.localCheckpoint(eager=True)
     part = F.shiftright(F.col("__cer_mid"), _LOW_BITS)
     aggs = [F.count(F.lit(1)).alias("n")]
-    if prep.time is not None:
-        aggs += [F.min(TIME).alias("lo"), F.max(TIME).alias("hi")]
+    if timed:
+        aggs += [F.min(TIME).alias("lo"), F.max(TIME).alias("hi"),
+                 F.count(F.when(F.col(TIME).isNull(), 1)).alias("nulls")]
     stats = ranked.groupBy(part.alias("p")).agg(*aggs).collect()
-    offsets, total = {}, 0
+    nulls = sum(r["nulls"] for r in stats) if timed else 0
+    if nulls:
+        if prep.job.on_error == "raise":
+            raise EventError(f"time column {prep.time!r} is null in {nulls} row(s); cercore "
+                             "orders events by it (on_error='skip' drops them)",
+                             field=prep.time)
+        warnings.warn(f"cercore.spark: skipped {nulls} event(s) with a null {prep.time!r}",
+                      stacklevel=3)
+        ranked = ranked.filter(F.col(TIME).isNotNull())
+    offsets, total = {}, -nulls  # null times sort first: positions start after them
     for r in sorted(stats, key=lambda r: r["p"]):
         offsets[r["p"]] = total
         total += r["n"]
-    lo = min((r["lo"] for r in stats), default=None) if prep.time is not None else None
-    hi = max((r["hi"] for r in stats), default=None) if prep.time is not None else None
+    lows = [r["lo"] for r in stats if timed and r["lo"] is not None]
+    highs = [r["hi"] for r in stats if timed and r["hi"] is not None]
+    lo, hi = (min(lows), max(highs)) if lows else (None, None)
     mapping = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv]) if offsets \
         else F.create_map(F.lit(0), F.lit(0))
     pos = (F.element_at(mapping, part) + (F.col("__cer_mid").bitwiseAND((1 << _LOW_BITS) - 1)))

@@ -52,7 +52,7 @@ def check(spark, schema, q, events, expected_plan=None, **kw):
     return got
 
 
-@settings(max_examples=12, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(data=st.data())
 def test_partitioned_queries_keyed(spark, data):
     schema = data.draw(st.sampled_from([SCHEMAS["seconds"], SCHEMAS["untimed"]]))
@@ -62,7 +62,7 @@ def test_partitioned_queries_keyed(spark, data):
     check(spark, schema, q, data.draw(streams(schema, max_len=12, favour=named_types(q))), "keyed")
 
 
-@settings(max_examples=12, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(data=st.data())
 def test_unpartitioned_within_tcer(spark, data):
     schema = SCHEMAS["seconds"]
@@ -72,10 +72,14 @@ def test_unpartitioned_within_tcer(spark, data):
                             else None)
     events = data.draw(streams(schema, max_len=12, favour=named_types(q)))
     advance = data.draw(st.sampled_from([None, 1, 2]))
-    check(spark, schema, q, events, "T-CER", slice_advance=advance)
+    # WITHIN n EVENTS slices by position only when every event is read (no FROM S alone)
+    by_position_impossible = type(q.within).__name__ == "EventsWindow" and q.streams in (
+        ("S",), ("T",))
+    check(spark, schema, q, events, "single" if by_position_impossible else "T-CER",
+          slice_advance=advance)
 
 
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=8, **SETTINGS)
 @given(data=st.data())
 def test_history_dependent_queries(spark, data):
     """Strategies NEXT/LAST/MAX, CONSUME BY and LIMIT: keyed where exact, else single pass."""
