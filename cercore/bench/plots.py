@@ -118,7 +118,7 @@ def _figure7(rows: list[dict], path: Path) -> Path:
             ax.set_xticks(ns, [str(n) for n in ns])
         top.set_title(ds)
         top.set_ylabel("events / second")
-        bottom.set_ylabel("peak live tECS nodes")
+        bottom.set_ylabel("peak tECS arena nodes")
         for ax in (top, bottom):
             ax.set_yscale("log")
             ax.set_xlabel("sequence length n")
@@ -191,9 +191,9 @@ def scaling_figures(rows: list[dict], out_dir: str | Path) -> list[Path]:
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(5.5, 3.4))
         xs = [r["events"] for r in mem]
-        ax.plot(xs, [r["tecs_nodes"] for r in mem], color="tab:red", label="live tECS nodes")
+        ax.plot(xs, [r["tecs_nodes"] for r in mem], color="tab:red", label="tECS arena nodes")
         ax.set_xlabel("events processed")
-        ax.set_ylabel("live tECS nodes")
+        ax.set_ylabel("tECS arena nodes")
         ax.set_ylim(bottom=0)
         if all(r["rss_bytes"] is not None for r in mem):
             ax2 = ax.twinx()

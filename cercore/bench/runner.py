@@ -11,7 +11,7 @@ Reusable helpers (the plug-in experiments use them too):
 * ``peak_python_bytes(fn)``: the tracemalloc peak of one call of ``fn()`` (Python and numpy
   allocations; not memory that C code mallocs itself, such as the Cython tECS arena);
 * ``rss_bytes()``: the process's resident memory now;
-* ``memory_profile(query, table, backend, every)``: live tECS nodes and RSS sampled every
+* ``memory_profile(query, table, backend, every)``: tECS arena nodes and RSS sampled every
   ``every`` events of a run;
 * ``Progress(total)``: a one-line progress bar on stderr.
 """
@@ -90,7 +90,7 @@ def rss_bytes() -> int | None:
 @dataclass
 class MemorySample:
     events: int  # events processed so far
-    tecs_nodes: int  # live tECS nodes (the engine's own count, both backends)
+    tecs_nodes: int  # tECS arena size: live nodes plus those not yet reclaimed (engine.stats)
     rss_bytes: int | None  # process resident memory
 
 
@@ -127,7 +127,7 @@ class Measurement:
     bulk_seconds: float  # engine.process_arrays (no Python object per complex event)
     update_seconds: float  # the same query with LIMIT 0: evaluation only, nothing enumerated
     peak_python_bytes: int  # tracemalloc peak of one process_arrays pass
-    peak_tecs_nodes: int  # live tECS nodes, the most seen in samples every 10,000 events
+    peak_tecs_nodes: int  # tECS arena nodes, the most seen in samples every 10,000 events
     mean_tecs_nodes: float  # their mean (the paper reports the mean of such samples)
 
     @property

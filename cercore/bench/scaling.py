@@ -5,7 +5,7 @@ run on the same events:
   P'_n without), as ratios;
 * ``window``: throughput of P'_3 as its window grows T, 2T, 4T, 8T, 16T;
 * ``length``: throughput of P_3 and P'_3 on generated stock streams of growing length;
-* ``memory``: live tECS nodes and resident memory sampled every 10,000 events over one long
+* ``memory``: tECS arena nodes and resident memory sampled every 10,000 events over one long
   windowed stream of P'_3 (never completes, so only the window frees memory) — flat when the
   engine reclaims what the window expires.
 """
