@@ -163,3 +163,24 @@ def test_pycer_peer_when_installed():
         assert res["events"] == 3_000
         assert [tuple(i) for i in res["intervals"]] == sorted(
             zip(m.start_time.tolist(), m.end_time.tolist())), name
+
+
+def test_pycer_attribute_window_is_exclusive_when_installed():
+    """Pins a known difference (README, Performance): pycer drops a complex event whose span
+    equals an attribute window exactly; cercore keeps it (CORE §2: end - start <= bound), as
+    it does for time windows, where pycer agrees."""
+    python = peers.find_pycer()
+    if python is None:
+        pytest.skip("no Python 3.13 with pycer here")
+    import pyarrow as pa
+
+    events = pa.table({"event_type": ["LOAD", "LOAD"], "id": [1, 2],
+                       "plug_timestamp": [100, 110], "value": [80.0, 90.0], "plug_id": [3, 4],
+                       "household_id": [0, 2]})
+    sch = datasets.schema("smart_homes")
+    for window, pycer_count in (("10 [plug_timestamp]", 0), ("10 SECONDS", 1),
+                                ("11 [plug_timestamp]", 1)):
+        q = f"SELECT * FROM S WHERE (LOAD as a; LOAD as b) WITHIN {window}"
+        res = peers.run_pycer(python, datasets.DECLARATIONS["smart_homes"], q, events, 1)
+        assert res["complex_events"] == pycer_count, window
+        assert len(cercore.compile(q, sch).engine().process_arrays(events)) == 1, window
