@@ -196,7 +196,9 @@ def test_workloads_equal_the_oracle(dataset):
                 for w in chosen]
     matched: set[str] = set()
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    # derandomized: the same cases every run, so the coverage bound below cannot flake
+    @settings(max_examples=60, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
     @given(st.integers(0, 2**32 - 1))
     def check(seed):
         events = ORACLE_CASES[dataset](random.Random(seed))
