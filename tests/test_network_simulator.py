@@ -93,7 +93,7 @@ def scenarios(draw):
     return query, network, traces, plan, timing
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(scenarios())
 def test_sink_matches_equal_centralised_and_brute_force(scenario):
     query, network, traces, plan, timing = scenario
