@@ -104,8 +104,8 @@ def test_smart_homes_calibration():
     ts = _col(t, "plug_timestamp")
     assert np.all(np.diff(ts) >= 0)
     # one reading per plug per second, but for the rare duplicates
-    per_plug_second = np.unique(ts * 1000 + _col(t, "plug_id"), return_counts=True)[1]
-    assert np.mean(per_plug_second > 1) < 0.01
+    readings_per_plug_and_ts = np.unique(ts * 1000 + _col(t, "plug_id"), return_counts=True)[1]
+    assert np.mean(readings_per_plug_and_ts > 1) < 0.01
     assert 80 <= np.median(np.unique(ts, return_counts=True)[1]) <= 85
     assert set(np.unique(_col(t, "household_id"))) == set(range(17))
     assert np.all(_col(t, "household_id") == _col(t, "plug_id") // 5)
