@@ -1,20 +1,31 @@
 # cython: language_level=3
-"""Compiled twin of ``cercore.trends.reference``: the same aggregators (skip-till-any-match
-type-grained and mixed, exact skip-till-next-match, contiguous) over one window of one
+"""Compiled twin of ``cercore.trends.reference``: the same online aggregators (skip-till-any-
+match type-grained and mixed, exact skip-till-next-match, contiguous), one per window of one
 partition, with the same outputs.
 
-Counts and integer sums are int64 with checked arithmetic (``__builtin_*_overflow``): on
-overflow the window is recomputed by the Python reference with exact Python ints -- never a
-silent wrap. Double sums use the same operation order as the reference, so they are equal to
-the bit. Shapes the kernel does not compile (predicates on adjacent events other than
-``P.a op NEXT(S).b`` over numbers, and the paper's compatibility mode for
-skip-till-next-match) run the Python reference.
+``Kernel(plan)`` has the interface of ``reference.Aggregators``: ``prepare(group)`` turns one
+timestamp group of a partition into C arrays once, ``new()`` starts a window aggregator,
+whose ``update(prepared)`` / ``result()`` / ``stored_events()`` mirror the reference's.
+
+Storage is C arrays owned by each window aggregator: ``nvars + 3`` vector rows (one per
+variable, then the predecessor accumulator, the final vector and a backup row block) and a
+node arena, doubling on growth, for the event-grained nodes (stored T_e events under ANY,
+waiting T_e events under NEXT, the previous timestamp's nodes under contiguous).
+
+Counts and integer sums are int64 with checked arithmetic (``__builtin_*_overflow``). On
+overflow -- or for a group whose values do not fit the kernel's types -- the window restores
+its state from before the group and *promotes* itself to the Python reference aggregator
+(exact Python ints), which then takes every later update: never a silent wrap, never a
+replay. Double sums use the reference's operation order, so they are equal to the bit.
+Shapes the kernel does not compile (predicates on adjacent events other than
+``P.a op NEXT(S).b`` over numbers, more than 62 variables, and the paper's compatibility mode
+for skip-till-next-match) run the Python reference.
 """
 
 cimport cython
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
-
-import numpy as np
+from libc.string cimport memcpy, memset
 
 from cercore.schema import AttrType
 from cercore.trends import ast as tast
@@ -33,25 +44,28 @@ cdef extern from *:
     bint trends_mul_ovf(long long a, long long b, long long *r) nogil
 
 # field kinds (slot 0 of a vector is the trend count, kind K_CNT)
-DEF K_CNT = 0
-DEF K_SUM_I = 1
-DEF K_SUM_D = 2
-DEF K_MIN_I = 3
-DEF K_MIN_D = 4
-DEF K_MAX_I = 5
-DEF K_MAX_D = 6
+cdef enum:
+    K_CNT = 0
+    K_SUM_I = 1
+    K_SUM_D = 2
+    K_MIN_I = 3
+    K_MIN_D = 4
+    K_MAX_I = 5
+    K_MAX_D = 6
 
-DEF A_ANY = 0
-DEF A_NEXT = 1
-DEF A_CONT = 2
+cdef enum:
+    A_ANY = 0
+    A_NEXT = 1
+    A_CONT = 2
+
+cdef enum:
+    MAX_VARS = 62
 
 _OPS = {"<": 0, "<=": 1, ">": 2, ">=": 3, "==": 4, "!=": 5}
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _MAX_EXACT = 2 ** 53
-
-
-class _Fallback(Exception):
-    """The kernel cannot compute this window exactly (int64 overflow): use the reference."""
+_INT64_MIN = -2 ** 63
+_INT64_MAX = 2 ** 63 - 1
 
 
 def _clause(plan, adj):
@@ -72,14 +86,14 @@ def _clause(plan, adj):
     return (adj.pred_var, adj.succ_var, _OPS[op], left.attr, right.attr)
 
 
-def make_aggregator(plan):
-    """The function (events of one window and partition) -> aggregate vector, compiled when
-    the plan allows it, else the Python reference."""
+def make_aggregators(plan):
+    """The compiled ``Kernel`` of the plan when it compiles, else the reference's
+    ``Aggregators``."""
     clauses = [_clause(plan, a) for a in plan.adjacent]
-    if (any(c is None for c in clauses) or len(plan.vars) > 62
+    if (any(c is None for c in clauses) or len(plan.vars) > MAX_VARS
             or (plan.semantics == "next" and plan.next_algorithm == "paper")):
-        return lambda events: reference.aggregate(plan, events)
-    return _Kernel(plan, clauses)
+        return reference.Aggregators(plan)
+    return Kernel(plan, clauses)
 
 
 cdef inline bint _cmp(int op, double a, double b) noexcept nogil:
@@ -96,385 +110,686 @@ cdef inline bint _cmp(int op, double a, double b) noexcept nogil:
     return a != b
 
 
-@cython.final
-cdef class _Kernel:
-    cdef object plan
-    cdef int algo, nvars, nslots, start, end, nclauses
-    cdef object kinds_py, field_masks_py, attrs_py, pred_lists_py, clauses_py
-    cdef object te_mask_py
-
-    def __init__(self, plan, clauses):
-        self.plan = plan
-        self.algo = {"any": A_ANY, "next": A_NEXT, "contiguous": A_CONT}[plan.semantics]
-        self.nvars = len(plan.vars)
-        self.start = plan.start
-        self.end = plan.end
-        types = plan.schema.attribute_types()
-        kinds = [K_CNT]
-        masks = [0]
-        attrs = [None]
-        for f in plan.fields:
-            is_int = f.attr is not None and types[f.attr] == AttrType.INT
-            if f.kind == "cnt":
-                kinds.append(K_CNT)
-            elif f.kind == "sum":
-                kinds.append(K_SUM_I if is_int else K_SUM_D)
-            elif f.kind == "min":
-                kinds.append(K_MIN_I if is_int else K_MIN_D)
-            else:
-                kinds.append(K_MAX_I if is_int else K_MAX_D)
-            m = 0
-            for v in f.vars:
-                m |= 1 << v
-            masks.append(m)
-            attrs.append(f.attr)
-        self.nslots = len(kinds)
-        self.kinds_py = np.array(kinds, dtype=np.int32)
-        self.field_masks_py = np.array(masks, dtype=np.uint64)
-        self.attrs_py = attrs
-        # predecessors in the reference's iteration order (same order => same double sums)
-        self.pred_lists_py = [list(plan.preds[v]) for v in range(self.nvars)]
-        te = 0
-        for v in plan.event_grained:
-            te |= 1 << v
-        self.te_mask_py = te
-        self.clauses_py = clauses
-        self.nclauses = len(clauses)
-
-    def __call__(self, events):
-        try:
-            return self._run(events)
-        except (_Fallback, OverflowError):
-            return reference.aggregate(self.plan, events)
-
-    def _run(self, events):
-        cdef Py_ssize_t n_ev = len(events), m = 0, i, j, k, s
-        cdef int nslots = self.nslots, nvars = self.nvars, nclauses = self.nclauses
-        # ---- lay the nodes (event, variable) out as arrays ---------------------------------
-        for ev in events:
-            m += len(ev[1])
-        ev_time = np.empty(n_ev, dtype=np.int64)
-        node_ev = np.empty(m, dtype=np.int64)
-        node_var = np.empty(m, dtype=np.int32)
-        ival = np.zeros((m, nslots), dtype=np.int64)
-        dval = np.zeros((m, nslots), dtype=np.float64)
-        pval = np.zeros((m, max(nclauses, 1)), dtype=np.float64)
-        sval = np.zeros((m, max(nclauses, 1)), dtype=np.float64)
-        pok = np.zeros((m, max(nclauses, 1)), dtype=np.uint8)
-        sok = np.zeros((m, max(nclauses, 1)), dtype=np.uint8)
-        cdef int64_t[:] tv = ev_time
-        cdef int64_t[:] nev = node_ev
-        cdef int[:] nvar = node_var
-        cdef int64_t[:, :] iv = ival
-        cdef double[:, :] dv = dval
-        cdef int[:] kinds = self.kinds_py
-        cdef uint64_t[:] fmask = self.field_masks_py
-        attrs_of = self.attrs_py
-        clauses = self.clauses_py
-        j = 0
-        for i in range(n_ev):
-            t, vs, attrs = events[i]
-            tv[i] = t
-            for v in vs:
-                nev[j] = i
-                nvar[j] = v
-                for s in range(1, nslots):
-                    if kinds[s] != K_CNT and (fmask[s] >> v) & 1:
-                        x = attrs[attrs_of[s]]
-                        if kinds[s] in (K_SUM_D, K_MIN_D, K_MAX_D):
-                            dv[j, s] = x
-                        else:
-                            iv[j, s] = x  # OverflowError beyond int64 -> reference
-                for k in range(nclauses):
-                    pu, sv, op, pa, sa = clauses[k]
-                    if v == pu:
-                        x = attrs.get(pa)
-                        if x is not None:
-                            if type(x) is int and abs(x) > _MAX_EXACT:
-                                raise _Fallback()
-                            pval[j, k] = x
-                            pok[j, k] = 1
-                    if v == sv:
-                        x = attrs.get(sa)
-                        if x is not None:
-                            if type(x) is int and abs(x) > _MAX_EXACT:
-                                raise _Fallback()
-                            sval[j, k] = x
-                            sok[j, k] = 1
-                j += 1
-        cl_p = np.array([c[0] for c in clauses] or [0], dtype=np.int32)
-        cl_s = np.array([c[1] for c in clauses] or [0], dtype=np.int32)
-        cl_op = np.array([c[2] for c in clauses] or [0], dtype=np.int32)
-        plist = np.full((max(nvars, 1), max(nvars, 1)), -1, dtype=np.int32)
-        for v in range(nvars):
-            for k, u in enumerate(self.pred_lists_py[v]):
-                plist[v, k] = u
-        out_i = np.zeros(nslots, dtype=np.int64)
-        out_d = np.zeros(nslots, dtype=np.float64)
-        out_h = np.zeros(nslots, dtype=np.uint8)
-        rows = m + nvars + 3
-        work_i = np.zeros((rows, nslots), dtype=np.int64)
-        work_d = np.zeros((rows, nslots), dtype=np.float64)
-        work_h = np.zeros((rows, nslots), dtype=np.uint8)
-        flags = np.zeros((3, max(m, 1)), dtype=np.uint8)
-        vtaken = np.zeros(max(nvars, 1), dtype=np.uint8)
-        cdef int rc
-        rc = _aggregate(self.algo, self.start, self.end, nvars, nslots, <uint64_t>self.te_mask_py,
-                        n_ev, m, tv, nev, nvar, iv, dv, pval, sval, pok, sok, nclauses, cl_p,
-                        cl_s, cl_op, plist, kinds, fmask, out_i, out_d, out_h, work_i, work_d,
-                        work_h, flags, vtaken)
-        if rc != 0:
-            raise _Fallback()
-        result = [int(out_i[0])]
-        for s in range(1, nslots):
-            kd = kinds[s]
-            if kd == K_CNT or kd == K_SUM_I:
-                result.append(int(out_i[s]))
-            elif kd == K_SUM_D:
-                result.append(float(out_d[s]))
-            elif not out_h[s]:
-                result.append(None)
-            elif kd == K_MIN_I or kd == K_MAX_I:
-                result.append(int(out_i[s]))
-            else:
-                result.append(float(out_d[s]))
-        return result
+# ---- vectors: a vector is nslots consecutive entries of (int64, double, has) arrays ---------
+cdef inline void _zero(long long *ai, double *ad, unsigned char *ah, int n) noexcept nogil:
+    memset(ai, 0, n * sizeof(long long))
+    memset(ad, 0, n * sizeof(double))
+    memset(ah, 0, n)
 
 
-# ---- vectors: slot s of vector r lives at vi[r, s] / vd[r, s] / vh[r, s] --------------------
-cdef inline void _zero(int64_t[:, :] vi, double[:, :] vd, unsigned char[:, :] vh, Py_ssize_t r,
-                       int nslots) noexcept nogil:
-    cdef int s
-    for s in range(nslots):
-        vi[r, s] = 0
-        vd[r, s] = 0.0
-        vh[r, s] = 0
+cdef inline void _copy(long long *ai, double *ad, unsigned char *ah, const long long *bi,
+                       const double *bd, const unsigned char *bh, int n) noexcept nogil:
+    memcpy(ai, bi, n * sizeof(long long))
+    memcpy(ad, bd, n * sizeof(double))
+    memcpy(ah, bh, n)
 
 
-cdef inline int _add(int64_t[:, :] ai, double[:, :] ad, unsigned char[:, :] ah, Py_ssize_t a,
-                     int64_t[:, :] bi, double[:, :] bd, unsigned char[:, :] bh, Py_ssize_t b,
-                     int[:] kinds, int nslots) noexcept nogil:
+cdef inline int _add(long long *ai, double *ad, unsigned char *ah, const long long *bi,
+                     const double *bd, const unsigned char *bh, const int *kinds,
+                     int nslots) noexcept nogil:
     """vector a ⊕= vector b; 1 on int64 overflow."""
     cdef int s, kd
     cdef long long r
     for s in range(nslots):
         kd = kinds[s]
         if kd == K_CNT or kd == K_SUM_I:
-            if trends_add_ovf(ai[a, s], bi[b, s], &r):
+            if trends_add_ovf(ai[s], bi[s], &r):
                 return 1
-            ai[a, s] = r
+            ai[s] = r
         elif kd == K_SUM_D:
-            ad[a, s] = ad[a, s] + bd[b, s]
-        elif bh[b, s]:
+            ad[s] = ad[s] + bd[s]
+        elif bh[s]:
             if kd == K_MIN_I:
-                if not ah[a, s] or bi[b, s] < ai[a, s]:
-                    ai[a, s] = bi[b, s]
+                if not ah[s] or bi[s] < ai[s]:
+                    ai[s] = bi[s]
             elif kd == K_MAX_I:
-                if not ah[a, s] or bi[b, s] > ai[a, s]:
-                    ai[a, s] = bi[b, s]
+                if not ah[s] or bi[s] > ai[s]:
+                    ai[s] = bi[s]
             elif kd == K_MIN_D:
-                if not ah[a, s] or bd[b, s] < ad[a, s]:
-                    ad[a, s] = bd[b, s]
+                if not ah[s] or bd[s] < ad[s]:
+                    ad[s] = bd[s]
             else:
-                if not ah[a, s] or bd[b, s] > ad[a, s]:
-                    ad[a, s] = bd[b, s]
-            ah[a, s] = 1
+                if not ah[s] or bd[s] > ad[s]:
+                    ad[s] = bd[s]
+            ah[s] = 1
     return 0
 
 
-cdef inline int _extend(int64_t[:, :] oi, double[:, :] od, unsigned char[:, :] oh,
-                        Py_ssize_t o, int64_t[:, :] pi, double[:, :] pd,
-                        unsigned char[:, :] ph, Py_ssize_t p, int var, bint is_start,
-                        int64_t[:, :] xi, double[:, :] xd, Py_ssize_t node,
-                        int[:] kinds, uint64_t[:] fmask, int nslots) noexcept nogil:
-    """vector o = the node's vector from the predecessors' vector p (reference.extend);
-    returns 0 (count 0: no vector), 1 (written) or -1 (overflow)."""
+cdef inline int _extend(long long *oi, double *od, unsigned char *oh, const long long *pi,
+                        const double *pd, const unsigned char *ph, int var, bint is_start,
+                        const long long *xi, const double *xd, const int *kinds,
+                        const uint64_t *fmask, int nslots) noexcept nogil:
+    """o = the node's vector from its predecessors' vector p and its values x
+    (``reference.Vectors.extend``); 0 (count 0: no vector), 1 (written) or -1 (overflow)."""
     cdef long long c, r, t
     cdef int s, kd
-    if trends_add_ovf(<long long>is_start, pi[p, 0], &c):
+    if trends_add_ovf(<long long>is_start, pi[0], &c):
         return -1
     if c == 0:
         return 0
-    oi[o, 0] = c
-    od[o, 0] = 0.0
-    oh[o, 0] = 0
+    oi[0] = c
+    od[0] = 0.0
+    oh[0] = 0
     for s in range(1, nslots):
         kd = kinds[s]
-        oi[o, s] = pi[p, s]
-        od[o, s] = pd[p, s]
-        oh[o, s] = ph[p, s]
+        oi[s] = pi[s]
+        od[s] = pd[s]
+        oh[s] = ph[s]
         if not (fmask[s] >> var) & 1:
             continue
         if kd == K_CNT:
-            if trends_add_ovf(pi[p, s], c, &r):
+            if trends_add_ovf(pi[s], c, &r):
                 return -1
-            oi[o, s] = r
+            oi[s] = r
         elif kd == K_SUM_I:
-            if trends_mul_ovf(xi[node, s], c, &t) or trends_add_ovf(pi[p, s], t, &r):
+            if trends_mul_ovf(xi[s], c, &t) or trends_add_ovf(pi[s], t, &r):
                 return -1
-            oi[o, s] = r
+            oi[s] = r
         elif kd == K_SUM_D:
-            od[o, s] = pd[p, s] + xd[node, s] * <double>c
+            od[s] = pd[s] + xd[s] * <double>c
         elif kd == K_MIN_I:
-            if not ph[p, s] or xi[node, s] < pi[p, s]:
-                oi[o, s] = xi[node, s]
-            oh[o, s] = 1
+            if not ph[s] or xi[s] < pi[s]:
+                oi[s] = xi[s]
+            oh[s] = 1
         elif kd == K_MAX_I:
-            if not ph[p, s] or xi[node, s] > pi[p, s]:
-                oi[o, s] = xi[node, s]
-            oh[o, s] = 1
+            if not ph[s] or xi[s] > pi[s]:
+                oi[s] = xi[s]
+            oh[s] = 1
         elif kd == K_MIN_D:
-            if not ph[p, s] or xd[node, s] < pd[p, s]:
-                od[o, s] = xd[node, s]
-            oh[o, s] = 1
+            if not ph[s] or xd[s] < pd[s]:
+                od[s] = xd[s]
+            oh[s] = 1
         else:
-            if not ph[p, s] or xd[node, s] > pd[p, s]:
-                od[o, s] = xd[node, s]
-            oh[o, s] = 1
+            if not ph[s] or xd[s] > pd[s]:
+                od[s] = xd[s]
+            oh[s] = 1
     return 1
 
 
-cdef inline bint _theta(Py_ssize_t pnode, int pvar, Py_ssize_t snode, int svar, int nclauses,
-                        int[:] cl_p, int[:] cl_s, int[:] cl_op, double[:, :] pval,
-                        double[:, :] sval, unsigned char[:, :] pok,
-                        unsigned char[:, :] sok) noexcept nogil:
-    cdef int k
-    for k in range(nclauses):
-        if cl_p[k] == pvar and cl_s[k] == svar:
-            if not (pok[pnode, k] and sok[snode, k]):
+@cython.final
+cdef class Kernel:
+    """The compiled aggregators of one plan: constants, and the scratch space of one update
+    (one thread at a time)."""
+    cdef readonly object plan
+    cdef object reference_cls
+    cdef int algo, nvars, nslots, start, end, ncl
+    cdef uint64_t te
+    cdef int *kinds_p
+    cdef uint64_t *fmask_p
+    cdef int *plist                   # nvars x (nvars + 1), -1 terminated, reference order
+    cdef int *cl_p
+    cdef int *cl_s
+    cdef int *cl_op
+    cdef object attrs_of, clauses
+    # scratch of one update: the group's node vectors and flags
+    cdef long long *gi
+    cdef double *gd
+    cdef unsigned char *gh
+    cdef unsigned char *ghas
+    cdef Py_ssize_t gcap
+
+    def __cinit__(self):
+        self.plist = NULL
+        self.cl_p = self.cl_s = self.cl_op = NULL
+        self.kinds_p = NULL
+        self.fmask_p = NULL
+        self.gi = NULL
+        self.gd = NULL
+        self.gh = NULL
+        self.ghas = NULL
+        self.gcap = 0
+
+    def __init__(self, plan, clauses):
+        cdef int v, k, s
+        self.plan = plan
+        self.reference_cls = reference.aggregator_class(plan)
+        self.algo = {"any": A_ANY, "next": A_NEXT, "contiguous": A_CONT}[plan.semantics]
+        self.nvars = len(plan.vars)
+        self.start = plan.start
+        self.end = plan.end
+        types = plan.schema.attribute_types()
+        self.nslots = 1 + len(plan.fields)
+        self.kinds_p = <int *>PyMem_Malloc(self.nslots * sizeof(int))
+        self.fmask_p = <uint64_t *>PyMem_Malloc(self.nslots * sizeof(uint64_t))
+        if self.kinds_p == NULL or self.fmask_p == NULL:
+            raise MemoryError()
+        self.kinds_p[0] = K_CNT
+        self.fmask_p[0] = 0
+        attrs = [None]
+        for s, f in enumerate(plan.fields, 1):
+            is_int = f.attr is not None and types[f.attr] == AttrType.INT
+            if f.kind == "cnt":
+                self.kinds_p[s] = K_CNT
+            elif f.kind == "sum":
+                self.kinds_p[s] = K_SUM_I if is_int else K_SUM_D
+            elif f.kind == "min":
+                self.kinds_p[s] = K_MIN_I if is_int else K_MIN_D
+            else:
+                self.kinds_p[s] = K_MAX_I if is_int else K_MAX_D
+            m = 0
+            for v in f.vars:
+                m |= 1 << v
+            self.fmask_p[s] = m
+            attrs.append(f.attr)
+        self.attrs_of = attrs
+        # predecessors in the reference's iteration order (same order => same double sums)
+        self.plist = <int *>PyMem_Malloc(self.nvars * (self.nvars + 1) * sizeof(int))
+        if self.plist == NULL:
+            raise MemoryError()
+        for v in range(self.nvars):
+            preds = list(plan.preds[v])
+            for k in range(len(preds)):
+                self.plist[v * (self.nvars + 1) + k] = preds[k]
+            self.plist[v * (self.nvars + 1) + len(preds)] = -1
+        te = 0
+        for v in plan.event_grained:
+            te |= 1 << v
+        self.te = te
+        self.clauses = clauses
+        self.ncl = len(clauses)
+        n = max(self.ncl, 1)
+        self.cl_p = <int *>PyMem_Malloc(n * sizeof(int))
+        self.cl_s = <int *>PyMem_Malloc(n * sizeof(int))
+        self.cl_op = <int *>PyMem_Malloc(n * sizeof(int))
+        if self.cl_p == NULL or self.cl_s == NULL or self.cl_op == NULL:
+            raise MemoryError()
+        for k in range(self.ncl):
+            self.cl_p[k], self.cl_s[k], self.cl_op[k] = clauses[k][:3]
+
+    def __dealloc__(self):
+        PyMem_Free(self.kinds_p)
+        PyMem_Free(self.fmask_p)
+        PyMem_Free(self.plist)
+        PyMem_Free(self.cl_p)
+        PyMem_Free(self.cl_s)
+        PyMem_Free(self.cl_op)
+        PyMem_Free(self.gi)
+        PyMem_Free(self.gd)
+        PyMem_Free(self.gh)
+        PyMem_Free(self.ghas)
+
+    cdef int _reserve(self, Py_ssize_t m) except -1:
+        if m <= self.gcap:
+            return 0
+        cdef Py_ssize_t cap = max(m, 2 * self.gcap, 8)
+        cdef Py_ssize_t ns = self.nslots
+        gi = <long long *>PyMem_Realloc(self.gi, cap * ns * sizeof(long long))
+        if gi == NULL:
+            raise MemoryError()
+        self.gi = gi
+        gd = <double *>PyMem_Realloc(self.gd, cap * ns * sizeof(double))
+        if gd == NULL:
+            raise MemoryError()
+        self.gd = gd
+        gh = <unsigned char *>PyMem_Realloc(self.gh, cap * ns)
+        if gh == NULL:
+            raise MemoryError()
+        self.gh = gh
+        ghas = <unsigned char *>PyMem_Realloc(self.ghas, cap)
+        if ghas == NULL:
+            raise MemoryError()
+        self.ghas = ghas
+        self.gcap = cap
+        return 0
+
+    def new(self):
+        """A fresh window aggregator."""
+        return _Window.__new__(_Window, self)
+
+    def prepare(self, group):
+        """One timestamp group ``[(vars, attrs), ...]`` of a partition -> its nodes as C
+        arrays (values of the aggregated attributes and of the adjacent predicates)."""
+        return _Group.__new__(_Group, self, group)
+
+    def __reduce__(self):
+        return (make_aggregators, (self.plan,))
+
+
+@cython.final
+cdef class _Group:
+    """The nodes (event, variable) of one timestamp group, laid out for the kernel."""
+    cdef object raw
+    cdef bint exact
+    cdef Py_ssize_t m, n_events
+    cdef int *var
+    cdef long long *xi      # m x nslots
+    cdef double *xd
+    cdef double *pv         # m x ncl: values of the predecessor side of each clause
+    cdef double *sv         # successor side
+    cdef unsigned char *pok
+    cdef unsigned char *sok
+    cdef list attrs
+
+    def __cinit__(self, Kernel k, group):
+        cdef Py_ssize_t m = 0, j = 0, s, c
+        cdef int nslots = k.nslots, ncl = k.ncl, v, kd
+        self.var = NULL
+        self.xi = NULL
+        self.xd = NULL
+        self.pv = self.sv = NULL
+        self.pok = self.sok = NULL
+        self.raw = group
+        self.exact = True
+        self.n_events = len(group)
+        for vs, _ in group:
+            m += len(vs)
+        self.m = m
+        self.attrs = []
+        n = max(m, 1)
+        nc = max(ncl, 1)
+        self.var = <int *>PyMem_Malloc(n * sizeof(int))
+        self.xi = <long long *>PyMem_Malloc(n * nslots * sizeof(long long))
+        self.xd = <double *>PyMem_Malloc(n * nslots * sizeof(double))
+        self.pv = <double *>PyMem_Malloc(n * nc * sizeof(double))
+        self.sv = <double *>PyMem_Malloc(n * nc * sizeof(double))
+        self.pok = <unsigned char *>PyMem_Malloc(n * nc)
+        self.sok = <unsigned char *>PyMem_Malloc(n * nc)
+        if (self.var == NULL or self.xi == NULL or self.xd == NULL or self.pv == NULL
+                or self.sv == NULL or self.pok == NULL or self.sok == NULL):
+            raise MemoryError()
+        memset(self.pok, 0, n * nc)
+        memset(self.sok, 0, n * nc)
+        attrs_of = k.attrs_of
+        clauses = k.clauses
+        for vs, attrs in group:
+            for v in vs:
+                self.var[j] = v
+                self.attrs.append(attrs)
+                for s in range(1, nslots):
+                    kd = k.kinds_p[s]
+                    self.xi[j * nslots + s] = 0
+                    self.xd[j * nslots + s] = 0.0
+                    if kd == K_CNT or not (k.fmask_p[s] >> v) & 1:
+                        continue
+                    x = attrs[attrs_of[s]]
+                    if kd == K_SUM_D or kd == K_MIN_D or kd == K_MAX_D:
+                        self.xd[j * nslots + s] = x
+                    elif _INT64_MIN <= x <= _INT64_MAX:
+                        self.xi[j * nslots + s] = x
+                    else:
+                        self.exact = False
+                for c in range(ncl):
+                    pu, sw, _, pa, sa = clauses[c]
+                    if v == pu:
+                        x = attrs.get(pa)
+                        if x is not None:
+                            if type(x) is int and abs(x) > _MAX_EXACT:
+                                self.exact = False
+                            else:
+                                self.pv[j * ncl + c] = x
+                                self.pok[j * ncl + c] = 1
+                    if v == sw:
+                        x = attrs.get(sa)
+                        if x is not None:
+                            if type(x) is int and abs(x) > _MAX_EXACT:
+                                self.exact = False
+                            else:
+                                self.sv[j * ncl + c] = x
+                                self.sok[j * ncl + c] = 1
+                j += 1
+
+    def __dealloc__(self):
+        PyMem_Free(self.var)
+        PyMem_Free(self.xi)
+        PyMem_Free(self.xd)
+        PyMem_Free(self.pv)
+        PyMem_Free(self.sv)
+        PyMem_Free(self.pok)
+        PyMem_Free(self.sok)
+
+
+cdef inline bint _theta(const double *npv, const unsigned char *npok, int pvar,
+                        const double *sv, const unsigned char *sok, int svar, int ncl,
+                        const int *cl_p, const int *cl_s, const int *cl_op) noexcept nogil:
+    """Every adjacent predicate from ``pvar`` to ``svar`` holds between the stored node (its
+    predecessor-side values) and the new node (its successor-side values)."""
+    cdef int c
+    for c in range(ncl):
+        if cl_p[c] == pvar and cl_s[c] == svar:
+            if not (npok[c] and sok[c]):
                 return False
-            if not _cmp(cl_op[k], pval[pnode, k], sval[snode, k]):
+            if not _cmp(cl_op[c], npv[c], sv[c]):
                 return False
     return True
 
 
-cdef int _aggregate(int algo, int start, int end, int nvars, int nslots, uint64_t te,
-                    Py_ssize_t n_ev, Py_ssize_t m, int64_t[:] tv, int64_t[:] nev, int[:] nvar,
-                    int64_t[:, :] xi, double[:, :] xd, double[:, :] pval, double[:, :] sval,
-                    unsigned char[:, :] pok, unsigned char[:, :] sok, int nclauses,
-                    int[:] cl_p, int[:] cl_s, int[:] cl_op, int[:, :] plist, int[:] kinds,
-                    uint64_t[:] fmask, int64_t[:] out_i, double[:] out_d,
-                    unsigned char[:] out_h, int64_t[:, :] wi, double[:, :] wd,
-                    unsigned char[:, :] wh, unsigned char[:, :] flags,
-                    unsigned char[:] vtaken) noexcept nogil:
-    """One window of one partition; 0, or 1 on int64 overflow. Rows of the work arrays:
-    0..m-1 node vectors, m..m+nvars-1 per-variable vectors, then the predecessor
-    accumulator, the final vector and a scratch row. ``flags`` rows: the node has a vector
-    (count > 0); a T_e node is stored (ANY) / still waiting (NEXT); consumed in this group."""
-    cdef unsigned char[:] has = flags[0]
-    cdef unsigned char[:] live = flags[1]
-    cdef unsigned char[:] taken = flags[2]
-    cdef Py_ssize_t VAR0 = m, PRED = m + nvars, FINAL = m + nvars + 1, TMP = m + nvars + 2
-    cdef Py_ssize_t g0 = 0, g1, e0, e1, j, k, q, prev0 = 0, prev1 = 0, lo = 0
-    cdef int v, u, pi_, rc
-    cdef int64_t t
-    cdef bint any_taken
-    if True:
-        # nodes are in event order; a timestamp group is a run of equal event times
-        e0 = 0
-        while e0 < n_ev:
-            t = tv[e0]
-            e1 = e0
-            while e1 < n_ev and tv[e1] == t:
-                e1 += 1
-            g1 = g0
-            while g1 < m and nev[g1] < e1:
-                g1 += 1
-            any_taken = False
-            # ---- compute the group's node vectors from the state before the group --------
-            for j in range(g0, g1):
-                v = nvar[j]
-                _zero(wi, wd, wh, PRED, nslots)
-                if algo == A_CONT:
-                    for k in range(prev0, prev1):
-                        if not has[k]:
-                            continue
-                        u = nvar[k]
-                        if not _is_pred(plist, v, u, nvars):
-                            continue
-                        if nclauses and not _theta(k, u, j, v, nclauses, cl_p, cl_s, cl_op,
-                                                   pval, sval, pok, sok):
-                            continue
-                        if _add(wi, wd, wh, PRED, wi, wd, wh, k, kinds, nslots):
-                            return 1
-                else:
-                    for pi_ in range(nvars):
-                        u = plist[v, pi_]
-                        if u < 0:
-                            break
-                        if (te >> u) & 1:
-                            for k in range(lo, g0):
-                                if live[k] and nvar[k] == u and _theta(
-                                        k, u, j, v, nclauses, cl_p, cl_s, cl_op, pval, sval,
-                                        pok, sok):
-                                    if _add(wi, wd, wh, PRED, wi, wd, wh, k, kinds, nslots):
-                                        return 1
-                                    if algo == A_NEXT:
-                                        taken[k] = 1
-                                        any_taken = True
-                        else:
-                            if _add(wi, wd, wh, PRED, wi, wd, wh, VAR0 + u, kinds, nslots):
-                                return 1
-                            if algo == A_NEXT:
-                                vtaken[u] = 1
-                rc = _extend(wi, wd, wh, j, wi, wd, wh, PRED, v, v == start, xi, xd, j,
-                             kinds, fmask, nslots)
-                if rc < 0:
-                    return 1
-                has[j] = rc
-            # ---- apply the group's updates -------------------------------------------------
-            if algo == A_NEXT:
-                for u in range(nvars):
-                    if vtaken[u]:
-                        _zero(wi, wd, wh, VAR0 + u, nslots)
-                        vtaken[u] = 0
-                if any_taken:
-                    for k in range(lo, g0):
-                        if taken[k]:
-                            live[k] = 0
-                            taken[k] = 0
-            for j in range(g0, g1):
-                if not has[j]:
-                    continue
-                v = nvar[j]
-                if algo == A_CONT:
-                    pass
-                elif (te >> v) & 1:
-                    live[j] = 1
-                elif _add(wi, wd, wh, VAR0 + v, wi, wd, wh, j, kinds, nslots):
-                    return 1
-                if v == end and _add(wi, wd, wh, FINAL, wi, wd, wh, j, kinds, nslots):
-                    return 1
+cdef enum:
+    DEAD = 0
+    LIVE = 1
+    TAKEN = 2   # NEXT: consumed by the current group; dead once the group is applied
+
+
+@cython.final
+cdef class _Window:
+    """The online aggregate state of one window of one partition (see the module doc)."""
+    cdef Kernel k
+    cdef object py                  # the reference aggregator, once promoted
+    cdef long long *vi              # rows: vars..., PRED, FINAL, then a backup of vars+FINAL
+    cdef double *vd
+    cdef unsigned char *vh
+    cdef Py_ssize_t n, cap, lo      # node arena: n used, live ones from lo on
+    cdef long long *ni
+    cdef double *nd
+    cdef unsigned char *nh
+    cdef int *nvar
+    cdef unsigned char *nlive
+    cdef double *npv
+    cdef unsigned char *npok
+    cdef list nattrs
+
+    def __cinit__(self, Kernel k):
+        cdef Py_ssize_t rows = 2 * k.nvars + 4
+        self.k = k
+        self.py = None
+        self.ni = NULL
+        self.nd = NULL
+        self.nh = NULL
+        self.nvar = NULL
+        self.nlive = NULL
+        self.npv = NULL
+        self.npok = NULL
+        self.n = self.cap = self.lo = 0
+        self.nattrs = []
+        self.vi = <long long *>PyMem_Malloc(rows * k.nslots * sizeof(long long))
+        self.vd = <double *>PyMem_Malloc(rows * k.nslots * sizeof(double))
+        self.vh = <unsigned char *>PyMem_Malloc(rows * k.nslots)
+        if self.vi == NULL or self.vd == NULL or self.vh == NULL:
+            raise MemoryError()
+        _zero(self.vi, self.vd, self.vh, <int>(rows * k.nslots))  # min/max identity: has=0
+
+    def __dealloc__(self):
+        PyMem_Free(self.vi)
+        PyMem_Free(self.vd)
+        PyMem_Free(self.vh)
+        PyMem_Free(self.ni)
+        PyMem_Free(self.nd)
+        PyMem_Free(self.nh)
+        PyMem_Free(self.nvar)
+        PyMem_Free(self.nlive)
+        PyMem_Free(self.npv)
+        PyMem_Free(self.npok)
+
+    cdef int _grow(self, Py_ssize_t need) except -1:
+        if need <= self.cap:
+            return 0
+        cdef Py_ssize_t cap = max(need, 2 * self.cap, 4)
+        cdef Py_ssize_t ns = self.k.nslots, nc = max(self.k.ncl, 1)
+        cdef void *p
+        p = PyMem_Realloc(self.ni, cap * ns * sizeof(long long))
+        if p == NULL:
+            raise MemoryError()
+        self.ni = <long long *>p
+        p = PyMem_Realloc(self.nd, cap * ns * sizeof(double))
+        if p == NULL:
+            raise MemoryError()
+        self.nd = <double *>p
+        p = PyMem_Realloc(self.nh, cap * ns)
+        if p == NULL:
+            raise MemoryError()
+        self.nh = <unsigned char *>p
+        p = PyMem_Realloc(self.nvar, cap * sizeof(int))
+        if p == NULL:
+            raise MemoryError()
+        self.nvar = <int *>p
+        p = PyMem_Realloc(self.nlive, cap)
+        if p == NULL:
+            raise MemoryError()
+        self.nlive = <unsigned char *>p
+        p = PyMem_Realloc(self.npv, cap * nc * sizeof(double))
+        if p == NULL:
+            raise MemoryError()
+        self.npv = <double *>p
+        p = PyMem_Realloc(self.npok, cap * nc)
+        if p == NULL:
+            raise MemoryError()
+        self.npok = <unsigned char *>p
+        self.cap = cap
+        return 0
+
+    cdef void _push(self, _Group g, Py_ssize_t j, const long long *vi, const double *vd,
+                    const unsigned char *vh):
+        """Append node j of g with vector v to the arena (capacity reserved by the caller)."""
+        cdef Kernel k = self.k
+        cdef int ns = k.nslots, nc = k.ncl
+        cdef Py_ssize_t q = self.n
+        _copy(self.ni + q * ns, self.nd + q * ns, self.nh + q * ns, vi, vd, vh, ns)
+        self.nvar[q] = g.var[j]
+        self.nlive[q] = LIVE
+        if nc:
+            memcpy(self.npv + q * nc, g.pv + j * nc, nc * sizeof(double))
+            memcpy(self.npok + q * nc, g.pok + j * nc, nc)
+        self.nattrs.append(g.attrs[j])
+        self.n = q + 1
+
+    def update(self, _Group g):
+        """Apply one timestamp group (prepared by the kernel) to this window."""
+        if self.py is None and g.exact and self._update(g) == 0:
+            return
+        if self.py is None:
+            self._promote()
+        self.py.update(g.raw)
+
+    cdef int _update(self, _Group g) except -1:
+        """0, or 1 when int64 would overflow -- then the state is as before the group."""
+        cdef Kernel k = self.k
+        cdef int ns = k.nslots, nv = k.nvars, ncl = k.ncl, algo = k.algo, v, u, q, rc = 0
+        cdef Py_ssize_t m = g.m, j, x, n0 = self.n, lo0 = self.lo
+        cdef Py_ssize_t PRED = nv * ns, FINAL = (nv + 1) * ns, BACKUP = (nv + 2) * ns
+        cdef long long *vi = self.vi
+        cdef double *vd = self.vd
+        cdef unsigned char *vh = self.vh
+        cdef uint64_t te = k.te, vtaken = 0
+        cdef const int *kinds = k.kinds_p
+        cdef int *pl
+        k._reserve(m)
+        self._grow(self.n + m)   # the arena may take every node of the group
+        vi = self.vi
+        vd = self.vd
+        vh = self.vh
+        # the rows the apply phase writes, to restore on overflow
+        _copy(vi + BACKUP, vd + BACKUP, vh + BACKUP, vi, vd, vh, <int>((nv + 2) * ns))
+        # ---- compute the group's node vectors from the state before the group ------------
+        for j in range(m):
+            v = g.var[j]
+            _zero(vi + PRED, vd + PRED, vh + PRED, ns)
             if algo == A_CONT:
-                if e1 - e0 != 1:
-                    # only trends starting here may go on: node vector := its single-event one
-                    for j in range(g0, g1):
-                        if has[j] and nvar[j] == start:
-                            _zero(wi, wd, wh, TMP, nslots)
-                            rc = _extend(wi, wd, wh, j, wi, wd, wh, TMP, start, True, xi, xd,
-                                         j, kinds, fmask, nslots)
-                            if rc < 0:
-                                return 1
-                        else:
-                            has[j] = 0
-                prev0, prev1 = g0, g1
+                for x in range(self.n):
+                    u = self.nvar[x]
+                    if not _is_pred(k.plist + v * (nv + 1), u):
+                        continue
+                    if ncl and not _theta(self.npv + x * ncl, self.npok + x * ncl, u,
+                                          g.sv + j * ncl, g.sok + j * ncl, v, ncl,
+                                          k.cl_p, k.cl_s, k.cl_op):
+                        continue
+                    if _add(vi + PRED, vd + PRED, vh + PRED, self.ni + x * ns,
+                            self.nd + x * ns, self.nh + x * ns, kinds, ns):
+                        rc = 1
+                        break
             else:
-                while lo < g0 and not live[lo]:
-                    lo += 1
-            g0 = g1
-            e0 = e1
-    for q in range(nslots):
-        out_i[q] = wi[FINAL, q]
-        out_d[q] = wd[FINAL, q]
-        out_h[q] = wh[FINAL, q]
-    return 0
+                pl = k.plist + v * (nv + 1)
+                while pl[0] >= 0 and rc == 0:
+                    u = pl[0]
+                    pl += 1
+                    if (te >> u) & 1:
+                        for x in range(self.lo, self.n):
+                            if (self.nlive[x] != DEAD and self.nvar[x] == u
+                                    and _theta(self.npv + x * ncl, self.npok + x * ncl, u,
+                                               g.sv + j * ncl, g.sok + j * ncl, v, ncl,
+                                               k.cl_p, k.cl_s, k.cl_op)):
+                                if _add(vi + PRED, vd + PRED, vh + PRED, self.ni + x * ns,
+                                        self.nd + x * ns, self.nh + x * ns, kinds, ns):
+                                    rc = 1
+                                    break
+                                if algo == A_NEXT:
+                                    self.nlive[x] = TAKEN
+                    else:
+                        if _add(vi + PRED, vd + PRED, vh + PRED, vi + u * ns, vd + u * ns,
+                                vh + u * ns, kinds, ns):
+                            rc = 1
+                        vtaken |= (<uint64_t>1) << u
+            if rc:
+                break
+            q = _extend(k.gi + j * ns, k.gd + j * ns, k.gh + j * ns, vi + PRED, vd + PRED,
+                        vh + PRED, v, v == k.start, g.xi + j * ns, g.xd + j * ns, kinds,
+                        k.fmask_p, ns)
+            if q < 0:
+                rc = 1
+                break
+            k.ghas[j] = q
+        # ---- apply the group's updates ---------------------------------------------------
+        if rc == 0:
+            if algo == A_NEXT:
+                for u in range(nv):
+                    if (vtaken >> u) & 1:
+                        _zero(vi + u * ns, vd + u * ns, vh + u * ns, ns)
+            for j in range(m):
+                if not k.ghas[j]:
+                    continue
+                v = g.var[j]
+                if g.var[j] == k.end and _add(vi + FINAL, vd + FINAL, vh + FINAL,
+                                              k.gi + j * ns, k.gd + j * ns, k.gh + j * ns,
+                                              kinds, ns):
+                    rc = 1
+                    break
+                if algo == A_CONT:
+                    continue
+                if (te >> v) & 1:
+                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns)
+                elif _add(vi + v * ns, vd + v * ns, vh + v * ns, k.gi + j * ns,
+                          k.gd + j * ns, k.gh + j * ns, kinds, ns):
+                    rc = 1
+                    break
+        if rc:  # restore the state before the group
+            _copy(vi, vd, vh, vi + BACKUP, vd + BACKUP, vh + BACKUP, <int>((nv + 2) * ns))
+            for x in range(lo0, n0):
+                if self.nlive[x] == TAKEN:
+                    self.nlive[x] = LIVE
+            del self.nattrs[n0:]
+            self.n = n0
+            return 1
+        if algo == A_CONT:
+            # the next timestamp may extend this group's nodes -- all of them when the event
+            # is alone at its timestamp, else only the trends starting here
+            self.n = 0
+            self.lo = 0
+            del self.nattrs[:]
+            for j in range(m):
+                if not k.ghas[j]:
+                    continue
+                if g.n_events == 1:
+                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns)
+                elif g.var[j] == k.start:
+                    _zero(vi + PRED, vd + PRED, vh + PRED, ns)
+                    _extend(k.gi + j * ns, k.gd + j * ns, k.gh + j * ns, vi + PRED,
+                            vd + PRED, vh + PRED, k.start, True, g.xi + j * ns,
+                            g.xd + j * ns, kinds, k.fmask_p, ns)  # count 1: cannot overflow
+                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns)
+        elif algo == A_NEXT:
+            for x in range(lo0, n0):
+                if self.nlive[x] == TAKEN:
+                    self.nlive[x] = DEAD
+            while self.lo < self.n and self.nlive[self.lo] == DEAD:
+                self.lo += 1
+            if self.lo > 32 and 2 * self.lo > self.n:
+                self._compact()
+        return 0
+
+    cdef void _compact(self):
+        """Drop the dead nodes of the waiting set (NEXT), keeping the live ones in order."""
+        cdef Kernel k = self.k
+        cdef int ns = k.nslots, nc = k.ncl
+        cdef Py_ssize_t x, q = 0
+        keep = []
+        for x in range(self.lo, self.n):
+            if self.nlive[x] == DEAD:
+                continue
+            if q != x:
+                _copy(self.ni + q * ns, self.nd + q * ns, self.nh + q * ns, self.ni + x * ns,
+                      self.nd + x * ns, self.nh + x * ns, ns)
+                self.nvar[q] = self.nvar[x]
+                self.nlive[q] = self.nlive[x]
+                if nc:
+                    memcpy(self.npv + q * nc, self.npv + x * nc, nc * sizeof(double))
+                    memcpy(self.npok + q * nc, self.npok + x * nc, nc)
+            keep.append(self.nattrs[x])
+            q += 1
+        self.nattrs = keep
+        self.n = q
+        self.lo = 0
+
+    cdef object _vector(self, const long long *vi, const double *vd, const unsigned char *vh):
+        cdef Kernel k = self.k
+        cdef int s, kd
+        out = [vi[0]]
+        for s in range(1, k.nslots):
+            kd = k.kinds_p[s]
+            if kd == K_CNT or kd == K_SUM_I:
+                out.append(vi[s])
+            elif kd == K_SUM_D:
+                out.append(vd[s])
+            elif not vh[s]:
+                out.append(None)
+            elif kd == K_MIN_I or kd == K_MAX_I:
+                out.append(vi[s])
+            else:
+                out.append(vd[s])
+        return out
+
+    cdef object _row(self, Py_ssize_t r):
+        cdef Py_ssize_t o = r * self.k.nslots
+        return self._vector(self.vi + o, self.vd + o, self.vh + o)
+
+    cdef object _node(self, Py_ssize_t x):
+        cdef Py_ssize_t o = x * self.k.nslots
+        return self._vector(self.ni + o, self.nd + o, self.nh + o)
+
+    cdef void _promote(self):
+        """Hand the state over to the reference aggregator (exact Python ints)."""
+        cdef Kernel k = self.k
+        cdef int nv = k.nvars, u
+        cdef Py_ssize_t x
+        py = k.reference_cls(k.plan)
+        py.final = self._row(nv + 1)
+        if k.algo == A_CONT:
+            py.carried = [(self.nvar[x], self.nattrs[x], self._node(x))
+                          for x in range(self.n)]
+        else:
+            per_var = [self._row(u) for u in range(nv)]
+            nodes = [[] for _ in range(nv)]
+            for x in range(self.n):
+                if self.nlive[x] != DEAD:
+                    nodes[self.nvar[x]].append((self.nattrs[x], self._node(x)))
+            if k.algo == A_ANY:
+                py.per_var, py.stored = per_var, nodes
+            else:
+                py.waiting, py.waiting_events = per_var, nodes
+        self.py = py
+
+    def result(self):
+        """The aggregate vector over every trend ending in the window so far."""
+        if self.py is not None:
+            return self.py.result()
+        return self._row(self.k.nvars + 1)
+
+    def stored_events(self):
+        """Events this aggregator holds (T_e nodes; carried nodes under contiguous)."""
+        cdef Py_ssize_t x, live = 0
+        if self.py is not None:
+            return self.py.stored_events()
+        for x in range(self.lo, self.n):
+            if self.nlive[x] != DEAD:
+                live += 1
+        return live
+
+    @property
+    def promoted(self):
+        """True once this window runs on the reference's exact Python ints."""
+        return self.py is not None
 
 
-cdef inline bint _is_pred(int[:, :] plist, int v, int u, int nvars) noexcept nogil:
-    cdef int k
-    for k in range(nvars):
-        if plist[v, k] < 0:
-            return False
-        if plist[v, k] == u:
+cdef inline bint _is_pred(const int *plist, int u) noexcept nogil:
+    while plist[0] >= 0:
+        if plist[0] == u:
             return True
+        plist += 1
     return False

@@ -280,7 +280,7 @@ def test_explain_names_granularity_and_reason():
 def test_cython_kernel_compiles_simple_adjacent_predicates(where, compiled):
     fast = pytest.importorskip("cercore_fast.trends")
     q = compile_trend(f"RETURN COUNT(*) PATTERN {PAT} {where}", SCHEMA)
-    assert isinstance(fast.make_aggregator(q.plan), fast._Kernel) == compiled
+    assert isinstance(fast.make_aggregators(q.plan), fast.Kernel) == compiled
     events = stream(RUNNING, b2={"x": 1}, b6={"x": 10}, a3={"y": 5}, a4={"y": 5},
                     a7={"y": 5}, a1={"y": 5})
     assert q.run(events, backend="cython") == q.run(events, backend="python")

@@ -1,6 +1,14 @@
 """Running a trend aggregation query: input decoding, local filtering, partitioning by the
 equivalence and GROUP BY attributes, fixed sliding windows ``[k*slide, k*slide + size)``, one
-aggregator per (window, partition), and the roll-up of partitions to GROUP BY groups.
+online aggregator per (window, partition) -- COGRA's runtime executor -- and the roll-up of
+partitions to GROUP BY groups.
+
+Events are not kept: each timestamp group of a partition updates the aggregators of the
+``ceil(size / slide)`` windows that contain it and is dropped, so memory is O(open windows x
+partitions x l) for the type- and pattern-grained algorithms, plus the stored events of the
+event-grained variables of the mixed granularity (inherent to it, note seed-002 §3.2). Events
+with equal timestamps form one group (strict temporal order, pitfall 2), so the engine holds
+the current timestamp's events until time moves on.
 
 A window's result rows are emitted once time passes its end (or at ``flush``). Only
 (window, group) pairs with at least one trend are reported. Each row holds ``window_start``
@@ -11,7 +19,6 @@ aggregates under their text (``COUNT(*)``, ``SUM(L.cpu)``, ...). ``AVG(E.a)`` is
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -40,12 +47,13 @@ def resolve_backend(backend: str) -> str:
     return "cython" if backend == "cython" or BACKEND == "cython" else "python"
 
 
-def window_aggregator(plan: TrendPlan, backend: str):
-    """The function (events of one window and partition) -> aggregate vector."""
+def aggregators(plan: TrendPlan, backend: str):
+    """The aggregator factory of the backend: ``new()`` starts a window aggregator,
+    ``prepare(group)`` readies one timestamp group for the aggregators it updates."""
     if backend == "cython":
-        from cercore_fast.trends import make_aggregator
-        return make_aggregator(plan)
-    return lambda events: reference.aggregate(plan, events)
+        from cercore_fast.trends import make_aggregators
+        return make_aggregators(plan)
+    return reference.Aggregators(plan)
 
 
 def result_row(plan: TrendPlan, vec: list, group: tuple, window: tuple | None) -> dict:
@@ -86,14 +94,17 @@ class TrendEngine:
         self.plan = plan
         self.schema = plan.schema
         self.backend = resolve_backend(backend)
-        self.aggregate_window = window_aggregator(plan, self.backend)
+        self.aggregators = aggregators(plan, self.backend)
         self.decoder = EventDecoder(self.schema, on_error)
         self.type_column = type_column
         self.position = 0
         self.last_time: int | None = None
         self.time_attribute = self.schema.time_attribute
-        self.buffers: dict[tuple, tuple[list, list]] = {}  # pkey -> (times, events)
-        self.next_window: int | None = None
+        # open windows in increasing k (a new event only opens windows after every open one):
+        # k -> {partition key: aggregator}; k = 0 is the whole stream when there is no window
+        self.open: dict[int, dict[tuple, Any]] = {}
+        self.pending_time: int | None = None      # the current timestamp group, per partition
+        self.pending: dict[tuple, list] = {}
         self.events_read = 0
         names = self.schema.type_names
         by_type: dict[str, list] = {}
@@ -120,9 +131,21 @@ class TrendEngine:
 
     def flush(self) -> list[dict]:
         """End of stream: the rows of every window still open."""
-        rows = self._close_until(None)
-        self.buffers.clear()
-        return rows
+        self._apply_pending()
+        return self._close_until(None)
+
+    def aggregate_window(self, events: list) -> list:
+        """The aggregate vector of one window of one partition given all its events
+        ``(time, vars, attrs)`` at once, in time order (the Spark batch path)."""
+        return reference.aggregate_with(self.aggregators, events)
+
+    def state_size(self) -> dict[str, int]:
+        """What the engine holds: open windows, their aggregators, the events stored by
+        event-grained aggregators, and the events of the current timestamp."""
+        states = [st for parts in self.open.values() for st in parts.values()]
+        return {"open_windows": len(self.open), "aggregators": len(states),
+                "stored_events": sum(st.stored_events() for st in states),
+                "pending_events": sum(map(len, self.pending.values()))}
 
     def run(self, events: Any) -> list[dict]:
         return list(self.process(events)) + self.flush()
@@ -191,13 +214,18 @@ class TrendEngine:
                     break
             if vs is None:
                 continue
-            if plan.window is not None:
-                yield from self._close_until(t)
+            if t != self.pending_time:
+                self._apply_pending()
+                if plan.window is not None:
+                    yield from self._close_until(t)
+                self.pending_time = t
             self.last_time = t
             self.events_read += 1
-            times, evs = self.buffers.setdefault(pkey, ([], []))
-            times.append(t)
-            evs.append((t, vs, attrs))
+            group = self.pending.get(pkey)
+            if group is None:
+                self.pending[pkey] = [(vs, attrs)]
+            else:
+                group.append((vs, attrs))
         self.position = batch.first_position + batch.n
         if batch.error is not None:
             raise batch.error
@@ -223,40 +251,44 @@ class TrendEngine:
         size, slide = self.plan.window
         return (t - size) // slide + 1
 
+    def _apply_pending(self) -> None:
+        """Update the aggregators of every window holding the current timestamp group."""
+        if not self.pending:
+            return
+        t = self.pending_time
+        if self.plan.window is None:
+            ks = range(1)
+        else:
+            ks = range(self._first_window(t), t // self.plan.window[1] + 1)
+        factory = self.aggregators
+        for pkey, group in self.pending.items():
+            prepared = factory.prepare(group)
+            for k in ks:
+                parts = self.open.get(k)
+                if parts is None:
+                    parts = self.open[k] = {}
+                agg = parts.get(pkey)
+                if agg is None:
+                    agg = parts[pkey] = factory.new()
+                agg.update(prepared)
+        self.pending.clear()
+
     def _close_until(self, t: int | None) -> list[dict]:
         """Close every window that ends at or before ``t`` (all of them when None)."""
         plan = self.plan
-        if plan.window is None:
-            if t is not None:
-                return []
-            parts = [(pkey, self.aggregate_window(evs))
-                     for pkey, (_, evs) in self.buffers.items() if evs]
-            return roll_up(plan, parts, None)
-        size, slide = plan.window
         rows: list[dict] = []
-        while True:
-            earliest = min((ts[0] for ts, _ in self.buffers.values() if ts), default=None)
-            if earliest is None:
-                return rows
-            k = self._first_window(earliest)
-            if self.next_window is not None:
-                k = max(k, self.next_window)
-            start, end = k * slide, k * slide + size
-            if t is not None and end > t:
-                return rows
-            parts = []
-            for pkey, (times, evs) in self.buffers.items():
-                lo = bisect.bisect_left(times, start)
-                hi = bisect.bisect_left(times, end)
-                if hi > lo:
-                    parts.append((pkey, self.aggregate_window(evs[lo:hi])))
-            rows.extend(roll_up(plan, parts, (start, end)))
-            self.next_window = k + 1
-            cut = (k + 1) * slide  # events before the next window's start are done
-            for pkey in list(self.buffers):
-                times, evs = self.buffers[pkey]
-                i = bisect.bisect_left(times, cut)
-                if i:
-                    del times[:i], evs[:i]
-                if not times:
-                    del self.buffers[pkey]
+        while self.open:
+            k = next(iter(self.open))
+            if plan.window is None:
+                if t is not None:
+                    break
+                bounds = None
+            else:
+                size, slide = plan.window
+                bounds = (k * slide, k * slide + size)
+                if t is not None and bounds[1] > t:
+                    break
+            parts = self.open.pop(k)
+            rows.extend(roll_up(plan, ((pkey, agg.result()) for pkey, agg in parts.items()),
+                                bounds))
+        return rows

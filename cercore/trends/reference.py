@@ -1,15 +1,22 @@
 """Pure-Python reference aggregators (exact: Python ints never overflow).
 
-Each function aggregates the trends of ONE window of ONE partition. Input: the events of the
-filtered, partitioned stream ``I`` inside the window, in time order, as ``(time, vars, attrs)``
--- ``vars`` are the pattern variables the event matches (empty for an event of a type outside
-the pattern; such events matter to contiguity only). Output: the aggregate vector over every
-trend ending in the window: ``[COUNT(*), field 1, field 2, ...]`` (see ``analysis.Field``).
+One aggregator holds the online state of ONE window of ONE partition -- COGRA's runtime
+executor (note seed-002 §2): events update it and are discarded, so its size is O(l) for the
+type- and pattern-grained algorithms and O(l + stored events) for the event-grained variables
+of the mixed granularity. It is fed the filtered, partitioned stream ``I`` one timestamp group
+at a time: ``update(group)`` with ``group`` the events at one timestamp, in arrival order, as
+``(vars, attrs)`` -- ``vars`` are the pattern variables the event matches (empty for an event of
+a type outside the pattern; such events matter to contiguity only). ``result()`` is the
+aggregate vector over every trend ending in the window so far: ``[COUNT(*), field 1, ...]``
+(see ``analysis.Field``).
 
-Events with equal timestamps are never adjacent (strict order), so each timestamp group is
-processed as a batch: every new aggregate is computed from the state *before* the group, then
-the group's updates are applied (note seed-002, pitfall 2; this also gives the snapshot
-semantics that renamed variables need, pitfall 8).
+Events with equal timestamps are never adjacent (strict order), so each timestamp group is one
+update: every new aggregate is computed from the state *before* the group, then the group's
+updates are applied (note seed-002, pitfall 2; this also gives the snapshot semantics that
+renamed variables need, pitfall 8).
+
+``cercore_fast.trends`` is the compiled twin; it promotes a window to these classes (via
+``restore``) when its int64 arithmetic would overflow.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from itertools import groupby
 from cercore.trends.analysis import Field, TrendPlan
 
 Event = tuple  # (time, vars: tuple[int, ...], attrs: dict)
+Group = list   # [(vars, attrs), ...] at one timestamp
 
 
 class Vectors:
@@ -74,151 +82,225 @@ class Vectors:
         return out
 
 
-def timestamp_groups(events: Sequence[Event]) -> Iterator[list[Event]]:
+def timestamp_groups(events: Sequence[Event]) -> Iterator[Group]:
+    """``(time, vars, attrs)`` events in time order -> their timestamp groups."""
     for _, group in groupby(events, key=lambda e: e[0]):
-        yield list(group)
+        yield [(vs, attrs) for _, vs, attrs in group]
 
 
 def _adjacent_ok(plan: TrendPlan, u: int, uattrs: dict, v: int, attrs: dict) -> bool:
     return all(a.test(uattrs, attrs) for a in plan.adjacent_for(u, v))
 
 
-def aggregate_any(plan: TrendPlan, events: Sequence[Event]) -> list:
+class AnyAggregator:
     """Skip-till-any-match: type-grained (Alg. 1, Table 9) for variables outside T_e, and
     event-grained for T_e (Alg. 2) -- together the mixed granularity."""
-    vx = Vectors(plan.fields)
-    te = plan.event_grained
-    n = len(plan.vars)
-    per_var = [vx.zero() for _ in range(n)]          # T_t: one vector per variable
-    stored: list[list] = [[] for _ in range(n)]      # T_e: (attrs, vector) per matched event
-    final = vx.zero()
-    for group in timestamp_groups(events):
+
+    def __init__(self, plan: TrendPlan) -> None:
+        self.plan = plan
+        self.vx = vx = Vectors(plan.fields)
+        n = len(plan.vars)
+        self.per_var = [vx.zero() for _ in range(n)]   # T_t: one vector per variable
+        self.stored: list[list] = [[] for _ in range(n)]  # T_e: (attrs, vector) per event
+        self.final = vx.zero()
+
+    def update(self, group: Group) -> None:
+        plan, vx, te = self.plan, self.vx, self.plan.event_grained
         new = []
-        for _, vs, attrs in group:
+        for vs, attrs in group:
             for v in vs:
                 pred = vx.zero()
                 for u in plan.preds[v]:
                     if u in te:
-                        for uattrs, uvec in stored[u]:
+                        for uattrs, uvec in self.stored[u]:
                             if _adjacent_ok(plan, u, uattrs, v, attrs):
                                 vx.add(pred, uvec)
                     else:
-                        vx.add(pred, per_var[u])
+                        vx.add(pred, self.per_var[u])
                 vec = vx.extend(pred, v, attrs, v == plan.start)
                 if vec is not None:
                     new.append((v, attrs, vec))
         for v, attrs, vec in new:
             if v in te:
-                stored[v].append((attrs, vec))
+                self.stored[v].append((attrs, vec))
             else:
-                vx.add(per_var[v], vec)
+                vx.add(self.per_var[v], vec)
             if v == plan.end:
-                vx.add(final, vec)
-    return final
+                vx.add(self.final, vec)
+
+    def result(self) -> list:
+        return self.final
+
+    def stored_events(self) -> int:
+        return sum(map(len, self.stored))
 
 
-def aggregate_next(plan: TrendPlan, events: Sequence[Event]) -> list:
+class NextAggregator:
     """Exact skip-till-next-match (note seed-002 §3.3): a waiting set of trend ends that have
     not met their successor yet. The first later event ANY-adjacent to a waiting end takes it
     (every such event at that timestamp), and the end stops waiting. Per-variable sums for
     variables outside T_e, waiting events for T_e."""
-    vx = Vectors(plan.fields)
-    te = plan.event_grained
-    n = len(plan.vars)
-    waiting = [vx.zero() for _ in range(n)]
-    waiting_events: list[list] = [[] for _ in range(n)]
-    final = vx.zero()
-    for group in timestamp_groups(events):
+
+    def __init__(self, plan: TrendPlan) -> None:
+        self.plan = plan
+        self.vx = vx = Vectors(plan.fields)
+        n = len(plan.vars)
+        self.waiting = [vx.zero() for _ in range(n)]
+        self.waiting_events: list[list] = [[] for _ in range(n)]  # (attrs, vector)
+        self.final = vx.zero()
+
+    def update(self, group: Group) -> None:
+        plan, vx, te = self.plan, self.vx, self.plan.event_grained
         new = []
         taken_vars: set[int] = set()
         taken_events: set[int] = set()
-        for _, vs, attrs in group:
+        for vs, attrs in group:
             for v in vs:
                 pred = vx.zero()
                 for u in plan.preds[v]:
                     if u in te:
-                        for entry in waiting_events[u]:
+                        for entry in self.waiting_events[u]:
                             if _adjacent_ok(plan, u, entry[0], v, attrs):
                                 vx.add(pred, entry[1])
                                 taken_events.add(id(entry))
                     else:
-                        vx.add(pred, waiting[u])
+                        vx.add(pred, self.waiting[u])
                         taken_vars.add(u)
                 vec = vx.extend(pred, v, attrs, v == plan.start)
                 if vec is not None:
                     new.append((v, attrs, vec))
         for u in taken_vars:
-            waiting[u] = vx.zero()
+            self.waiting[u] = vx.zero()
         if taken_events:
             for u in te:
-                waiting_events[u] = [e for e in waiting_events[u] if id(e) not in taken_events]
+                self.waiting_events[u] = [e for e in self.waiting_events[u]
+                                          if id(e) not in taken_events]
         for v, attrs, vec in new:
             if v in te:
-                waiting_events[v].append((attrs, vec))
+                self.waiting_events[v].append((attrs, vec))
             else:
-                vx.add(waiting[v], vec)
+                vx.add(self.waiting[v], vec)
             if v == plan.end:
-                vx.add(final, vec)
-    return final
+                vx.add(self.final, vec)
+
+    def result(self) -> list:
+        return self.final
+
+    def stored_events(self) -> int:
+        return sum(map(len, self.waiting_events))
 
 
-def aggregate_next_paper(plan: TrendPlan, events: Sequence[Event]) -> list:
+class NextPaperAggregator:
     """The paper's Algorithm 3 under skip-till-next-match (compatibility mode): only the last
     matched event is kept. It undercounts when a later event is not adjacent to the last
-    matched one (note seed-002 §3.3, examples 7-8)."""
-    vx = Vectors(plan.fields)
-    final = vx.zero()
-    last = None  # (time, var, attrs, vector)
-    for t, vs, attrs in events:
-        if not vs:
-            continue
-        v = vs[0]
-        adj = (last is not None and last[1] in plan.preds[v] and last[0] < t
-               and _adjacent_ok(plan, last[1], last[2], v, attrs))
-        if v != plan.start and not adj:
-            continue
-        vec = vx.extend(last[3] if adj else vx.zero(), v, attrs, v == plan.start)
-        if v == plan.end:
-            vx.add(final, vec)
-        last = (t, v, attrs, vec)
-    return final
+    matched one (note seed-002 §3.3, examples 7-8). Timestamps are not batched: an event is
+    adjacent to the last matched one only if strictly later, which ``time`` tracks."""
+
+    def __init__(self, plan: TrendPlan) -> None:
+        self.plan = plan
+        self.vx = Vectors(plan.fields)
+        self.final = self.vx.zero()
+        self.last = None  # (group number, var, attrs, vector)
+        self.time = 0     # number of the current timestamp group
+
+    def update(self, group: Group) -> None:
+        plan, vx = self.plan, self.vx
+        self.time += 1
+        for vs, attrs in group:
+            if not vs:
+                continue
+            v = vs[0]
+            last = self.last
+            adj = (last is not None and last[1] in plan.preds[v] and last[0] < self.time
+                   and _adjacent_ok(plan, last[1], last[2], v, attrs))
+            if v != plan.start and not adj:
+                continue
+            vec = vx.extend(last[3] if adj else vx.zero(), v, attrs, v == plan.start)
+            if v == plan.end:
+                vx.add(self.final, vec)
+            self.last = (self.time, v, attrs, vec)
+
+    def result(self) -> list:
+        return self.final
+
+    def stored_events(self) -> int:
+        return 0
 
 
-def aggregate_contiguous(plan: TrendPlan, events: Sequence[Event]) -> list:
+class ContiguousAggregator:
     """Contiguous (pattern-grained, Alg. 3): an event's only possible predecessors are the
     events of the previous timestamp of ``I``. A trend may start or end at a timestamp shared
     with other events, but an inner event must be alone at its timestamp (any other event
     there lies strictly inside the trend without belonging to it)."""
-    vx = Vectors(plan.fields)
-    final = vx.zero()
-    carried: list = []  # (var, attrs, vector) that the next timestamp may extend
-    for group in timestamp_groups(events):
+
+    def __init__(self, plan: TrendPlan) -> None:
+        self.plan = plan
+        self.vx = Vectors(plan.fields)
+        self.final = self.vx.zero()
+        self.carried: list = []  # (var, attrs, vector) that the next timestamp may extend
+
+    def update(self, group: Group) -> None:
+        plan, vx = self.plan, self.vx
         nodes = []
-        for _, vs, attrs in group:
+        for vs, attrs in group:
             for v in vs:
                 pred = vx.zero()
-                for u, uattrs, uvec in carried:
+                for u, uattrs, uvec in self.carried:
                     if u in plan.preds[v] and _adjacent_ok(plan, u, uattrs, v, attrs):
                         vx.add(pred, uvec)
                 vec = vx.extend(pred, v, attrs, v == plan.start)
                 if vec is not None:
                     nodes.append((v, attrs, vec))
                     if v == plan.end:
-                        vx.add(final, vec)
+                        vx.add(self.final, vec)
         if len(group) == 1:
-            carried = nodes
+            self.carried = nodes
         else:  # only the trends that start here may go on
-            carried = [(v, attrs, vx.extend(vx.zero(), v, attrs, True))
-                       for v, attrs, _ in nodes if v == plan.start]
-    return final
+            self.carried = [(v, attrs, vx.extend(vx.zero(), v, attrs, True))
+                            for v, attrs, _ in nodes if v == plan.start]
+
+    def result(self) -> list:
+        return self.final
+
+    def stored_events(self) -> int:
+        return len(self.carried)
+
+
+def aggregator_class(plan: TrendPlan) -> type:
+    """The reference aggregator of the plan's algorithm."""
+    if plan.semantics == "any":
+        return AnyAggregator
+    if plan.semantics == "contiguous":
+        return ContiguousAggregator
+    if plan.next_algorithm == "paper":
+        return NextPaperAggregator
+    return NextAggregator
+
+
+class Aggregators:
+    """Starts the reference aggregators of one plan; the same interface as the compiled
+    ``cercore_fast.trends.Kernel``: ``prepare(group)`` once per timestamp group of a
+    partition, then ``update(prepared)`` on each of its open windows' aggregators."""
+
+    def __init__(self, plan: TrendPlan) -> None:
+        self.plan = plan
+        self.cls = aggregator_class(plan)
+
+    def new(self):
+        return self.cls(self.plan)
+
+    def prepare(self, group: Group) -> Group:
+        return group
+
+
+def aggregate_with(factory, events: Sequence[Event]) -> list:
+    """The aggregate vector of one window of one partition given all its events at once."""
+    state = factory.new()
+    for group in timestamp_groups(events):
+        state.update(factory.prepare(group))
+    return state.result()
 
 
 def aggregate(plan: TrendPlan, events: Sequence[Event]) -> list:
     """The aggregate vector of one window of one partition, by the plan's algorithm."""
-    if plan.semantics == "any":
-        return aggregate_any(plan, events)
-    if plan.semantics == "contiguous":
-        return aggregate_contiguous(plan, events)
-    if plan.next_algorithm == "paper":
-        return aggregate_next_paper(plan, events)
-    return aggregate_next(plan, events)
+    return aggregate_with(Aggregators(plan), events)
