@@ -64,6 +64,17 @@ class Batch:
             attrs[a] = (v.item() if hasattr(v, "item") else v) if ok else None
         return Event(et.name, self.first_position + k, attrs)
 
+    def attribute_dicts(self, schema: Schema) -> list[dict[str, Any] | None]:
+        """Every event's attributes as a dict (None for a skipped event): ``event(k)`` for
+        the whole batch, converting each column to Python values once."""
+        values = {a: v.tolist() for a, v in self.columns.values.items()}
+        valid = {a: v.tolist() for a, v in self.columns.valid.items()}
+        declared = [[(a, values[a], valid[a]) for a, _ in schema.event_types[n].attributes]
+                    for n in schema.type_names]
+        return [None if tid == SKIPPED else
+                {a: vals[k] if oks[k] else None for a, vals, oks in declared[tid]}
+                for k, tid in enumerate(self.type_ids.tolist())]
+
 
 @dataclass
 class SkipLog:

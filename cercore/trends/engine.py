@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cercore.errors import EventError
-from cercore.runtime.events import SKIPPED, EventDecoder
+from cercore.runtime.events import EventDecoder
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
 
@@ -171,15 +171,13 @@ class TrendEngine:
         plan = self.plan
         skip = self.decoder.on_error == "skip"
         tattr = self.time_attribute
-        for k in range(batch.n):
-            tid = int(batch.type_ids[k])
+        names = self.schema.type_names
+        read = self._read
+        for k, (tid, attrs) in enumerate(zip(batch.type_ids.tolist(),
+                                             batch.attribute_dicts(self.schema))):
+            if attrs is None or not read[tid]:
+                continue
             pos = batch.first_position + k
-            if tid == SKIPPED:
-                continue
-            if not self._read[tid]:
-                continue
-            ev = batch.event(k, self.schema)
-            attrs = ev.attributes
             if tattr is None:
                 t = pos
             else:
@@ -203,7 +201,7 @@ class TrendEngine:
             vs, pkey = node
             for fvars, attr, what in self._needs_value:
                 if attrs.get(attr) is None and any(v in fvars for v in vs):
-                    err = EventError(f"{ev.type} event has no {attr!r} value, which "
+                    err = EventError(f"{names[tid]} event has no {attr!r} value, which "
                                      f"{what.split()[0]} aggregates need", position=pos,
                                      field=attr)
                     if not skip:
