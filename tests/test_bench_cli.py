@@ -184,3 +184,24 @@ def test_pycer_attribute_window_is_exclusive_when_installed():
         res = peers.run_pycer(python, datasets.DECLARATIONS["smart_homes"], q, events, 1)
         assert res["complex_events"] == pycer_count, window
         assert len(cercore.compile(q, sch).engine().process_arrays(events)) == 1, window
+
+
+def test_cogra_experiment_writes_results_and_checks_two_step(tmp_path, capsys):
+    out = tmp_path / "cogra"
+    rc = cli.main(["cogra", "--events-per-window", "3,6,70", "--windows", "2",
+                   "--two-step-max-trends", "100", "--out", str(out), "--no-plot"])
+    assert rc == 0
+    rows = json.loads((out / "cogra.json").read_text())
+    cogra = {(r["semantics"], r["events_per_window"]): r for r in rows
+             if r["approach"] == "cogra"}
+    two = {(r["semantics"], r["events_per_window"]): r for r in rows
+           if r["approach"] == "two-step"}
+    assert set(cogra) == {(s, n) for s in ("any", "contiguous") for n in (3, 6, 70)}
+    # the baseline ran where a window has at most 100 trends, and agreed with COGRA
+    assert set(two) == {("any", 3), ("any", 6), ("contiguous", 3), ("contiguous", 6)}
+    assert all(r["equal_results"] for r in two.values())
+    assert cogra[("any", 70)]["trends_per_window_bits"] == 70  # 2^70 - 1, exact
+    assert all(r["peak_aggregators"] == 1 for r in cogra.values())
+    assert (out / "cogra.csv").exists()
+    assert cli.main(["cogra", "--semantics", "next"]) == 2
+    assert "--semantics" in capsys.readouterr().err

@@ -1,16 +1,22 @@
 """COGRA trend aggregation vs the two-step approach (CORE enumerates every trend, then aggregate).
 
-Workload (stock-like, the paper's q3 without its adjacent predicate -- the paper's default,
-since A-Seq cannot run it): ``RETURN COUNT(*), SUM(S.price) PATTERN Stock S+ SEMANTICS
-skip-till-any-match WITHIN n SLIDE n`` over a price random walk with one event per time unit,
-so every tumbling window holds n events and 2^n - 1 trends. The two-step baseline runs
-``SELECT * FROM Market WHERE Stock+`` through ``cercore.compile(...).engine(backend)`` on each
-window's events and sums COUNT and SUM over the complex events; its cost grows like 2^n, so it
-runs only up to ``--two-step-max`` events per window. Where both run, their results are
-checked equal. Counts are exact (2^n - 1 needs n bits; beyond int64 the Cython kernel hands
-the window to the Python reference, whose big-int arithmetic is linear in n per update, so the
-largest windows measure exact big-number arithmetic). Metrics (COGRA §8.1): throughput =
-events / second; latency = mean seconds from a window's last event to its result.
+Workload: a stock-like price random walk, one ``Stock`` event per time unit, tumbling windows
+of ``n`` events (``WITHIN n SLIDE n``), and the paper's q3 pattern without its adjacent
+predicate (the paper's default, since A-Seq cannot run it), under two semantics:
+
+* ``any`` -- ``RETURN COUNT(*), SUM(S.price) PATTERN Stock S+ SEMANTICS skip-till-any-match``:
+  2^n - 1 trends per window. The two-step baseline runs ``SELECT * FROM Market WHERE Stock+``.
+  Counts are exact: beyond n = 62 they leave int64 and the window continues on Python ints,
+  whose additions cost O(n) -- the price of exact counts, measured as such.
+* ``contiguous`` -- ``... SEMANTICS contiguous``: n(n+1)/2 trends per window (int64 throughout).
+  The two-step baseline runs ``SELECT STRICT * FROM Market WHERE Stock+`` (on a one-type stream
+  without predicates, STRICT's contiguous runs are exactly COGRA's contiguous trends).
+
+The baseline enumerates every complex event with ``cercore.compile(...).engine(backend)`` on
+each window's events and sums COUNT and SUM; it runs only where a window has at most
+``--two-step-max-trends`` trends. Where both run, their results are checked equal. Metrics
+(COGRA §8.1): throughput = events / second; latency = mean seconds from a window's last event
+to its result; state = the most aggregators and stored events the COGRA engine held.
 """
 
 from __future__ import annotations
@@ -24,17 +30,26 @@ import time
 from pathlib import Path
 
 SCHEMA = ("CREATE STREAM Market { EVENT Stock { company:int, price:int, ts:primary_time } }")
-COGRA_QUERY = ("RETURN COUNT(*), SUM(S.price) PATTERN Stock S+ SEMANTICS skip-till-any-match "
+COGRA_QUERY = ("RETURN COUNT(*), SUM(S.price) PATTERN Stock S+ SEMANTICS {semantics} "
                "WITHIN {n} SLIDE {n}")
-CORE_QUERY = "SELECT * FROM Market WHERE Stock+"
+SEMANTICS = {"any": "skip-till-any-match", "contiguous": "contiguous"}
+CORE_QUERY = {"any": "SELECT * FROM Market WHERE Stock+",
+              "contiguous": "SELECT STRICT * FROM Market WHERE Stock+"}
+
+
+def trends_per_window(semantics: str, n: int) -> int:
+    return 2 ** n - 1 if semantics == "any" else n * (n + 1) // 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--events-per-window", default="4,8,12,14,16,18,1000,10000,100000",
+    parser.add_argument("--events-per-window", default="4,8,12,16,64,1000,10000,100000",
                         help="comma-separated window sizes n (events per window)")
+    parser.add_argument("--semantics", default="any,contiguous",
+                        help="comma-separated: any, contiguous (default both)")
     parser.add_argument("--windows", type=int, default=3, help="windows per point (default 3)")
-    parser.add_argument("--two-step-max", type=int, default=18,
-                        help="largest n the two-step baseline runs (2^n matches; default 18)")
+    parser.add_argument("--two-step-max-trends", type=int, default=300_000,
+                        help="largest number of trends per window the two-step baseline "
+                             "enumerates (default 300000)")
     parser.add_argument("--backend", default="auto", choices=["auto", "python", "cython"])
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", default="bench-results/cogra", metavar="DIR",
@@ -52,13 +67,15 @@ def stock_events(n_events: int, seed: int) -> list[tuple[str, dict]]:
     return out
 
 
-def run_cogra(n: int, events: list, backend: str) -> tuple[list[dict], float, float]:
-    """(rows, seconds, mean latency): events fed window by window; a window's result is
-    produced when the next window's first event arrives (or at flush)."""
+def run_cogra(semantics: str, n: int, events: list,
+              backend: str) -> tuple[list[dict], float, float, dict]:
+    """(rows, seconds, mean latency, peak state): events fed window by window; a window's
+    result is produced when the next window's first event arrives (or at flush)."""
     from cercore.trends import compile_trend
 
-    engine = compile_trend(COGRA_QUERY.format(n=n), SCHEMA).engine(backend)
-    rows, latencies = [], []
+    query = COGRA_QUERY.format(semantics=SEMANTICS[semantics], n=n)
+    engine = compile_trend(query, SCHEMA).engine(backend)
+    rows, latencies, peak = [], [], {"aggregators": 0, "stored_events": 0}
     t0 = time.perf_counter()
     for k in range(0, len(events), n):
         rows += engine.process(events[k:k + n - 1])
@@ -67,14 +84,18 @@ def run_cogra(n: int, events: list, backend: str) -> tuple[list[dict], float, fl
         if k + n >= len(events):
             rows += engine.flush()
         latencies.append(time.perf_counter() - t_last)
-    return rows, time.perf_counter() - t0, sum(latencies) / len(latencies)
+        size = engine.state_size()
+        for key in peak:
+            peak[key] = max(peak[key], size[key])
+    return rows, time.perf_counter() - t0, sum(latencies) / len(latencies), peak
 
 
-def run_two_step(n: int, events: list, backend: str) -> tuple[list[dict], float, float]:
+def run_two_step(semantics: str, n: int, events: list,
+                 backend: str) -> tuple[list[dict], float, float]:
     """Enumerate every match with the CORE engine, window by window, then aggregate."""
     import cercore
 
-    query = cercore.compile(CORE_QUERY, SCHEMA)
+    query = cercore.compile(CORE_QUERY[semantics], SCHEMA)
     rows, latencies = [], []
     t0 = time.perf_counter()
     for k in range(0, len(events), n):
@@ -99,6 +120,11 @@ def run(args) -> int:
         print(f"cercore-bench cogra: --events-per-window must be integers, not "
               f"{args.events_per_window!r}", file=sys.stderr)
         return 2
+    semantics = [x.strip() for x in args.semantics.split(",") if x.strip()]
+    if not semantics or any(x not in SEMANTICS for x in semantics):
+        print(f"cercore-bench cogra: --semantics takes any, contiguous; not "
+              f"{args.semantics!r}", file=sys.stderr)
+        return 2
     if not sizes or min(sizes) < 1 or args.windows < 1:
         print("cercore-bench cogra: window sizes and --windows must be positive",
               file=sys.stderr)
@@ -107,34 +133,41 @@ def run(args) -> int:
 
     backend = resolve_backend(args.backend)
     results = []
-    for n in sizes:
-        events = stock_events(n * args.windows, args.seed)
-        cogra_rows, secs, lat = run_cogra(n, events, backend)
-        results.append({"approach": "cogra", "backend": backend, "events_per_window": n,
-                        "events": len(events), "seconds": secs,
-                        "events_per_second": len(events) / max(secs, 1e-12),
-                        "latency_seconds": lat,
-                        "trends_per_window_bits": cogra_rows[0]["COUNT(*)"].bit_length()})
-        line = f"n={n:>8}  cogra  {len(events) / max(secs, 1e-12):>14,.0f} ev/s  " \
-               f"latency {lat * 1e3:>10.3f} ms"
-        if n <= args.two_step_max:
-            two_rows, secs2, lat2 = run_two_step(n, events, backend)
-            same = two_rows == cogra_rows
-            results.append({"approach": "two-step", "backend": backend,
-                            "events_per_window": n, "events": len(events), "seconds": secs2,
-                            "events_per_second": len(events) / max(secs2, 1e-12),
-                            "latency_seconds": lat2,
-                            "trends_per_window_bits": two_rows[0]["COUNT(*)"].bit_length(),
-                            "equal_results": same})
-            line += f" | two-step {len(events) / max(secs2, 1e-12):>12,.0f} ev/s  latency " \
-                    f"{lat2 * 1e3:>10.3f} ms  ({lat2 / max(lat, 1e-12):,.0f}x)  " \
-                    f"equal={same}"
-            if not same:
-                print(line, file=sys.stderr)
-                print("cercore-bench cogra: COGRA and the two-step results differ",
-                      file=sys.stderr)
-                return 1
-        print(line, flush=True)
+    for sem in semantics:
+        for n in sizes:
+            events = stock_events(n * args.windows, args.seed)
+            cogra_rows, secs, lat, peak = run_cogra(sem, n, events, backend)
+            trends = cogra_rows[0]["COUNT(*)"]
+            assert trends == trends_per_window(sem, n)
+            eps = len(events) / max(secs, 1e-12)
+            results.append({"approach": "cogra", "semantics": sem, "backend": backend,
+                            "events_per_window": n, "events": len(events), "seconds": secs,
+                            "events_per_second": eps, "latency_seconds": lat,
+                            "trends_per_window_bits": trends.bit_length(),
+                            "peak_aggregators": peak["aggregators"],
+                            "peak_stored_events": peak["stored_events"]})
+            line = (f"{sem:>10} n={n:>7}  cogra {eps:>12,.0f} ev/s  latency "
+                    f"{lat * 1e3:>9.3f} ms  state {peak['aggregators']} aggregator(s), "
+                    f"{peak['stored_events']} stored events")
+            if trends <= args.two_step_max_trends:
+                two_rows, secs2, lat2 = run_two_step(sem, n, events, backend)
+                same = two_rows == cogra_rows
+                results.append({"approach": "two-step", "semantics": sem,
+                                "backend": backend, "events_per_window": n,
+                                "events": len(events), "seconds": secs2,
+                                "events_per_second": len(events) / max(secs2, 1e-12),
+                                "latency_seconds": lat2,
+                                "trends_per_window_bits": trends.bit_length(),
+                                "equal_results": same})
+                line += (f" | two-step {len(events) / max(secs2, 1e-12):>10,.0f} ev/s  "
+                         f"latency {lat2 * 1e3:>9.3f} ms ({lat2 / max(lat, 1e-12):,.0f}x)  "
+                         f"equal={same}")
+                if not same:
+                    print(line, file=sys.stderr)
+                    print("cercore-bench cogra: COGRA and the two-step results differ",
+                          file=sys.stderr)
+                    return 1
+            print(line, flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "cogra.json").write_text(json.dumps(results, indent=2))
@@ -153,16 +186,17 @@ def plot(results: list[dict], out: Path) -> list[Path]:
     from cercore.bench.plots import line_panels
 
     def series(metric):
-        s: dict[str, tuple[list, list]] = {}
+        panels: dict[str, dict[str, tuple[list, list]]] = {}
         for r in results:
+            s = panels.setdefault(r["semantics"], {})
             xs, ys = s.setdefault(r["approach"], ([], []))
             xs.append(r["events_per_window"])
             ys.append(r[metric])
-        return s
+        return panels
 
-    return [line_panels({"throughput": series("events_per_second")}, out / "cogra_throughput.png",
+    return [line_panels(series("events_per_second"), out / "cogra_throughput.png",
                         xlabel="events per window", log_x=True,
                         title="COGRA vs two-step (CORE enumerate + aggregate)"),
-            line_panels({"latency": series("latency_seconds")}, out / "cogra_latency.png",
+            line_panels(series("latency_seconds"), out / "cogra_latency.png",
                         xlabel="events per window", ylabel="seconds per window", log_x=True,
                         title="COGRA vs two-step (CORE enumerate + aggregate)")]
