@@ -5,6 +5,12 @@ declarations. The grammar is ``grammar.lark`` (LALR, built once on first use). E
 raises :class:`cercore.errors.CEQLSyntaxError` with a location, a caret snippet, the list of
 what would have been accepted (in source form) and, where we can guess the intent, a hint.
 No lark exception escapes this module.
+
+Other grammars of ``grammar.lark`` (the trend-aggregation form, ``cercore.trends.parse``)
+build on this module's parts rather than repeating them: ``ErrorReport`` (error messages,
+subclassed for their own vocabulary), ``ToAst`` (the shared expression rules) and the token
+helpers ``meta_pos``, ``token_pos``, ``name_tokens``, ``number_value``, ``unquote``,
+``source_form`` and ``UNIT_SECONDS``.
 """
 
 from __future__ import annotations
@@ -109,7 +115,7 @@ def _parse(text: str, start: str):
             tokens.append(tok)
         return ip.feed_eof(tokens[-1] if tokens else None)
     except UnexpectedInput as e:
-        err = _ErrorReport(e, ip, tokens, text, start).build()
+        err = ErrorReport(e, ip, tokens, text, start).build()
     except LarkError as e:  # pragma: no cover - defensive
         err = CEQLSyntaxError(f"cannot parse: {e}", text=text)
     raise err
@@ -117,7 +123,7 @@ def _parse(text: str, start: str):
 
 def _transform(tree, text: str):
     try:
-        return _ToAst(text).transform(tree)
+        return ToAst(text).transform(tree)
     except VisitError as e:
         if isinstance(e.orig_exc, CEQLError):
             raise e.orig_exc from None
@@ -131,7 +137,7 @@ _CLOSERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
 _PATTERN_START = {"NAME", "QNAME", "LPAR", "NOT"}
 
 
-def _source_form(term: str, end_text: str) -> str:
+def source_form(term: str, end_text: str) -> str:
     if term == "$END":
         return end_text
     if term in _DESCRIPTIVE:
@@ -175,7 +181,7 @@ def _describe(tok: Token, end_text: str) -> str:
     return f"'{tok.value}'"
 
 
-class _ErrorReport:
+class ErrorReport:
     """Turns a lark error into a CEQLSyntaxError with expected tokens and a hint."""
 
     def __init__(self, e: UnexpectedInput, ip, tokens: list[Token], text: str, start: str):
@@ -193,7 +199,7 @@ class _ErrorReport:
         self.pos = pos
         self.before = [t for t in tokens if t.start_pos is not None and t.start_pos < pos]
         self.acc = self._accepts(ip, start)
-        self.expected = sorted({_source_form(t, self.end_text) for t in self.acc})
+        self.expected = sorted({source_form(t, self.end_text) for t in self.acc})
         # Location: the token, or right after the last token at the end of input.
         if self.tok is not None and self.tok.type == "$END":
             if self.before:
@@ -622,16 +628,16 @@ _PRED_TYPES = (ast.Compare, ast.Like, ast.InSet, ast.InRange, ast.PredAnd, ast.P
 _EXPR_TYPES = (ast.Literal, ast.AttrRef, ast.BinOp, ast.Neg)
 _CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "=": "==", "==": "==", "!=": "!=",
         "<>": "!="}
-_UNIT_SECONDS = {"HOUR": 3600, "MINUTE": 60, "SECOND": 1}
+UNIT_SECONDS = {"HOUR": 3600, "MINUTE": 60, "SECOND": 1}
 
 
-def _pos(meta) -> dict:
+def meta_pos(meta) -> dict:
     if getattr(meta, "empty", True):
         return {}
     return {"line": meta.line, "column": meta.column}
 
 
-def _tpos(tok: Token) -> dict:
+def token_pos(tok: Token) -> dict:
     return {"line": tok.line, "column": tok.column}
 
 
@@ -639,24 +645,24 @@ def _node_pos(node) -> dict:
     return {"line": getattr(node, "line", None), "column": getattr(node, "column", None)}
 
 
-def _names(children) -> list[Token]:
+def name_tokens(children) -> list[Token]:
     return [c for c in children if isinstance(c, Token) and c.type == "NAME"]
 
 
-def _number(tok: Token) -> int | float:
+def number_value(tok: Token) -> int | float:
     s = tok.value
     if re.fullmatch(r"\d+", s):
         return int(s)
     return float(s)
 
 
-def _unquote(s: str) -> str:
+def unquote(s: str) -> str:
     q = s[0]
     return s[1:-1].replace(q + q, q)
 
 
 @v_args(meta=True)
-class _ToAst(Transformer):
+class ToAst(Transformer):
     """Builds cercore.ceql.ast nodes; every node gets the line/column where it starts."""
 
     def __init__(self, text: str):
@@ -667,11 +673,11 @@ class _ToAst(Transformer):
 
     # -- errors ----------------------------------------------------------------------------
     def _error(self, message: str, where, hint: str | None = None) -> CEQLSyntaxError:
-        pos = _tpos(where) if isinstance(where, Token) else _node_pos(where)
+        pos = token_pos(where) if isinstance(where, Token) else _node_pos(where)
         return CEQLSyntaxError(message, text=self.text, hint=hint, **pos)
 
     def _int(self, tok: Token, what: str) -> int:
-        v = _number(tok)
+        v = number_value(tok)
         if not isinstance(v, int):
             raise self._error(f"{what} must be a whole number, not {tok.value}", tok)
         return v
@@ -705,7 +711,7 @@ class _ToAst(Transformer):
     # -- names -----------------------------------------------------------------------------
     def name(self, meta, ch):
         tok = ch[0]
-        value = tok.value if tok.type == "NAME" else _unquote(tok.value)
+        value = tok.value if tok.type == "NAME" else unquote(tok.value)
         return Token.new_borrow_pos("NAME", value, tok)
 
     # -- query -----------------------------------------------------------------------------
@@ -721,7 +727,7 @@ class _ToAst(Transformer):
                     kw[tag] = c[1]
             elif not isinstance(c, Token):
                 formula = c
-        return ast.Query(formula, **kw, **_pos(meta))
+        return ast.Query(formula, **kw, **meta_pos(meta))
 
     def select_clause(self, meta, ch):
         strategy = None
@@ -748,29 +754,29 @@ class _ToAst(Transformer):
         return tuple(ch)
 
     def projection_item(self, meta, ch):
-        names = _names(ch)
+        names = name_tokens(ch)
         var = names[0]
         bracketed = meta.end_pos > var.end_pos
         attrs = tuple(n.value for n in names[1:]) if bracketed else None
-        return ast.ProjectionItem(var.value, attrs, **_pos(meta))
+        return ast.ProjectionItem(var.value, attrs, **meta_pos(meta))
 
     def from_clause(self, meta, ch):
-        return ("@streams", tuple(n.value for n in _names(ch)))
+        return ("@streams", tuple(n.value for n in name_tokens(ch)))
 
     def partition_clause(self, meta, ch):
         return ("@partition_by", tuple(c for c in ch if isinstance(c, tuple)))
 
     def partition_group(self, meta, ch):
-        return tuple(n.value for n in _names(ch))
+        return tuple(n.value for n in name_tokens(ch))
 
     def within_events(self, meta, ch):
         num = next(c for c in ch if isinstance(c, Token) and c.type == "NUMBER")
-        return ("@within", ast.EventsWindow(self._int(num, "an EVENTS window"), **_pos(meta)))
+        return ("@within", ast.EventsWindow(self._int(num, "an EVENTS window"), **meta_pos(meta)))
 
     def within_attr(self, meta, ch):
         num = next(c for c in ch if isinstance(c, Token) and c.type == "NUMBER")
-        attr = _names(ch)[0]
-        return ("@within", ast.AttrWindow(_number(num), attr.value, **_pos(meta)))
+        attr = name_tokens(ch)[0]
+        return ("@within", ast.AttrWindow(number_value(num), attr.value, **meta_pos(meta)))
 
     def within_time(self, meta, ch):
         total = 0.0
@@ -780,12 +786,12 @@ class _ToAst(Transformer):
                 raise self._error(f"{tok.value.upper()} is given twice in WITHIN", tok,
                                   hint="write each unit once, e.g. WITHIN 1 HOURS 30 MINUTES")
             seen[unit] = tok
-            total += amount * _UNIT_SECONDS[unit]
-        return ("@within", ast.TimeWindow(float(total), **_pos(meta)))
+            total += amount * UNIT_SECONDS[unit]
+        return ("@within", ast.TimeWindow(float(total), **meta_pos(meta)))
 
     def time_span(self, meta, ch):
         num, unit = ch[0], ch[1]
-        return (_number(num), unit.type[:-1], unit)
+        return (number_value(num), unit.type[:-1], unit)
 
     def consume_clause(self, meta, ch):
         return ("@consume", ch[-1].value.upper())
@@ -796,57 +802,57 @@ class _ToAst(Transformer):
 
     # -- formulas --------------------------------------------------------------------------
     def event_atom(self, meta, ch):
-        names = _names(ch)
+        names = name_tokens(ch)
         if len(names) == 2:
-            return ast.EventAtom(names[1].value, names[0].value, **_pos(meta))
-        return ast.EventAtom(names[0].value, **_pos(meta))
+            return ast.EventAtom(names[1].value, names[0].value, **meta_pos(meta))
+        return ast.EventAtom(names[0].value, **meta_pos(meta))
 
     def filter(self, meta, ch):
-        return ast.Filter(ch[0], ch[-1], **_pos(meta))
+        return ast.Filter(ch[0], ch[-1], **meta_pos(meta))
 
     def or_(self, meta, ch):
-        return ast.Or(ch[0], ch[-1], **_pos(meta))
+        return ast.Or(ch[0], ch[-1], **meta_pos(meta))
 
     def contig(self, meta, ch):
-        return ast.Contig(ch[0], ch[-1], **_pos(meta))
+        return ast.Contig(ch[0], ch[-1], **meta_pos(meta))
 
     def seq(self, meta, ch):
-        return ast.Seq(ch[0], ch[-1], **_pos(meta))
+        return ast.Seq(ch[0], ch[-1], **meta_pos(meta))
 
     def as_(self, meta, ch):
-        return ast.As(ch[0], ch[-1].value, **_pos(meta))
+        return ast.As(ch[0], ch[-1].value, **meta_pos(meta))
 
     def iter(self, meta, ch):
-        return ast.Iter(ch[0], False, **_pos(meta))
+        return ast.Iter(ch[0], False, **meta_pos(meta))
 
     def contig_iter(self, meta, ch):
-        return ast.Iter(ch[0], True, **_pos(meta))
+        return ast.Iter(ch[0], True, **meta_pos(meta))
 
     def not_(self, meta, ch):
         formula = next(c for c in ch if not isinstance(c, Token))
-        return ast.Not(formula, **_pos(meta))
+        return ast.Not(formula, **meta_pos(meta))
 
     # -- filters ---------------------------------------------------------------------------
     def filter_or(self, meta, ch):
-        return ast.FilterOr(ch[0], ch[-1], **_pos(meta))
+        return ast.FilterOr(ch[0], ch[-1], **meta_pos(meta))
 
     def filter_and(self, meta, ch):
-        return ast.FilterAnd(ch[0], ch[-1], **_pos(meta))
+        return ast.FilterAnd(ch[0], ch[-1], **meta_pos(meta))
 
     def atomic_filter(self, meta, ch):
         var = ch[0]
         pred = self._pred(ch[-1])
-        return ast.AtomicFilter(var.value, pred, **_pos(meta))
+        return ast.AtomicFilter(var.value, pred, **meta_pos(meta))
 
     # -- predicates ------------------------------------------------------------------------
     def pred_or(self, meta, ch):
-        return ast.PredOr(self._pred(ch[0]), self._pred(ch[-1]), **_pos(meta))
+        return ast.PredOr(self._pred(ch[0]), self._pred(ch[-1]), **meta_pos(meta))
 
     def pred_and(self, meta, ch):
-        return ast.PredAnd(self._pred(ch[0]), self._pred(ch[-1]), **_pos(meta))
+        return ast.PredAnd(self._pred(ch[0]), self._pred(ch[-1]), **meta_pos(meta))
 
     def pred_not(self, meta, ch):
-        return ast.PredNot(self._pred(ch[-1]), **_pos(meta))
+        return ast.PredNot(self._pred(ch[-1]), **meta_pos(meta))
 
     def bare_pred(self, meta, ch):
         return ch[0]  # checked by whoever uses it, as a condition or as a value
@@ -857,23 +863,23 @@ class _ToAst(Transformer):
     def compare(self, meta, ch):
         left, op, right = ch
         return ast.Compare(op, self._expr(left, "a comparison"),
-                           self._expr(right, "a comparison"), **_pos(meta))
+                           self._expr(right, "a comparison"), **meta_pos(meta))
 
     def like(self, meta, ch):
         operand = self._expr(ch[0], "LIKE")
-        return ast.Like(operand, _unquote(ch[-1].value), **_pos(meta))
+        return ast.Like(operand, unquote(ch[-1].value), **meta_pos(meta))
 
     def in_set(self, meta, ch):
         operand = self._expr(ch[0], "IN")
         negated = any(isinstance(c, Token) and c.type == "NOT" for c in ch)
         items = tuple(c for c in ch[1:] if not isinstance(c, Token))
-        return ast.InSet(operand, items, negated, **_pos(meta))
+        return ast.InSet(operand, items, negated, **meta_pos(meta))
 
     def set_item(self, meta, ch):
         values = [c for c in ch if not isinstance(c, Token)]
         if len(values) == 2:
             return ast.Range(self._expr(values[0], "a range"), self._expr(values[1], "a range"),
-                             **_pos(meta))
+                             **meta_pos(meta))
         v = self._expr(values[0], "a set")
         if not isinstance(v, ast.Literal):
             raise self._error("set items must be constants", v,
@@ -884,35 +890,35 @@ class _ToAst(Transformer):
         values = [c for c in ch if not isinstance(c, Token)]
         operand, lo, hi = (self._expr(v, "IN RANGE") for v in values)
         negated = any(isinstance(c, Token) and c.type == "NOT" for c in ch)
-        return ast.InRange(operand, lo, hi, negated, **_pos(meta))
+        return ast.InRange(operand, lo, hi, negated, **meta_pos(meta))
 
     # -- arithmetic ------------------------------------------------------------------------
     def binop(self, meta, ch):
         left, op, right = ch
-        return ast.BinOp(op.value, self._expr(left), self._expr(right), **_pos(meta))
+        return ast.BinOp(op.value, self._expr(left), self._expr(right), **meta_pos(meta))
 
     def neg(self, meta, ch):
         operand = self._expr(ch[-1])
         if (isinstance(operand, ast.Literal) and isinstance(operand.value, (int, float))
                 and not isinstance(operand.value, bool) and id(operand) not in self._paren_ids):
             # "-5" is the literal -5; "-(5)" stays Neg(5).
-            return ast.Literal(-operand.value, **_pos(meta))
-        return ast.Neg(operand, **_pos(meta))
+            return ast.Literal(-operand.value, **meta_pos(meta))
+        return ast.Neg(operand, **meta_pos(meta))
 
     def number(self, meta, ch):
-        return ast.Literal(_number(ch[0]), **_tpos(ch[0]))
+        return ast.Literal(number_value(ch[0]), **token_pos(ch[0]))
 
     def string(self, meta, ch):
-        return ast.Literal(_unquote(ch[0].value), **_tpos(ch[0]))
+        return ast.Literal(unquote(ch[0].value), **token_pos(ch[0]))
 
     def true(self, meta, ch):
-        return ast.Literal(True, **_tpos(ch[0]))
+        return ast.Literal(True, **token_pos(ch[0]))
 
     def false(self, meta, ch):
-        return ast.Literal(False, **_tpos(ch[0]))
+        return ast.Literal(False, **token_pos(ch[0]))
 
     def attr_ref(self, meta, ch):
-        return ast.AttrRef(ch[0].value, **_tpos(ch[0]))
+        return ast.AttrRef(ch[0].value, **token_pos(ch[0]))
 
     def paren(self, meta, ch):
         inner = ch[0]
@@ -925,17 +931,17 @@ class _ToAst(Transformer):
         return list(ch)
 
     def stream_decl(self, meta, ch):
-        name = _names(ch)[0]
+        name = name_tokens(ch)[0]
         events = tuple(c for c in ch if isinstance(c, ast.EventDecl))
-        return ast.StreamDecl(name.value, events, **_tpos(name))
+        return ast.StreamDecl(name.value, events, **token_pos(name))
 
     def event_decl(self, meta, ch):
-        name = _names(ch)[0]
+        name = name_tokens(ch)[0]
         attrs = tuple(c for c in ch if isinstance(c, ast.AttrDecl))
-        return ast.EventDecl(name.value, attrs, **_tpos(name))
+        return ast.EventDecl(name.value, attrs, **token_pos(name))
 
     def attr_decl(self, meta, ch):
-        name, typ = _names(ch)
+        name, typ = name_tokens(ch)
         t = typ.value.lower()
         if t not in ATTRIBUTE_TYPES:
             guess = _TYPE_ALIASES.get(t) or next(
@@ -943,4 +949,4 @@ class _ToAst(Transformer):
             hint = (f"did you mean '{guess}'? " if guess else "") + (
                 "types are int, double, string, bool and primary_time")
             raise self._error(f"unknown attribute type '{typ.value}'", typ, hint=hint)
-        return ast.AttrDecl(name.value, t, **_tpos(name))
+        return ast.AttrDecl(name.value, t, **token_pos(name))

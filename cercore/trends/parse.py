@@ -111,12 +111,12 @@ _SOURCE = {"COLON": ".", "TREND_SEMANTICS": "skip-till-any-match", "GROUP_BY": "
            "AVG": "AVG"}
 
 
-class _TrendErrorReport(ceql_parser._ErrorReport):
+class _TrendErrorReport(ceql_parser.ErrorReport):
     """The CEQL error report, with the trend parser's expected tokens and trend hints."""
 
     def __init__(self, e, ip, tokens, text, start):
         super().__init__(e, ip, tokens, text, start)
-        self.expected = sorted({_SOURCE.get(t) or ceql_parser._source_form(t, self.end_text)
+        self.expected = sorted({_SOURCE.get(t) or ceql_parser.source_form(t, self.end_text)
                                 for t in self.acc})
         if "TREND_SEMANTICS" in self.acc:
             self.expected = sorted(set(self.expected) | {"skip-till-next-match", "contiguous"})
@@ -146,11 +146,11 @@ class _TrendErrorReport(ceql_parser._ErrorReport):
 
 
 def _p(meta) -> dict:
-    return ceql_parser._pos(meta)
+    return ceql_parser.meta_pos(meta)
 
 
 @v_args(meta=True)
-class _ToTrendAst(ceql_parser._ToAst):
+class _ToTrendAst(ceql_parser.ToAst):
     """Trend rules -> cercore.trends.ast; names, comparison operators, FROM, PARTITION BY
     groups and time spans are read by the CEQL transformer it extends."""
 
@@ -186,15 +186,15 @@ class _ToTrendAst(ceql_parser._ToAst):
         return ast.Aggregate("COUNT", **_p(meta))
 
     def agg_count(self, meta, ch):
-        return ast.Aggregate("COUNT", ceql_parser._names(ch)[0].value, **_p(meta))
+        return ast.Aggregate("COUNT", ceql_parser.name_tokens(ch)[0].value, **_p(meta))
 
     def agg_attr(self, meta, ch):
-        var, attr = ceql_parser._names(ch)
+        var, attr = ceql_parser.name_tokens(ch)
         return ast.Aggregate(ch[0].value.upper(), var.value, attr.value, **_p(meta))
 
     # -- patterns ----------------------------------------------------------------------------
     def tp_atom(self, meta, ch):
-        names = ceql_parser._names(ch)
+        names = ceql_parser.name_tokens(ch)
         return ast.PAtom(names[0].value, names[1].value if len(names) > 1 else None,
                          **_p(meta))
 
@@ -265,10 +265,10 @@ class _ToTrendAst(ceql_parser._ToAst):
         return ch
 
     def trend_span_units(self, meta, ch):
-        return (ceql_parser._number(ch[0]), "raw")
+        return (ceql_parser.number_value(ch[0]), "raw")
 
     def trend_span(self, meta, ch):
-        return (sum(amount * ceql_parser._UNIT_SECONDS[unit] for amount, unit, _ in ch), "s")
+        return (sum(amount * ceql_parser.UNIT_SECONDS[unit] for amount, unit, _ in ch), "s")
 
     def trend_window(self, meta, ch):
         size, unit = next(c for c in ch if isinstance(c, tuple))
@@ -293,7 +293,7 @@ class _ToTrendAst(ceql_parser._ToAst):
         return ast.Compare(op, left, right, **_p(meta))
 
     def tc_equiv(self, meta, ch):
-        return ast.Equiv(tuple(n.value for n in ceql_parser._names(ch)), **_p(meta))
+        return ast.Equiv(tuple(n.value for n in ceql_parser.name_tokens(ch)), **_p(meta))
 
     def t_binop(self, meta, ch):
         left, op, right = ch
@@ -306,24 +306,24 @@ class _ToTrendAst(ceql_parser._ToAst):
         return ast.Negate(operand, **_p(meta))
 
     def t_number(self, meta, ch):
-        return ast.Const(ceql_parser._number(ch[0]), **ceql_parser._tpos(ch[0]))
+        return ast.Const(ceql_parser.number_value(ch[0]), **ceql_parser.token_pos(ch[0]))
 
     def t_string(self, meta, ch):
-        return ast.Const(ceql_parser._unquote(ch[0].value), **ceql_parser._tpos(ch[0]))
+        return ast.Const(ceql_parser.unquote(ch[0].value), **ceql_parser.token_pos(ch[0]))
 
     def t_true(self, meta, ch):
-        return ast.Const(True, **ceql_parser._tpos(ch[0]))
+        return ast.Const(True, **ceql_parser.token_pos(ch[0]))
 
     def t_false(self, meta, ch):
-        return ast.Const(False, **ceql_parser._tpos(ch[0]))
+        return ast.Const(False, **ceql_parser.token_pos(ch[0]))
 
     def t_symbol(self, meta, ch):
-        return ast.Const(ch[0].value, symbol=True, **ceql_parser._tpos(ch[0]))
+        return ast.Const(ch[0].value, symbol=True, **ceql_parser.token_pos(ch[0]))
 
     def t_ref(self, meta, ch):
-        var, attr = ceql_parser._names(ch)
-        return ast.Ref(var.value, attr.value, **ceql_parser._tpos(var))
+        var, attr = ceql_parser.name_tokens(ch)
+        return ast.Ref(var.value, attr.value, **ceql_parser.token_pos(var))
 
     def t_next_ref(self, meta, ch):
-        var, attr = ceql_parser._names(ch)
+        var, attr = ceql_parser.name_tokens(ch)
         return ast.Ref(var.value, attr.value, True, **_p(meta))
