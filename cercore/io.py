@@ -320,7 +320,9 @@ def _dumps(obj: Any) -> str:
 
 
 @contextmanager
-def _open_out(out):
+def open_output(out):
+    """A text stream for ``out``: stdout for None or "-", a file opened for writing for a
+    path, else ``out`` itself (an open stream)."""
     if out is None or out == "-":
         yield sys.stdout
     elif isinstance(out, (str, os.PathLike)):
@@ -344,7 +346,7 @@ def write_complex_events(ces: Iterable, out=None, format: str = "jsonl", *,
         raise CercoreError(f"unknown output format {format!r}; use one of "
                            + ", ".join(OUTPUT_FORMATS))
     n = 0
-    with _open_out(out) as f:
+    with open_output(out) as f:
         if format == "jsonl":
             for ce in ces:
                 f.write(_dumps(ce.to_dict()) + "\n")

@@ -61,3 +61,17 @@ def test_state_is_flat_in_stream_length(backend, semantics, where, stores):
     # within their bound)
     assert {k: long[k] for k in ("open_windows", "aggregators")} == \
         {k: short[k] for k in ("open_windows", "aggregators")}
+
+
+def test_advance_closes_windows_without_a_new_event():
+    q = compile_trend("RETURN COUNT(*) PATTERN A+ WITHIN 4 SLIDE 4", SCHEMA)
+    engine = q.engine("python")
+    events = [("A", {"v": 0, "c": 0, "t": t}) for t in (0, 1, 3)]
+    assert list(engine.process(events)) == []
+    assert engine.advance(3) == []            # [0, 4) may still get events at time 3
+    assert engine.advance(4) == [{"window_start": 0, "window_end": 4, "COUNT(*)": 7}]
+    assert engine.state_size()["aggregators"] == 0
+    with pytest.raises(ValueError, match="before the last event"):
+        engine.advance(2)
+    assert list(engine.process([("A", {"v": 0, "c": 0, "t": 5})])) == []
+    assert engine.flush() == [{"window_start": 4, "window_end": 8, "COUNT(*)": 1}]

@@ -8,7 +8,7 @@ import json
 import sys
 
 from cercore.errors import CercoreError
-from cercore.io import _open_out, format_value, read_events
+from cercore.io import format_value, open_output, read_events
 from cercore.schema import Schema
 from cercore.trends.query import compile_trend
 
@@ -50,7 +50,7 @@ def run_command(args, text: str, schema: Schema) -> int:
 def write_rows(rows: list[dict], columns: list[str], out, fmt: str) -> None:
     """Rows as JSON lines, CSV (header first) or an aligned table. Counts stay exact
     integers in every format."""
-    with _open_out(out) as f:
+    with open_output(out) as f:
         if fmt == "jsonl":
             for r in rows:
                 f.write(json.dumps(r) + "\n")

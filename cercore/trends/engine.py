@@ -129,6 +129,22 @@ class TrendEngine:
         """One event; the rows of the windows it closes."""
         return list(self.process([(event_type, attributes)]))
 
+    def advance(self, t: int) -> list[dict]:
+        """A watermark: no event earlier than time ``t`` will follow, so every window ending
+        at or before ``t`` closes now; its rows. Lets a quiet stream (or a heartbeat) emit
+        results without waiting for the next event."""
+        if self.time_attribute is None:
+            raise ValueError("advance() needs a time attribute: without one, time is the "
+                             "input position")
+        if self.last_time is not None and t < self.last_time:
+            raise ValueError(f"advance({t}) is before the last event's time {self.last_time}")
+        if self.pending_time is not None and t > self.pending_time:
+            self._apply_pending()
+        self.last_time = t
+        if self.plan.window is None:
+            return []
+        return self._close_until(t)
+
     def flush(self) -> list[dict]:
         """End of stream: the rows of every window still open."""
         self._apply_pending()
