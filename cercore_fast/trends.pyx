@@ -23,7 +23,7 @@ for skip-till-next-match) run the Python reference.
 """
 
 cimport cython
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -94,6 +94,14 @@ def make_aggregators(plan):
             or (plan.semantics == "next" and plan.next_algorithm == "paper")):
         return reference.Aggregators(plan)
     return Kernel(plan, clauses)
+
+
+cdef void *_resize(void *p, size_t nbytes) except NULL:
+    """``p`` reallocated to ``nbytes`` (at least 1); MemoryError instead of NULL."""
+    cdef void *q = PyMem_Realloc(p, nbytes if nbytes else 1)
+    if q == NULL:
+        raise MemoryError()
+    return q
 
 
 cdef inline bint _cmp(int op, double a, double b) noexcept nogil:
@@ -228,17 +236,6 @@ cdef class Kernel:
     cdef unsigned char *ghas
     cdef Py_ssize_t gcap
 
-    def __cinit__(self):
-        self.plist = NULL
-        self.cl_p = self.cl_s = self.cl_op = NULL
-        self.kinds_p = NULL
-        self.fmask_p = NULL
-        self.gi = NULL
-        self.gd = NULL
-        self.gh = NULL
-        self.ghas = NULL
-        self.gcap = 0
-
     def __init__(self, plan, clauses):
         cdef int v, k, s
         self.plan = plan
@@ -249,10 +246,8 @@ cdef class Kernel:
         self.end = plan.end
         types = plan.schema.attribute_types()
         self.nslots = 1 + len(plan.fields)
-        self.kinds_p = <int *>PyMem_Malloc(self.nslots * sizeof(int))
-        self.fmask_p = <uint64_t *>PyMem_Malloc(self.nslots * sizeof(uint64_t))
-        if self.kinds_p == NULL or self.fmask_p == NULL:
-            raise MemoryError()
+        self.kinds_p = <int *>_resize(NULL, self.nslots * sizeof(int))
+        self.fmask_p = <uint64_t *>_resize(NULL, self.nslots * sizeof(uint64_t))
         self.kinds_p[0] = K_CNT
         self.fmask_p[0] = 0
         attrs = [None]
@@ -273,9 +268,7 @@ cdef class Kernel:
             attrs.append(f.attr)
         self.attrs_of = attrs
         # predecessors in the reference's iteration order (same order => same double sums)
-        self.plist = <int *>PyMem_Malloc(self.nvars * (self.nvars + 1) * sizeof(int))
-        if self.plist == NULL:
-            raise MemoryError()
+        self.plist = <int *>_resize(NULL, self.nvars * (self.nvars + 1) * sizeof(int))
         for v in range(self.nvars):
             preds = list(plan.preds[v])
             for k in range(len(preds)):
@@ -288,11 +281,9 @@ cdef class Kernel:
         self.clauses = clauses
         self.ncl = len(clauses)
         n = max(self.ncl, 1)
-        self.cl_p = <int *>PyMem_Malloc(n * sizeof(int))
-        self.cl_s = <int *>PyMem_Malloc(n * sizeof(int))
-        self.cl_op = <int *>PyMem_Malloc(n * sizeof(int))
-        if self.cl_p == NULL or self.cl_s == NULL or self.cl_op == NULL:
-            raise MemoryError()
+        self.cl_p = <int *>_resize(NULL, n * sizeof(int))
+        self.cl_s = <int *>_resize(NULL, n * sizeof(int))
+        self.cl_op = <int *>_resize(NULL, n * sizeof(int))
         for k in range(self.ncl):
             self.cl_p[k], self.cl_s[k], self.cl_op[k] = clauses[k][:3]
 
@@ -313,22 +304,10 @@ cdef class Kernel:
             return 0
         cdef Py_ssize_t cap = max(m, 2 * self.gcap, 8)
         cdef Py_ssize_t ns = self.nslots
-        gi = <long long *>PyMem_Realloc(self.gi, cap * ns * sizeof(long long))
-        if gi == NULL:
-            raise MemoryError()
-        self.gi = gi
-        gd = <double *>PyMem_Realloc(self.gd, cap * ns * sizeof(double))
-        if gd == NULL:
-            raise MemoryError()
-        self.gd = gd
-        gh = <unsigned char *>PyMem_Realloc(self.gh, cap * ns)
-        if gh == NULL:
-            raise MemoryError()
-        self.gh = gh
-        ghas = <unsigned char *>PyMem_Realloc(self.ghas, cap)
-        if ghas == NULL:
-            raise MemoryError()
-        self.ghas = ghas
+        self.gi = <long long *>_resize(self.gi, cap * ns * sizeof(long long))
+        self.gd = <double *>_resize(self.gd, cap * ns * sizeof(double))
+        self.gh = <unsigned char *>_resize(self.gh, cap * ns)
+        self.ghas = <unsigned char *>_resize(self.ghas, cap)
         self.gcap = cap
         return 0
 
@@ -351,6 +330,7 @@ cdef class _Group:
     cdef object raw
     cdef bint exact
     cdef Py_ssize_t m, n_events
+    cdef char *block        # owns every array below
     cdef int *var
     cdef long long *xi      # m x nslots
     cdef double *xd
@@ -361,13 +341,8 @@ cdef class _Group:
     cdef list attrs
 
     def __cinit__(self, Kernel k, group):
-        cdef Py_ssize_t m = 0, j = 0, s, c
+        cdef Py_ssize_t m = 0, j = 0, s, c, n, nc
         cdef int nslots = k.nslots, ncl = k.ncl, v, kd
-        self.var = NULL
-        self.xi = NULL
-        self.xd = NULL
-        self.pv = self.sv = NULL
-        self.pok = self.sok = NULL
         self.raw = group
         self.exact = True
         self.n_events = len(group)
@@ -377,18 +352,18 @@ cdef class _Group:
         self.attrs = []
         n = max(m, 1)
         nc = max(ncl, 1)
-        self.var = <int *>PyMem_Malloc(n * sizeof(int))
-        self.xi = <long long *>PyMem_Malloc(n * nslots * sizeof(long long))
-        self.xd = <double *>PyMem_Malloc(n * nslots * sizeof(double))
-        self.pv = <double *>PyMem_Malloc(n * nc * sizeof(double))
-        self.sv = <double *>PyMem_Malloc(n * nc * sizeof(double))
-        self.pok = <unsigned char *>PyMem_Malloc(n * nc)
-        self.sok = <unsigned char *>PyMem_Malloc(n * nc)
-        if (self.var == NULL or self.xi == NULL or self.xd == NULL or self.pv == NULL
-                or self.sv == NULL or self.pok == NULL or self.sok == NULL):
-            raise MemoryError()
-        memset(self.pok, 0, n * nc)
-        memset(self.sok, 0, n * nc)
+        # one block: the 8-byte arrays first, then the ints, then the flags (aligned)
+        cdef size_t w = n * nslots, c2 = n * nc
+        cdef char *b = <char *>_resize(NULL, 8 * (2 * w + 2 * c2) + 4 * n + 2 * c2)
+        self.block = b
+        self.xi = <long long *>b
+        self.xd = <double *>(b + 8 * w)
+        self.pv = <double *>(b + 16 * w)
+        self.sv = <double *>(b + 16 * w + 8 * c2)
+        self.var = <int *>(b + 16 * w + 16 * c2)
+        self.pok = <unsigned char *>(b + 16 * w + 16 * c2 + 4 * n)
+        self.sok = self.pok + c2
+        memset(self.pok, 0, 2 * c2)
         attrs_of = k.attrs_of
         clauses = k.clauses
         for vs, attrs in group:
@@ -429,13 +404,7 @@ cdef class _Group:
                 j += 1
 
     def __dealloc__(self):
-        PyMem_Free(self.var)
-        PyMem_Free(self.xi)
-        PyMem_Free(self.xd)
-        PyMem_Free(self.pv)
-        PyMem_Free(self.sv)
-        PyMem_Free(self.pok)
-        PyMem_Free(self.sok)
+        PyMem_Free(self.block)
 
 
 cdef inline bint _theta(const double *npv, const unsigned char *npok, int pvar,
@@ -481,20 +450,10 @@ cdef class _Window:
         cdef Py_ssize_t rows = 2 * k.nvars + 4
         self.k = k
         self.py = None
-        self.ni = NULL
-        self.nd = NULL
-        self.nh = NULL
-        self.nvar = NULL
-        self.nlive = NULL
-        self.npv = NULL
-        self.npok = NULL
-        self.n = self.cap = self.lo = 0
         self.nattrs = []
-        self.vi = <long long *>PyMem_Malloc(rows * k.nslots * sizeof(long long))
-        self.vd = <double *>PyMem_Malloc(rows * k.nslots * sizeof(double))
-        self.vh = <unsigned char *>PyMem_Malloc(rows * k.nslots)
-        if self.vi == NULL or self.vd == NULL or self.vh == NULL:
-            raise MemoryError()
+        self.vi = <long long *>_resize(NULL, rows * k.nslots * sizeof(long long))
+        self.vd = <double *>_resize(NULL, rows * k.nslots * sizeof(double))
+        self.vh = <unsigned char *>_resize(NULL, rows * k.nslots)
         _zero(self.vi, self.vd, self.vh, <int>(rows * k.nslots))  # min/max identity: has=0
 
     def __dealloc__(self):
@@ -514,35 +473,13 @@ cdef class _Window:
             return 0
         cdef Py_ssize_t cap = max(need, 2 * self.cap, 4)
         cdef Py_ssize_t ns = self.k.nslots, nc = max(self.k.ncl, 1)
-        cdef void *p
-        p = PyMem_Realloc(self.ni, cap * ns * sizeof(long long))
-        if p == NULL:
-            raise MemoryError()
-        self.ni = <long long *>p
-        p = PyMem_Realloc(self.nd, cap * ns * sizeof(double))
-        if p == NULL:
-            raise MemoryError()
-        self.nd = <double *>p
-        p = PyMem_Realloc(self.nh, cap * ns)
-        if p == NULL:
-            raise MemoryError()
-        self.nh = <unsigned char *>p
-        p = PyMem_Realloc(self.nvar, cap * sizeof(int))
-        if p == NULL:
-            raise MemoryError()
-        self.nvar = <int *>p
-        p = PyMem_Realloc(self.nlive, cap)
-        if p == NULL:
-            raise MemoryError()
-        self.nlive = <unsigned char *>p
-        p = PyMem_Realloc(self.npv, cap * nc * sizeof(double))
-        if p == NULL:
-            raise MemoryError()
-        self.npv = <double *>p
-        p = PyMem_Realloc(self.npok, cap * nc)
-        if p == NULL:
-            raise MemoryError()
-        self.npok = <unsigned char *>p
+        self.ni = <long long *>_resize(self.ni, cap * ns * sizeof(long long))
+        self.nd = <double *>_resize(self.nd, cap * ns * sizeof(double))
+        self.nh = <unsigned char *>_resize(self.nh, cap * ns)
+        self.nvar = <int *>_resize(self.nvar, cap * sizeof(int))
+        self.nlive = <unsigned char *>_resize(self.nlive, cap)
+        self.npv = <double *>_resize(self.npv, cap * nc * sizeof(double))
+        self.npok = <unsigned char *>_resize(self.npok, cap * nc)
         self.cap = cap
         return 0
 
