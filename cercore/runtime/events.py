@@ -102,6 +102,9 @@ class EventDecoder:
         self.attr_types = schema.attribute_types()
         self.type_ids = {n: e.id for n, e in schema.event_types.items()}
         self.declared = {n: dict(e.attributes) for n, e in schema.event_types.items()}
+        # per type: (attribute, type, the Python type a valid value usually has exactly)
+        self.checks = {n: tuple((a, t, _EXACT[t]) for a, t in e.attributes)
+                       for n, e in schema.event_types.items()}
         self.skips = SkipLog()
 
     # ---- records ------------------------------------------------------------------------
@@ -148,15 +151,20 @@ class EventDecoder:
         if declared is None:
             raise EventError(f"unknown event type {typ!r}" + did_you_mean(str(typ), self.declared),
                              position=pos, field="event_type")
-        for a in attrs:
-            if a not in declared:
-                raise EventError(f"{typ} has no attribute {a!r}" + did_you_mean(a, declared),
-                                 position=pos, field=a)
+        if not declared.keys() >= attrs.keys():
+            for a in attrs:
+                if a not in declared:
+                    raise EventError(f"{typ} has no attribute {a!r}" + did_you_mean(a, declared),
+                                     position=pos, field=a)
         row = {}
-        for a, t in declared.items():
-            if a not in attrs:
+        for a, t, exact in self.checks[typ]:
+            v = attrs.get(a, _MISSING)
+            if v is None or type(v) is exact:  # the common case: already the right type
+                row[a] = v
+            elif v is _MISSING:
                 raise EventError(f"{typ} event lacks attribute {a!r}", position=pos, field=a)
-            row[a] = _check_value(attrs[a], t, typ, a, pos)
+            else:
+                row[a] = _check_value(v, t, typ, a, pos)
         return self.type_ids[typ], row
 
     # ---- Arrow --------------------------------------------------------------------------
@@ -289,6 +297,10 @@ def _reason(e: EventError) -> str:
         if key in msg:
             return key
     return "invalid event"
+
+
+_MISSING = object()
+_EXACT = {AttrType.INT: int, AttrType.DOUBLE: float, AttrType.STRING: str, AttrType.BOOL: bool}
 
 
 def _check_value(v, t: AttrType, typ: str, a: str, pos: int):
