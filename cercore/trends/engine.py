@@ -119,6 +119,11 @@ class TrendEngine:
         self._needs_value = [(f.vars, f.attr, str(f)) for f in plan.fields if f.attr]
 
     # ---- public API ------------------------------------------------------------------------
+    def reads(self, event_type: str) -> bool:
+        """Whether events of this type can matter: a pattern type, or any type of the query's
+        streams under contiguous semantics (where it breaks contiguity)."""
+        return self._read[self.schema.type_names.index(event_type)]
+
     def process(self, events: Any) -> Iterator[dict]:
         """Feed events (``(type, attrs)`` pairs, Event objects, a pandas DataFrame or an
         Arrow table, in time order); yield the rows of every window that closes."""

@@ -2,6 +2,9 @@
 per (partition, window) with ``groupBy(...).applyInPandas``, then the roll-up of partition
 aggregates to the GROUP BY groups. Results equal ``CompiledTrendQuery.run`` on the same events.
 
+    rows_df = aggregate(query, events_df)        # a DataFrame, one row per (window, group)
+    rows = run_spark(query, events_df, spark)    # collected: the rows query.run returns
+
 The per-(partition, window) aggregator is the local one (Cython when built): events are sorted
 by (time, input position) inside each group, exactly as the local engine sees them. Aggregate
 vectors cross Spark pickled (base64 text), so counts stay exact Python ints however large
@@ -11,35 +14,53 @@ vectors cross Spark pickled (base64 text), so counts stay exact Python ints howe
 from __future__ import annotations
 
 import base64
+import decimal
 import json
 import pickle
 from typing import Any
 
+from cercore.errors import CercoreError
+from cercore.schema import AttrType
 from cercore.trends import reference
 from cercore.trends.engine import TrendEngine, result_row
 from cercore.trends.query import CompiledTrendQuery
 
-POSITION = "_cercore_pos"
-WINDOW = "_cercore_window"
+PREFIX = "_cercore_"
+POSITION = f"{PREFIX}pos"
+WINDOW = f"{PREFIX}window"
 
 
-def run_spark(query: CompiledTrendQuery, events: Any, spark, *, backend: str = "auto",
-              type_column: str = "event_type") -> list[dict]:
-    """Every result row of ``query`` over ``events`` (a pandas DataFrame in cercore's tabular
-    format, or a Spark DataFrame that already has a ``_cercore_pos`` column giving the input
-    order), computed on ``spark``; the same rows, in the same order, as ``query.run``."""
+def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: str = "auto",
+              type_column: str = "event_type", exact: str = "decimal"):
+    """The result rows of ``query`` over ``events`` as a Spark DataFrame: ``window_start``,
+    ``window_end`` (with a window), the GROUP BY attributes, then one column per aggregate
+    named by its text (``COUNT(*)``, ``AVG(T.speed)``).
+
+    ``events``: a Spark DataFrame in cercore's tabular format (``type_column`` plus one column
+    per attribute), whose read order breaks timestamp ties (a ``_cercore_pos`` column, when
+    present, gives the order instead), or a pandas DataFrame (then ``spark`` is needed).
+    Counts and integer sums are exact: ``exact="decimal"`` types them ``decimal(38,0)``, and a
+    value beyond 38 digits fails the job with a message that names it; ``exact="string"``
+    gives their decimal text, of any length. Other aggregates are ``bigint``/``double``."""
     from pyspark.sql import functions as F
 
+    if exact not in ("decimal", "string"):
+        raise ValueError("exact must be 'decimal' or 'string'")
     plan = query.plan
     schema = plan.schema
     if type(events).__module__.startswith("pandas"):
+        if spark is None:
+            raise ValueError("a pandas DataFrame needs the SparkSession: aggregate(q, pdf, "
+                             "spark)")
         pdf = events.reset_index(drop=True).copy()
         pdf[POSITION] = range(len(pdf))
         df = spark.createDataFrame(pdf)
     else:
         df = events
+        if POSITION not in df.columns:  # read order breaks timestamp ties
+            df = df.withColumn(POSITION, F.monotonically_increasing_id())
     probe = TrendEngine(plan, "python", type_column=type_column)
-    read = [n for n, ok in zip(schema.type_names, probe._read) if ok]
+    read = [n for n in schema.type_names if probe.reads(n)]
     df = df.filter(F.col(type_column).isin(read))
     for a in plan.partition_attrs:  # events without a partition belong to none
         df = df.filter(F.col(a).isNotNull())
@@ -58,12 +79,67 @@ def run_spark(query: CompiledTrendQuery, events: Any, spark, *, backend: str = "
         _partition_aggregator(query, backend, type_column),
         schema=f"{WINDOW} long, pkey string, vec string")
     gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
+    out_schema, exact_columns = _row_schema(query, exact)
+    keep = f"{PREFIX}keep"
     rolled = partial.groupBy(WINDOW).applyInPandas(
-        _roll_up(query, gidx), schema=f"{WINDOW} long, row string")
-    rows = [(r[WINDOW], _decode(r["row"])) for r in rolled.collect() if r["row"] is not None]
-    out = [row for _, row in sorted(rows, key=lambda kr: (kr[0], [
-        kr[1][a] for a in plan.group_by]))]
-    return out
+        _roll_up(query, gidx, out_schema, exact_columns, exact),
+        schema=_with_field(out_schema, keep, "boolean"))
+    return rolled.filter(F.col(keep)).drop(keep)
+
+
+def run_spark(query: CompiledTrendQuery, events: Any, spark, *, backend: str = "auto",
+              type_column: str = "event_type") -> list[dict]:
+    """Every result row of ``query`` over ``events`` (see ``aggregate``), computed on
+    ``spark`` and collected: the same rows, in the same order, as ``query.run``."""
+    df = aggregate(query, events, spark, backend=backend, type_column=type_column,
+                   exact="string")
+    _, exact_columns = _row_schema(query, "string")
+    rows = []
+    for r in df.collect():
+        row = r.asDict()
+        for c in exact_columns:
+            row[c] = int(row[c])
+        rows.append(row)
+    head = ["window_start"] if query.plan.window else []
+    return sorted(rows, key=lambda r: [r[c] for c in head + list(query.plan.group_by)])
+
+
+_SPARK_TYPES = {AttrType.INT: "bigint", AttrType.DOUBLE: "double", AttrType.STRING: "string",
+                AttrType.BOOL: "boolean"}
+
+
+def _row_schema(query: CompiledTrendQuery, exact: str):
+    """(the Spark schema of a result row, the names of its exact-integer columns)."""
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    plan = query.plan
+    types = plan.schema.attribute_types()
+    exact_type = "decimal(38,0)" if exact == "decimal" else "string"
+    fields, exact_columns = [], []
+    if plan.window is not None:
+        fields += [("window_start", "bigint"), ("window_end", "bigint")]
+    fields += [(a, _SPARK_TYPES[types[a]]) for a in plan.group_by]
+    for agg, slot, _ in plan.aggregates:
+        kind = "cnt" if slot == 0 else plan.fields[slot - 1].kind
+        if agg.func == "AVG":
+            fields.append((str(agg), "double"))
+        elif kind == "cnt" or (kind == "sum" and types[agg.attr] is AttrType.INT):
+            fields.append((str(agg), exact_type))
+            exact_columns.append(str(agg))
+        elif kind == "sum":
+            fields.append((str(agg), "double"))
+        else:
+            fields.append((str(agg), _SPARK_TYPES[types[agg.attr]]))
+    out = StructType()
+    for name, t in fields:
+        out = out.add(name, _parse_datatype_string(t), nullable=True)
+    return out, exact_columns
+
+
+def _with_field(struct, name: str, t: str):
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    return StructType(list(struct.fields)).add(name, _parse_datatype_string(t), nullable=False)
 
 
 def _partition_aggregator(query: CompiledTrendQuery, backend: str, type_column: str):
@@ -96,8 +172,19 @@ def _partition_aggregator(query: CompiledTrendQuery, backend: str, type_column: 
     return aggregate
 
 
-def _roll_up(query: CompiledTrendQuery, gidx: list[int]):
+def _roll_up(query: CompiledTrendQuery, gidx: list[int], out_schema, exact_columns: list,
+             exact: str):
     plan = query.plan
+    names = [f.name for f in out_schema.fields]
+    keep = f"{PREFIX}keep"
+
+    def exact_value(column: str, v: int):
+        if exact == "string":
+            return str(v)
+        if abs(v) >= 10 ** 38:
+            raise CercoreError(f"{column} = {v} has more than 38 digits, beyond Spark's "
+                               "decimal(38,0): use aggregate(..., exact='string')")
+        return decimal.Decimal(v)
 
     def roll(pdf):
         import pandas as pd
@@ -115,10 +202,15 @@ def _roll_up(query: CompiledTrendQuery, gidx: list[int]):
         if plan.window is not None:
             size, slide = plan.window
             window = (k * slide, k * slide + size)
-        rows = [_encode(result_row(plan, vec, tuple(json.loads(g)), window))
+        rows = [result_row(plan, vec, tuple(json.loads(g)), window)
                 for g, vec in groups.items() if vec[0] > 0]
-        # always one row at least (None when no trend): empty frames upset the Arrow path
-        return pd.DataFrame({WINDOW: [k] * max(len(rows), 1), "row": rows or [None]})
+        for row in rows:
+            for c in exact_columns:
+                row[c] = exact_value(c, row[c])
+        # always one row at least (dropped by the keep flag): empty frames upset the Arrow path
+        cols = {n: [r[n] for r in rows] or [None] for n in names}
+        cols[keep] = [True] * len(rows) or [False]
+        return pd.DataFrame(cols)
     return roll
 
 

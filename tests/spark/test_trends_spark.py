@@ -45,3 +45,37 @@ def test_spark_equals_local(spark, text):
     local = q.run(pdf)
     assert local  # the stream has trends, so the comparison means something
     assert run_spark(q, pdf, spark) == local
+
+
+def test_aggregate_returns_a_typed_dataframe(spark):
+    from decimal import Decimal
+
+    from cercore.trends.spark import aggregate
+
+    q = compile_trend(QUERIES[0], SCHEMA)
+    pdf = events(120, seed=3)
+    df = aggregate(q, spark.createDataFrame(pdf))  # a Spark DataFrame: read order breaks ties
+    types = dict(df.dtypes)
+    assert list(types) == q.columns
+    assert types["COUNT(*)"] == "decimal(38,0)" and types["SUM(A.v)"] == "decimal(38,0)"
+    assert types["MIN(A.v)"] == "bigint" and types["AVG(B.v)"] == "double"
+    got = sorted((r.asDict() for r in df.collect()),
+                 key=lambda r: (r["window_start"], r["g"]))
+    local = q.run(pdf)
+    assert got == [{k: Decimal(v) if k in ("COUNT(*)", "SUM(A.v)") else v
+                    for k, v in r.items()} for r in local]
+
+
+def test_counts_beyond_decimal_38_are_an_error_or_text(spark):
+    import pandas as pd
+    from pyspark.errors import PythonException
+
+    from cercore.trends.spark import aggregate
+
+    q = compile_trend("RETURN COUNT(*) PATTERN A+", SCHEMA)
+    pdf = pd.DataFrame([{"event_type": "A", "v": 1, "g": 0, "h": 0, "t": t}
+                        for t in range(130)])  # 2^130 - 1 trends: 40 digits
+    with pytest.raises(PythonException, match="more than 38 digits"):
+        aggregate(q, pdf, spark).collect()
+    (row,) = aggregate(q, pdf, spark, exact="string").collect()
+    assert int(row["COUNT(*)"]) == 2 ** 130 - 1
