@@ -69,9 +69,10 @@ def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: st
         df = df.withColumn(WINDOW, F.lit(0).cast("long"))
     else:  # window k holds time t iff k*slide <= t < k*slide + size
         size, slide = plan.window
-        first = F.floor((F.col(tcol) - F.lit(size)) / F.lit(slide)) + 1
-        last = F.floor(F.col(tcol) / F.lit(slide))
-        df = df.withColumn(WINDOW, F.explode(F.sequence(first.cast("long"), last.cast("long"))))
+        first = (F.floor((F.col(tcol) - F.lit(size)) / F.lit(slide)) + 1).cast("long")
+        last = F.floor(F.col(tcol) / F.lit(slide)).cast("long")
+        # with slide > size some times are in no window (sequence would count down)
+        df = df.filter(first <= last).withColumn(WINDOW, F.explode(F.sequence(first, last)))
 
     columns = [type_column, POSITION, WINDOW] + list(schema.attribute_types())
     df = df.select(*[c for c in columns if c in df.columns])

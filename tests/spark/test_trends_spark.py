@@ -21,6 +21,7 @@ QUERIES = [
     "WHERE [h] AND A.v < NEXT(A).v GROUP-BY g WITHIN 5 SLIDE 5",
     "RETURN COUNT(*), COUNT(A) PATTERN SEQ(A, B+) SEMANTICS contiguous WHERE A.v > 0",
     "RETURN COUNT(*) PATTERN A+ WITHIN 80 SLIDE 80",  # 2^k counts beyond int64
+    "RETURN COUNT(*), MAX(A.v) PATTERN SEQ(A+, B) WITHIN 3 SLIDE 7",  # times in no window
 ]
 
 
