@@ -83,7 +83,7 @@ def cases(draw, max_events: int = 8, values=SMALL_VALUES):
                 partition=("h",) if draw(st.booleans()) else (),
                 group=("g",) if draw(st.booleans()) else (),
                 window=draw(st.one_of(st.none(), st.integers(1, 4).flatmap(
-                    lambda size: st.tuples(st.just(size), st.integers(1, size))))),
+                    lambda size: st.tuples(st.just(size), st.integers(1, size + 2))))),
                 form=draw(st.sampled_from(["cogra", "ceql"])))
 
 
