@@ -12,11 +12,13 @@ variable, then the predecessor accumulator, the final vector and a backup row bl
 node arena, doubling on growth, for the event-grained nodes (stored T_e events under ANY,
 waiting T_e events under NEXT, the previous timestamp's nodes under contiguous).
 
-Counts and integer sums are int64 with checked arithmetic (``__builtin_*_overflow``). On
-overflow -- or for a group whose values do not fit the kernel's types -- the window restores
-its state from before the group and *promotes* itself to the Python reference aggregator
-(exact Python ints), which then takes every later update: never a silent wrap, never a
-replay. Double sums use the reference's operation order, so they are equal to the bit.
+Counts and integer sums are int64 with checked arithmetic (``__builtin_*_overflow``). When an
+update would overflow -- or a group holds an aggregated integer beyond int64 -- the window
+restores its state from before the update and goes on in *object mode*: its vectors become
+Python lists of exact numbers in the reference's format, updated by the same compiled loop
+with Python arithmetic (never a silent wrap, never a replay). A group whose compared values
+are integers beyond 2^53 (not exact as doubles) hands the window to the Python reference
+itself. Double sums use the reference's operation order, so they are equal to the bit.
 Shapes the kernel does not compile (predicates on adjacent events other than
 ``P.a op NEXT(S).b`` over numbers, more than 62 variables, and the paper's compatibility mode
 for skip-till-next-match) run the Python reference.
@@ -146,6 +148,7 @@ cdef inline int _add(long long *ai, double *ad, unsigned char *ah, const long lo
             ai[s] = r
         elif kd == K_SUM_D:
             ad[s] = ad[s] + bd[s]
+            ah[s] = ah[s] | bh[s]   # "holds a float": the reference's sum starts as int 0
         elif bh[s]:
             if kd == K_MIN_I:
                 if not ah[s] or bi[s] < ai[s]:
@@ -195,6 +198,7 @@ cdef inline int _extend(long long *oi, double *od, unsigned char *oh, const long
             oi[s] = r
         elif kd == K_SUM_D:
             od[s] = pd[s] + xd[s] * <double>c
+            oh[s] = 1
         elif kd == K_MIN_I:
             if not ph[s] or xi[s] < pi[s]:
                 oi[s] = xi[s]
@@ -311,6 +315,57 @@ cdef class Kernel:
         self.gcap = cap
         return 0
 
+    # ---- object mode: vectors as Python lists, exactly as reference.Vectors computes them --
+    cdef list zero_vector(self):
+        cdef int s, kd
+        out = [0]
+        for s in range(1, self.nslots):
+            kd = self.kinds_p[s]
+            out.append(None if kd == K_MIN_I or kd == K_MIN_D or kd == K_MAX_I
+                       or kd == K_MAX_D else 0)
+        return out
+
+    cdef void add_objects(self, list acc, list vec):
+        """acc ⊕= vec (``reference.Vectors.add``)."""
+        cdef int s, kd
+        acc[0] = acc[0] + vec[0]
+        for s in range(1, self.nslots):
+            kd = self.kinds_p[s]
+            x = vec[s]
+            if kd == K_MIN_I or kd == K_MIN_D:
+                if x is not None and (acc[s] is None or x < acc[s]):
+                    acc[s] = x
+            elif kd == K_MAX_I or kd == K_MAX_D:
+                if x is not None and (acc[s] is None or x > acc[s]):
+                    acc[s] = x
+            else:
+                acc[s] = acc[s] + x
+
+    cdef object extend_objects(self, list pred, int var, bint is_start, dict attrs):
+        """The node's vector from its predecessors' (``reference.Vectors.extend``)."""
+        cdef int s, kd
+        c = (1 if is_start else 0) + pred[0]
+        if c == 0:
+            return None
+        out = [c]
+        for s in range(1, self.nslots):
+            p = pred[s]
+            if not (self.fmask_p[s] >> var) & 1:
+                out.append(p)
+                continue
+            kd = self.kinds_p[s]
+            if kd == K_CNT:
+                out.append(p + c)
+                continue
+            x = attrs[self.attrs_of[s]]
+            if kd == K_SUM_I or kd == K_SUM_D:
+                out.append(p + x * c)
+            elif kd == K_MIN_I or kd == K_MIN_D:
+                out.append(x if p is None or x < p else p)
+            else:
+                out.append(x if p is None or x > p else p)
+        return out
+
     def new(self):
         """A fresh window aggregator."""
         return _Window.__new__(_Window, self)
@@ -328,7 +383,8 @@ cdef class Kernel:
 cdef class _Group:
     """The nodes (event, variable) of one timestamp group, laid out for the kernel."""
     cdef object raw
-    cdef bint exact
+    cdef bint fits          # every aggregated integer fits int64
+    cdef bint theta_exact   # every compared value is exact as a double
     cdef Py_ssize_t m, n_events
     cdef char *block        # owns every array below
     cdef int *var
@@ -344,7 +400,8 @@ cdef class _Group:
         cdef Py_ssize_t m = 0, j = 0, s, c, n, nc
         cdef int nslots = k.nslots, ncl = k.ncl, v, kd
         self.raw = group
-        self.exact = True
+        self.fits = True
+        self.theta_exact = True
         self.n_events = len(group)
         for vs, _ in group:
             m += len(vs)
@@ -382,14 +439,14 @@ cdef class _Group:
                     elif _INT64_MIN <= x <= _INT64_MAX:
                         self.xi[j * nslots + s] = x
                     else:
-                        self.exact = False
+                        self.fits = False
                 for c in range(ncl):
                     pu, sw, _, pa, sa = clauses[c]
                     if v == pu:
                         x = attrs.get(pa)
                         if x is not None:
                             if type(x) is int and abs(x) > _MAX_EXACT:
-                                self.exact = False
+                                self.theta_exact = False
                             else:
                                 self.pv[j * ncl + c] = x
                                 self.pok[j * ncl + c] = 1
@@ -397,7 +454,7 @@ cdef class _Group:
                         x = attrs.get(sa)
                         if x is not None:
                             if type(x) is int and abs(x) > _MAX_EXACT:
-                                self.exact = False
+                                self.theta_exact = False
                             else:
                                 self.sv[j * ncl + c] = x
                                 self.sok[j * ncl + c] = 1
@@ -430,16 +487,24 @@ cdef enum:
 
 @cython.final
 cdef class _Window:
-    """The online aggregate state of one window of one partition (see the module doc)."""
+    """The online aggregate state of one window of one partition (see the module doc).
+
+    Vectors live in C arrays (int64 mode) until an update would overflow int64; the window
+    then turns them into Python lists of exact numbers, the reference's vector format
+    (object mode), and the same update loop goes on with Python arithmetic. Predicates on
+    adjacent events are still evaluated on the C arrays of predicate values."""
     cdef Kernel k
-    cdef object py                  # the reference aggregator, once promoted
-    cdef long long *vi              # rows: vars..., PRED, FINAL, then a backup of vars+FINAL
+    cdef object py                  # the reference aggregator, once handed over
+    cdef bint big                   # object mode
+    cdef long long *vi              # rows: vars..., PRED, FINAL, then a backup of those
     cdef double *vd
     cdef unsigned char *vh
+    cdef list orows                 # object mode: rows vars..., PRED, FINAL as lists
     cdef Py_ssize_t n, cap, lo      # node arena: n used, live ones from lo on
-    cdef long long *ni
+    cdef long long *ni              # int64 mode node vectors
     cdef double *nd
     cdef unsigned char *nh
+    cdef list onodes                # object mode node vectors
     cdef int *nvar
     cdef unsigned char *nlive
     cdef double *npv
@@ -473,9 +538,10 @@ cdef class _Window:
             return 0
         cdef Py_ssize_t cap = max(need, 2 * self.cap, 4)
         cdef Py_ssize_t ns = self.k.nslots, nc = max(self.k.ncl, 1)
-        self.ni = <long long *>_resize(self.ni, cap * ns * sizeof(long long))
-        self.nd = <double *>_resize(self.nd, cap * ns * sizeof(double))
-        self.nh = <unsigned char *>_resize(self.nh, cap * ns)
+        if not self.big:
+            self.ni = <long long *>_resize(self.ni, cap * ns * sizeof(long long))
+            self.nd = <double *>_resize(self.nd, cap * ns * sizeof(double))
+            self.nh = <unsigned char *>_resize(self.nh, cap * ns)
         self.nvar = <int *>_resize(self.nvar, cap * sizeof(int))
         self.nlive = <unsigned char *>_resize(self.nlive, cap)
         self.npv = <double *>_resize(self.npv, cap * nc * sizeof(double))
@@ -484,12 +550,16 @@ cdef class _Window:
         return 0
 
     cdef void _push(self, _Group g, Py_ssize_t j, const long long *vi, const double *vd,
-                    const unsigned char *vh):
-        """Append node j of g with vector v to the arena (capacity reserved by the caller)."""
+                    const unsigned char *vh, object ovec):
+        """Append node j of g to the arena with its vector (``ovec`` in object mode, else
+        the C vector v); capacity is reserved by the caller."""
         cdef Kernel k = self.k
         cdef int ns = k.nslots, nc = k.ncl
         cdef Py_ssize_t q = self.n
-        _copy(self.ni + q * ns, self.nd + q * ns, self.nh + q * ns, vi, vd, vh, ns)
+        if self.big:
+            self.onodes.append(ovec)
+        else:
+            _copy(self.ni + q * ns, self.nd + q * ns, self.nh + q * ns, vi, vd, vh, ns)
         self.nvar[q] = g.var[j]
         self.nlive[q] = LIVE
         if nc:
@@ -500,14 +570,20 @@ cdef class _Window:
 
     def update(self, _Group g):
         """Apply one timestamp group (prepared by the kernel) to this window."""
-        if self.py is None and g.exact and self._update(g) == 0:
+        if self.py is None and not g.theta_exact:
+            self._hand_over()  # comparison operands beyond 2^53: only Python compares exactly
+        if self.py is not None:
+            self.py.update(g.raw)
             return
-        if self.py is None:
-            self._promote()
-        self.py.update(g.raw)
+        if not self.big:
+            if g.fits and self._update(g) == 0:
+                return
+            self._to_objects()
+        self._update(g)
 
     cdef int _update(self, _Group g) except -1:
-        """0, or 1 when int64 would overflow -- then the state is as before the group."""
+        """0, or (int64 mode only) 1 when int64 would overflow -- then the state is as
+        before the group."""
         cdef Kernel k = self.k
         cdef int ns = k.nslots, nv = k.nvars, ncl = k.ncl, algo = k.algo, v, u, q, rc = 0
         cdef Py_ssize_t m = g.m, j, x, n0 = self.n, lo0 = self.lo
@@ -518,17 +594,23 @@ cdef class _Window:
         cdef uint64_t te = k.te, vtaken = 0
         cdef const int *kinds = k.kinds_p
         cdef int *pl
+        cdef bint big = self.big
+        cdef list orows = self.orows, onodes = self.onodes, ogroup = None
+        cdef list opred = None
         k._reserve(m)
         self._grow(self.n + m)   # the arena may take every node of the group
-        vi = self.vi
-        vd = self.vd
-        vh = self.vh
-        # the rows the apply phase writes, to restore on overflow
-        _copy(vi + BACKUP, vd + BACKUP, vh + BACKUP, vi, vd, vh, <int>((nv + 2) * ns))
+        if big:
+            ogroup = [None] * m
+        else:
+            # the rows the apply phase writes, to restore on overflow
+            _copy(vi + BACKUP, vd + BACKUP, vh + BACKUP, vi, vd, vh, <int>((nv + 2) * ns))
         # ---- compute the group's node vectors from the state before the group ------------
         for j in range(m):
             v = g.var[j]
-            _zero(vi + PRED, vd + PRED, vh + PRED, ns)
+            if big:
+                opred = k.zero_vector()
+            else:
+                _zero(vi + PRED, vd + PRED, vh + PRED, ns)
             if algo == A_CONT:
                 for x in range(self.n):
                     u = self.nvar[x]
@@ -538,8 +620,10 @@ cdef class _Window:
                                           g.sv + j * ncl, g.sok + j * ncl, v, ncl,
                                           k.cl_p, k.cl_s, k.cl_op):
                         continue
-                    if _add(vi + PRED, vd + PRED, vh + PRED, self.ni + x * ns,
-                            self.nd + x * ns, self.nh + x * ns, kinds, ns):
+                    if big:
+                        k.add_objects(opred, onodes[x])
+                    elif _add(vi + PRED, vd + PRED, vh + PRED, self.ni + x * ns,
+                              self.nd + x * ns, self.nh + x * ns, kinds, ns):
                         rc = 1
                         break
             else:
@@ -553,19 +637,27 @@ cdef class _Window:
                                     and _theta(self.npv + x * ncl, self.npok + x * ncl, u,
                                                g.sv + j * ncl, g.sok + j * ncl, v, ncl,
                                                k.cl_p, k.cl_s, k.cl_op)):
-                                if _add(vi + PRED, vd + PRED, vh + PRED, self.ni + x * ns,
-                                        self.nd + x * ns, self.nh + x * ns, kinds, ns):
+                                if big:
+                                    k.add_objects(opred, onodes[x])
+                                elif _add(vi + PRED, vd + PRED, vh + PRED, self.ni + x * ns,
+                                          self.nd + x * ns, self.nh + x * ns, kinds, ns):
                                     rc = 1
                                     break
                                 if algo == A_NEXT:
                                     self.nlive[x] = TAKEN
                     else:
-                        if _add(vi + PRED, vd + PRED, vh + PRED, vi + u * ns, vd + u * ns,
-                                vh + u * ns, kinds, ns):
+                        if big:
+                            k.add_objects(opred, orows[u])
+                        elif _add(vi + PRED, vd + PRED, vh + PRED, vi + u * ns, vd + u * ns,
+                                  vh + u * ns, kinds, ns):
                             rc = 1
                         vtaken |= (<uint64_t>1) << u
             if rc:
                 break
+            if big:
+                ogroup[j] = k.extend_objects(opred, v, v == k.start, g.attrs[j])
+                k.ghas[j] = ogroup[j] is not None
+                continue
             q = _extend(k.gi + j * ns, k.gd + j * ns, k.gh + j * ns, vi + PRED, vd + PRED,
                         vh + PRED, v, v == k.start, g.xi + j * ns, g.xd + j * ns, kinds,
                         k.fmask_p, ns)
@@ -578,25 +670,37 @@ cdef class _Window:
             if algo == A_NEXT:
                 for u in range(nv):
                     if (vtaken >> u) & 1:
-                        _zero(vi + u * ns, vd + u * ns, vh + u * ns, ns)
+                        if big:
+                            orows[u] = k.zero_vector()
+                        else:
+                            _zero(vi + u * ns, vd + u * ns, vh + u * ns, ns)
             for j in range(m):
                 if not k.ghas[j]:
                     continue
                 v = g.var[j]
-                if g.var[j] == k.end and _add(vi + FINAL, vd + FINAL, vh + FINAL,
-                                              k.gi + j * ns, k.gd + j * ns, k.gh + j * ns,
-                                              kinds, ns):
+                if big:
+                    if v == k.end:
+                        k.add_objects(orows[nv + 1], ogroup[j])
+                    if algo == A_CONT:
+                        continue
+                    if (te >> v) & 1:
+                        self._push(g, j, NULL, NULL, NULL, ogroup[j])
+                    else:
+                        k.add_objects(orows[v], ogroup[j])
+                    continue
+                if v == k.end and _add(vi + FINAL, vd + FINAL, vh + FINAL, k.gi + j * ns,
+                                       k.gd + j * ns, k.gh + j * ns, kinds, ns):
                     rc = 1
                     break
                 if algo == A_CONT:
                     continue
                 if (te >> v) & 1:
-                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns)
+                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns, None)
                 elif _add(vi + v * ns, vd + v * ns, vh + v * ns, k.gi + j * ns,
                           k.gd + j * ns, k.gh + j * ns, kinds, ns):
                     rc = 1
                     break
-        if rc:  # restore the state before the group
+        if rc:  # (int64 mode) restore the state before the group
             _copy(vi, vd, vh, vi + BACKUP, vd + BACKUP, vh + BACKUP, <int>((nv + 2) * ns))
             for x in range(lo0, n0):
                 if self.nlive[x] == TAKEN:
@@ -610,17 +714,24 @@ cdef class _Window:
             self.n = 0
             self.lo = 0
             del self.nattrs[:]
+            if big:
+                del onodes[:]
             for j in range(m):
                 if not k.ghas[j]:
                     continue
                 if g.n_events == 1:
-                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns)
+                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns,
+                               ogroup[j] if big else None)
                 elif g.var[j] == k.start:
+                    if big:
+                        self._push(g, j, NULL, NULL, NULL, k.extend_objects(
+                            k.zero_vector(), k.start, True, g.attrs[j]))
+                        continue
                     _zero(vi + PRED, vd + PRED, vh + PRED, ns)
                     _extend(k.gi + j * ns, k.gd + j * ns, k.gh + j * ns, vi + PRED,
                             vd + PRED, vh + PRED, k.start, True, g.xi + j * ns,
                             g.xd + j * ns, kinds, k.fmask_p, ns)  # count 1: cannot overflow
-                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns)
+                    self._push(g, j, k.gi + j * ns, k.gd + j * ns, k.gh + j * ns, None)
         elif algo == A_NEXT:
             for x in range(lo0, n0):
                 if self.nlive[x] == TAKEN:
@@ -637,24 +748,31 @@ cdef class _Window:
         cdef int ns = k.nslots, nc = k.ncl
         cdef Py_ssize_t x, q = 0
         keep = []
+        keep_vectors = []
         for x in range(self.lo, self.n):
             if self.nlive[x] == DEAD:
                 continue
             if q != x:
-                _copy(self.ni + q * ns, self.nd + q * ns, self.nh + q * ns, self.ni + x * ns,
-                      self.nd + x * ns, self.nh + x * ns, ns)
+                if not self.big:
+                    _copy(self.ni + q * ns, self.nd + q * ns, self.nh + q * ns,
+                          self.ni + x * ns, self.nd + x * ns, self.nh + x * ns, ns)
                 self.nvar[q] = self.nvar[x]
                 self.nlive[q] = self.nlive[x]
                 if nc:
                     memcpy(self.npv + q * nc, self.npv + x * nc, nc * sizeof(double))
                     memcpy(self.npok + q * nc, self.npok + x * nc, nc)
             keep.append(self.nattrs[x])
+            if self.big:
+                keep_vectors.append(self.onodes[x])
             q += 1
         self.nattrs = keep
+        if self.big:
+            self.onodes = keep_vectors
         self.n = q
         self.lo = 0
 
     cdef object _vector(self, const long long *vi, const double *vd, const unsigned char *vh):
+        """A C vector in the reference's format."""
         cdef Kernel k = self.k
         cdef int s, kd
         out = [vi[0]]
@@ -663,7 +781,7 @@ cdef class _Window:
             if kd == K_CNT or kd == K_SUM_I:
                 out.append(vi[s])
             elif kd == K_SUM_D:
-                out.append(vd[s])
+                out.append(vd[s] if vh[s] else 0)  # the reference's sum is int 0 until a float
             elif not vh[s]:
                 out.append(None)
             elif kd == K_MIN_I or kd == K_MAX_I:
@@ -674,14 +792,31 @@ cdef class _Window:
 
     cdef object _row(self, Py_ssize_t r):
         cdef Py_ssize_t o = r * self.k.nslots
+        if self.big:
+            return list(self.orows[r])
         return self._vector(self.vi + o, self.vd + o, self.vh + o)
 
     cdef object _node(self, Py_ssize_t x):
         cdef Py_ssize_t o = x * self.k.nslots
+        if self.big:
+            return list(self.onodes[x])
         return self._vector(self.ni + o, self.nd + o, self.nh + o)
 
-    cdef void _promote(self):
-        """Hand the state over to the reference aggregator (exact Python ints)."""
+    cdef void _to_objects(self):
+        """int64 mode -> object mode: the vectors as Python lists of exact numbers."""
+        cdef Py_ssize_t x
+        self.orows = [self._row(r) for r in range(self.k.nvars + 2)]
+        self.onodes = [self._node(x) for x in range(self.n)]
+        self.big = True
+        PyMem_Free(self.ni)
+        PyMem_Free(self.nd)
+        PyMem_Free(self.nh)
+        self.ni = NULL
+        self.nd = NULL
+        self.nh = NULL
+
+    cdef void _hand_over(self):
+        """Hand the state over to the reference aggregator."""
         cdef Kernel k = self.k
         cdef int nv = k.nvars, u
         cdef Py_ssize_t x
@@ -719,9 +854,14 @@ cdef class _Window:
         return live
 
     @property
+    def mode(self):
+        """"int64", "objects" (exact Python numbers, compiled loop) or "reference"."""
+        return "reference" if self.py is not None else "objects" if self.big else "int64"
+
+    @property
     def promoted(self):
-        """True once this window runs on the reference's exact Python ints."""
-        return self.py is not None
+        """True once this window has left int64 arithmetic."""
+        return self.py is not None or self.big
 
 
 cdef inline bint _is_pred(const int *plist, int u) noexcept nogil:
