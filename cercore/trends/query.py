@@ -33,8 +33,9 @@ class CompiledTrendQuery:
 
     def engine(self, backend: str = "auto", on_error: str = "raise",
                type_column: str = "event_type") -> TrendEngine:
-        """A fresh engine: ``process(events)`` yields rows as windows close, ``flush()``
-        returns the rest. ``backend``: "auto" | "python" | "cython"."""
+        """A fresh engine: ``process(events)`` yields rows as windows close, ``advance(t)``
+        (a watermark) closes the windows ending by ``t``, ``flush()`` returns the rest.
+        ``backend``: "auto" | "python" | "cython"."""
         return TrendEngine(self.plan, backend, on_error, type_column)
 
     def run(self, events: Any, backend: str = "auto", on_error: str = "raise") -> list[dict]:
