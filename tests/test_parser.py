@@ -493,3 +493,11 @@ def test_every_keyword_is_reserved_but_quotable(keyword):
         parse_query(f"SELECT * WHERE A AS {keyword.lower()}")
     assert F(f"A AS `{keyword.lower()}`") == A.As(ev("A"), keyword.lower())
     assert F(f"A AS {keyword.lower()}_x") == A.As(ev("A"), f"{keyword.lower()}_x")
+
+
+def test_keyword_list_matches_the_grammar():
+    """Error messages print keywords from cercore.ceql.printer.KEYWORDS: it must name exactly
+    the grammar's keyword terminals."""
+    from cercore.ceql import parser
+
+    assert parser.grammar_keywords() == set(parser._KEYWORD_TERMINALS)

@@ -49,28 +49,32 @@ _STRATEGIES = ast.STRATEGIES
 _CLAUSE_ORDER = ("SELECT", "FROM", "WHERE", "PARTITION", "WITHIN", "CONSUME", "LIMIT")
 _CLAUSE_TEXT = "SELECT, FROM, WHERE, PARTITION BY, WITHIN, CONSUME BY, LIMIT"
 
-_parser: Lark | None = None
+_parsers: dict[tuple[str, ...], Lark] = {}
 _parser_lock = threading.Lock()
 
 
-def get_parser() -> Lark:
-    """The LALR parser for ``grammar.lark`` (built on first use, then shared)."""
-    global _parser
-    if _parser is None:
+def grammar_parser(*start: str) -> Lark:
+    """The LALR parser of ``grammar.lark`` for these start symbols (built on first use, then
+    shared): ``("query", "declarations")`` for CEQL, ``("trend_query",)`` for trends."""
+    parser = _parsers.get(start)
+    if parser is None:
         with _parser_lock:
-            if _parser is None:
-                p = Lark.open(
-                    str(GRAMMAR_PATH),
-                    parser="lalr",
-                    start=["query", "declarations"],
-                    propagate_positions=True,
-                    maybe_placeholders=False,
-                    cache=False,
-                )
-                grammar_keywords = {t.name for t in p.terminals if t.name in _KEYWORD_TERMINALS}
-                assert grammar_keywords == set(_KEYWORD_TERMINALS), "keyword list out of step"
-                _parser = p
-    return _parser
+            parser = _parsers.get(start)
+            if parser is None:
+                parser = _parsers[start] = Lark.open(
+                    str(GRAMMAR_PATH), parser="lalr", start=list(start),
+                    propagate_positions=True, maybe_placeholders=False, cache=False)
+    return parser
+
+
+def get_parser() -> Lark:
+    """The CEQL parser (queries and declarations)."""
+    return grammar_parser("query", "declarations")
+
+
+def grammar_keywords() -> set[str]:
+    """The keyword terminals the grammar defines (tests keep ``KEYWORDS`` in step)."""
+    return {t.name for t in get_parser().terminals if t.name in _KEYWORD_TERMINALS}
 
 
 # Keyword terminal name -> its source text.

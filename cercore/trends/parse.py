@@ -9,7 +9,6 @@ expected tokens.
 from __future__ import annotations
 
 import re
-import threading
 
 from lark import Lark, Token, v_args
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
@@ -20,20 +19,9 @@ from cercore.trends import ast
 
 __all__ = ["parse_trend_query", "is_trend_query"]
 
-_parser: Lark | None = None
-_lock = threading.Lock()
-
-
 def trend_parser() -> Lark:
     """The LALR parser for the grammar's ``trend_query`` start symbol (built once)."""
-    global _parser
-    if _parser is None:
-        with _lock:
-            if _parser is None:
-                _parser = Lark.open(str(ceql_parser.GRAMMAR_PATH), parser="lalr",
-                                    start="trend_query", propagate_positions=True,
-                                    maybe_placeholders=False, cache=False)
-    return _parser
+    return ceql_parser.grammar_parser("trend_query")
 
 
 _LEADING = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)
