@@ -837,6 +837,50 @@ cdef class _Window:
                 py.waiting, py.waiting_events = per_var, nodes
         self.py = py
 
+    # ---- pickling: the state in the reference's vector format, whatever the mode ----------
+    def __reduce__(self):
+        cdef Py_ssize_t x
+        if self.py is not None:
+            return (_restore_window, (self.k, ("reference", self.py)))
+        rows = [self._row(r) for r in range(self.k.nvars + 2)]
+        nodes = [(self.nvar[x], self.nattrs[x], self._node(x))
+                 for x in range(self.lo, self.n) if self.nlive[x] != DEAD]
+        return (_restore_window, (self.k, ("vectors", rows, nodes)))
+
+    cdef void _import(self, list rows, list nodes) except *:
+        """Set the state from reference-format vectors: int64 mode when every number fits,
+        else object mode."""
+        cdef Kernel k = self.k
+        cdef int ns = k.nslots, nc = k.ncl, s, c, var
+        cdef Py_ssize_t r, q
+        fits = all(_fits(k, vec) for vec in rows) and all(_fits(k, n[2]) for n in nodes)
+        if not fits:
+            self.big = True
+            self.orows = [list(vec) for vec in rows]
+            self.onodes = []
+        else:
+            for r in range(len(rows)):
+                _store(k, rows[r], self.vi + r * ns, self.vd + r * ns, self.vh + r * ns)
+        self._grow(len(nodes))
+        for q in range(len(nodes)):
+            var, attrs, vec = nodes[q]
+            if self.big:
+                self.onodes.append(list(vec))
+            else:
+                _store(k, vec, self.ni + q * ns, self.nd + q * ns, self.nh + q * ns)
+            self.nvar[q] = var
+            self.nlive[q] = LIVE
+            for c in range(nc):  # the predecessor-side values, as _Group lays them out
+                self.npok[q * nc + c] = 0
+                self.npv[q * nc + c] = 0.0
+                if k.clauses[c][0] == var:
+                    x = attrs.get(k.clauses[c][3])
+                    if x is not None:
+                        self.npv[q * nc + c] = x
+                        self.npok[q * nc + c] = 1
+            self.nattrs.append(attrs)
+        self.n = len(nodes)
+
     def result(self):
         """The aggregate vector over every trend ending in the window so far."""
         if self.py is not None:
@@ -862,6 +906,50 @@ cdef class _Window:
     def promoted(self):
         """True once this window has left int64 arithmetic."""
         return self.py is not None or self.big
+
+
+def _restore_window(Kernel k, state):
+    """A window aggregator from its pickled state (see ``_Window.__reduce__``)."""
+    cdef _Window w = k.new()
+    if state[0] == "reference":
+        w.py = state[1]
+    else:
+        w._import(state[1], state[2])
+    return w
+
+
+cdef bint _fits(Kernel k, list vec):
+    """Whether a reference-format vector has a C form: integers within int64."""
+    cdef int s, kd
+    for s in range(k.nslots):
+        kd = k.kinds_p[s]
+        x = vec[s]
+        if (kd == K_CNT or kd == K_SUM_I or kd == K_MIN_I or kd == K_MAX_I) and x is not None \
+                and not (_INT64_MIN <= x <= _INT64_MAX):
+            return False
+    return True
+
+
+cdef void _store(Kernel k, list vec, long long *vi, double *vd, unsigned char *vh) except *:
+    """Write a reference-format vector (that fits) into C vector storage."""
+    cdef int s, kd
+    for s in range(k.nslots):
+        kd = k.kinds_p[s]
+        x = vec[s]
+        vi[s] = 0
+        vd[s] = 0.0
+        vh[s] = 0
+        if kd == K_CNT or kd == K_SUM_I:
+            vi[s] = x
+        elif kd == K_SUM_D:
+            vd[s] = x
+            vh[s] = type(x) is float  # the reference's sum is int 0 until a float arrives
+        elif x is not None:
+            vh[s] = 1
+            if kd == K_MIN_I or kd == K_MAX_I:
+                vi[s] = x
+            else:
+                vd[s] = x
 
 
 cdef inline bint _is_pred(const int *plist, int u) noexcept nogil:

@@ -76,6 +76,10 @@ class TrendPlan:
     reason: str = ""
     event_grained: frozenset = frozenset()
     types: frozenset = frozenset()
+    text: str = ""  # the query text: a plan pickles as (text, schema) and is planned again
+
+    def __reduce__(self):
+        return (replan, (self.text, self.schema, self.next_algorithm))
 
     @property
     def var_names(self) -> list[str]:
@@ -90,6 +94,14 @@ def analyse(query: ast.TrendQuery, schema: Schema, text: str,
     """Check ``query`` against ``schema`` and plan its evaluation; CEQLSemanticError on
     anything it cannot evaluate exactly."""
     return _Analyser(query, schema, text, next_algorithm).run()
+
+
+def replan(text: str, schema: Schema, next_algorithm: str) -> TrendPlan:
+    """The plan of a trend query's text (how a pickled plan comes back: its predicates are
+    compiled closures, so they are compiled again)."""
+    from cercore.trends.parse import parse_trend_query
+
+    return analyse(parse_trend_query(text), schema, text, next_algorithm)
 
 
 class _Analyser:
@@ -322,7 +334,7 @@ class _Analyser:
                          [_compile_local(v.local) for v in self.vars], adjacent,
                          tuple(dict.fromkeys(equivalence)), q.group_by, partition_attrs,
                          aggregates, fields, self.window(), q.semantics, self.next_algorithm,
-                         types=types)
+                         types=types, text=self.text)
         if self.next_algorithm == "paper" and len(types) < n:
             raise self.error("the paper's skip-till-next-match algorithm needs each event type "
                              "once in the pattern", q, hint="use the exact algorithm")
