@@ -31,7 +31,8 @@ WINDOW = f"{PREFIX}window"
 
 
 def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: str = "auto",
-              type_column: str = "event_type", exact: str = "decimal"):
+              type_column: str = "event_type", exact: str = "decimal",
+              watermark: str = "0 seconds", sequence: str | None = None):
     """The result rows of ``query`` over ``events`` as a Spark DataFrame: ``window_start``,
     ``window_end`` (with a window), the GROUP BY attributes, then one column per aggregate
     named by its text (``COUNT(*)``, ``AVG(T.speed)``).
@@ -41,13 +42,27 @@ def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: st
     present, gives the order instead), or a pandas DataFrame (then ``spark`` is needed).
     Counts and integer sums are exact: ``exact="decimal"`` types them ``decimal(38,0)``, and a
     value beyond 38 digits fails the job with a message that names it; ``exact="string"``
-    gives their decimal text, of any length. Other aggregates are ``bigint``/``double``."""
+    gives their decimal text, of any length. Other aggregates are ``bigint``/``double``.
+
+    A streaming ``events`` runs through ``cercore.trends.streaming`` (the query needs a
+    window): rows come out once the watermark -- the latest event time minus ``watermark``, the
+    allowed lateness -- passes a window's end; later rows are late and dropped by Spark.
+    ``sequence`` names a column that orders events with equal times (else read or arrival
+    order)."""
     from pyspark.sql import functions as F
 
     if exact not in ("decimal", "string"):
         raise ValueError("exact must be 'decimal' or 'string'")
     plan = query.plan
     schema = plan.schema
+    probe = TrendEngine(plan, "python", type_column=type_column)
+    read = [n for n in schema.type_names if probe.reads(n)]
+    if not type(events).__module__.startswith("pandas") and events.isStreaming:
+        from cercore.trends.streaming import run_streaming
+
+        return run_streaming(query, events.filter(F.col(type_column).isin(read)),
+                             backend=backend, type_column=type_column, exact=exact,
+                             watermark=watermark, sequence=sequence)
     if type(events).__module__.startswith("pandas"):
         if spark is None:
             raise ValueError("a pandas DataFrame needs the SparkSession: aggregate(q, pdf, "
@@ -57,10 +72,10 @@ def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: st
         df = spark.createDataFrame(pdf)
     else:
         df = events
-        if POSITION not in df.columns:  # read order breaks timestamp ties
+        if sequence is not None:
+            df = df.withColumn(POSITION, F.col(sequence).cast("long"))
+        elif POSITION not in df.columns:  # read order breaks timestamp ties
             df = df.withColumn(POSITION, F.monotonically_increasing_id())
-    probe = TrendEngine(plan, "python", type_column=type_column)
-    read = [n for n in schema.type_names if probe.reads(n)]
     df = df.filter(F.col(type_column).isin(read))
     for a in plan.partition_attrs:  # events without a partition belong to none
         df = df.filter(F.col(a).isNotNull())
@@ -80,11 +95,13 @@ def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: st
         _partition_aggregator(query, backend, type_column),
         schema=f"{WINDOW} long, pkey string, vec string")
     gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
-    out_schema, exact_columns = _row_schema(query, exact)
+    out_schema, exact_columns = row_schema(query, exact)
+    from pyspark.sql.types import BooleanType
+
     keep = f"{PREFIX}keep"
     rolled = partial.groupBy(WINDOW).applyInPandas(
         _roll_up(query, gidx, out_schema, exact_columns, exact),
-        schema=_with_field(out_schema, keep, "boolean"))
+        schema=_with_field(out_schema, keep, BooleanType()))
     return rolled.filter(F.col(keep)).drop(keep)
 
 
@@ -94,7 +111,7 @@ def run_spark(query: CompiledTrendQuery, events: Any, spark, *, backend: str = "
     ``spark`` and collected: the same rows, in the same order, as ``query.run``."""
     df = aggregate(query, events, spark, backend=backend, type_column=type_column,
                    exact="string")
-    _, exact_columns = _row_schema(query, "string")
+    _, exact_columns = row_schema(query, "string")
     rows = []
     for r in df.collect():
         row = r.asDict()
@@ -105,42 +122,54 @@ def run_spark(query: CompiledTrendQuery, events: Any, spark, *, backend: str = "
     return sorted(rows, key=lambda r: [r[c] for c in head + list(query.plan.group_by)])
 
 
-_SPARK_TYPES = {AttrType.INT: "bigint", AttrType.DOUBLE: "double", AttrType.STRING: "string",
-                AttrType.BOOL: "boolean"}
+def _spark_types():
+    from pyspark.sql import types as T
+
+    return {AttrType.INT: T.LongType(), AttrType.DOUBLE: T.DoubleType(),
+            AttrType.STRING: T.StringType(), AttrType.BOOL: T.BooleanType()}
 
 
-def _row_schema(query: CompiledTrendQuery, exact: str):
+def row_schema(query: CompiledTrendQuery, exact: str):
     """(the Spark schema of a result row, the names of its exact-integer columns)."""
-    from pyspark.sql.types import StructType, _parse_datatype_string
+    from pyspark.sql import types as T
 
     plan = query.plan
     types = plan.schema.attribute_types()
-    exact_type = "decimal(38,0)" if exact == "decimal" else "string"
+    spark_types = _spark_types()
+    exact_type = T.DecimalType(38, 0) if exact == "decimal" else T.StringType()
     fields, exact_columns = [], []
     if plan.window is not None:
-        fields += [("window_start", "bigint"), ("window_end", "bigint")]
-    fields += [(a, _SPARK_TYPES[types[a]]) for a in plan.group_by]
+        fields += [("window_start", T.LongType()), ("window_end", T.LongType())]
+    fields += [(a, spark_types[types[a]]) for a in plan.group_by]
     for agg, slot, _ in plan.aggregates:
         kind = "cnt" if slot == 0 else plan.fields[slot - 1].kind
         if agg.func == "AVG":
-            fields.append((str(agg), "double"))
+            fields.append((str(agg), T.DoubleType()))
         elif kind == "cnt" or (kind == "sum" and types[agg.attr] is AttrType.INT):
             fields.append((str(agg), exact_type))
             exact_columns.append(str(agg))
         elif kind == "sum":
-            fields.append((str(agg), "double"))
+            fields.append((str(agg), T.DoubleType()))
         else:
-            fields.append((str(agg), _SPARK_TYPES[types[agg.attr]]))
-    out = StructType()
-    for name, t in fields:
-        out = out.add(name, _parse_datatype_string(t), nullable=True)
-    return out, exact_columns
+            fields.append((str(agg), spark_types[types[agg.attr]]))
+    return T.StructType([T.StructField(n, t, nullable=True) for n, t in fields]), exact_columns
 
 
-def _with_field(struct, name: str, t: str):
-    from pyspark.sql.types import StructType, _parse_datatype_string
+def exact_value(column: str, v: int, exact: str):
+    """An exact integer as Spark gets it: ``decimal(38,0)`` (an error beyond 38 digits) or
+    its decimal text."""
+    if exact == "string":
+        return str(v)
+    if abs(v) >= 10 ** 38:
+        raise CercoreError(f"{column} = {v} has more than 38 digits, beyond Spark's "
+                           "decimal(38,0): use aggregate(..., exact='string')")
+    return decimal.Decimal(v)
 
-    return StructType(list(struct.fields)).add(name, _parse_datatype_string(t), nullable=False)
+
+def _with_field(struct, name: str, t):
+    from pyspark.sql import types as T
+
+    return T.StructType(list(struct.fields) + [T.StructField(name, t, nullable=False)])
 
 
 def _partition_aggregator(query: CompiledTrendQuery, backend: str, type_column: str):
@@ -179,14 +208,6 @@ def _roll_up(query: CompiledTrendQuery, gidx: list[int], out_schema, exact_colum
     names = [f.name for f in out_schema.fields]
     keep = f"{PREFIX}keep"
 
-    def exact_value(column: str, v: int):
-        if exact == "string":
-            return str(v)
-        if abs(v) >= 10 ** 38:
-            raise CercoreError(f"{column} = {v} has more than 38 digits, beyond Spark's "
-                               "decimal(38,0): use aggregate(..., exact='string')")
-        return decimal.Decimal(v)
-
     def roll(pdf):
         import pandas as pd
 
@@ -207,7 +228,7 @@ def _roll_up(query: CompiledTrendQuery, gidx: list[int], out_schema, exact_colum
                 for g, vec in groups.items() if vec[0] > 0]
         for row in rows:
             for c in exact_columns:
-                row[c] = exact_value(c, row[c])
+                row[c] = exact_value(c, row[c], exact)
         # always one row at least (dropped by the keep flag): empty frames upset the Arrow path
         cols = {n: [r[n] for r in rows] or [None] for n in names}
         cols[keep] = [True] * len(rows) or [False]
