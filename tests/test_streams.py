@@ -52,3 +52,45 @@ def test_bad_stream_tags(backend):
     engine = q.engine(backend, on_error="skip", stream_column="src")
     assert [ce.positions for ce in engine.process(table)] == [(0,), (2,)]
     assert engine.stats["skipped_by_reason"] == {"stream": 1}
+
+
+def test_stream_tags_with_a_reorder_slack(backend):
+    """Tags travel with their events through the reorder buffer: shuffled input within the
+    slack gives what the time-sorted input gives without one (tags by push, by process and
+    by a stream column)."""
+    import random
+
+    decl = ("CREATE STREAM S { EVENT A { v:int, ts:primary_time }, EVENT B { v:int, "
+            "ts:primary_time } } CREATE STREAM T { EVENT A { v:int, ts:primary_time }, "
+            "EVENT C { v:int, ts:primary_time } }")
+    q = cercore.compile("SELECT * FROM S, T WHERE S>A ; (T>A OR C) WITHIN 12 [ts]", decl)
+    rng = random.Random(4)
+    events = [(rng.choice("AAC"), {"v": i, "ts": i}, rng.choice(["S", "T", None]))
+              for i in range(60)]
+    events = [(t, a, "T" if t == "C" and s == "S" else s) for t, a, s in events]
+
+    def key(ces):
+        return sorted(tuple(sorted(e.attributes["v"] for e in ce.events)) for ce in ces)
+
+    plain = q.engine(backend)
+    want = key([ce for t, a, s in events for ce in plain.push(t, a, stream=s)])
+    assert want
+    shuffled = events[:]
+    for i in range(0, len(shuffled) - 3, 3):  # swap neighbours: at most 2 time units late
+        shuffled[i], shuffled[i + 2] = shuffled[i + 2], shuffled[i]
+    slack = q.engine(backend, reorder_slack=2)
+    got = [ce for t, a, s in shuffled for ce in slack.push(t, a, stream=s)] + slack.flush()
+    assert key(got) == want
+    table = pa.table({"event_type": [t for t, _, _ in shuffled],
+                      "v": [a["v"] for _, a, _ in shuffled],
+                      "ts": [a["ts"] for _, a, _ in shuffled],
+                      "src": [s for _, _, s in shuffled]})
+    column = q.engine(backend, reorder_slack=2, stream_column="src")
+    assert key(list(column.process(table)) + column.flush()) == want
+
+
+def test_non_event_record_with_a_reorder_slack_is_an_event_error():
+    q = cercore.compile("SELECT * FROM S WHERE A",
+                        "CREATE STREAM S { EVENT A { ts:primary_time } }")
+    with pytest.raises(cercore.EventError, match="expected a .type, attributes. pair"):
+        list(q.engine("python", reorder_slack=1).process([5]))

@@ -22,7 +22,7 @@ from cercore.runtime.evaluator import (
 from cercore.runtime.events import SKIPPED, Batch, EventDecoder
 from cercore.runtime.letters import NOT_READ, LetterEncoder
 from cercore.runtime.output import ComplexEvent, MatchArrays
-from cercore.runtime.reorder import ReorderBuffer, records_of
+from cercore.runtime.reorder import RAW, ReorderBuffer, records_of
 from cercore.runtime.store import EventStore
 from cercore.schema import did_you_mean
 
@@ -105,9 +105,8 @@ class Engine:
             raise EventError(f"unknown stream {stream!r}"
                              + did_you_mean(stream, self.schema.streams), field="stream")
         if self.reorder is not None:
-            if stream is not None or self.stream_column is not None:
-                raise ValueError("stream tags with a reorder slack are not supported")
-            records = records_of(events, self.type_column, self.decoder.declared)
+            records = records_of(events, self.type_column, self.decoder.declared, stream,
+                                 self.stream_column)
             yield from self._run_records(self.reorder.add(records, self._late))
             return
         for batch in self._batches(events, stream):
@@ -136,11 +135,17 @@ class Engine:
         return list(self._run_records(iter(self.reorder.flush())))
 
     def _run_records(self, records: Iterator) -> Iterator[ComplexEvent]:
+        """Evaluate released ``(type, attrs, stream)`` records."""
         while True:
             chunk = list(itertools.islice(records, BATCH_SIZE))
             if not chunk:
                 return
-            yield from self._run(self.decoder.from_records(chunk, self.position))
+            batch = self.decoder.from_records([t if a is RAW else (t, a) for t, a, _ in chunk],
+                                              self.position)
+            tags = [s for _, _, s in chunk[:batch.n]]
+            if any(s is not None for s in tags):
+                self.decoder.tag_streams(batch, tags)
+            yield from self._run(batch)
 
     def _late(self, record, error: EventError) -> None:
         if self.decoder.on_error != "skip":

@@ -8,8 +8,9 @@ it is skipped and counted ("late beyond the reorder slack") — never silently d
 
 Positions count events in the order the engine *evaluates* them (release order), so with a
 slack they may differ from the arrival order; ``ce.events`` always carries the events
-themselves. Events are handled as ``(type, attributes)`` records here: tabular inputs are
-converted row by row, which is the cost of reordering.
+themselves. Events are handled as ``(type, attributes, stream)`` records here: a stream tag
+travels with its event. Tabular inputs are converted row by row, which is the cost of
+reordering.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class ReorderBuffer:
             raise ValueError("reorder_slack must be >= 0")
         self.attr = time_attribute
         self.slack = slack
-        self.heap: list[tuple[int, int, str, dict]] = []
+        self.heap: list[tuple[int, int, str, dict, str | None]] = []
         self.seq = 0  # arrival counter: ties in time keep arrival order
         self.max_time: int | None = None
         self.released_time: int | None = None  # time of the last released event
@@ -38,16 +39,16 @@ class ReorderBuffer:
     def __len__(self) -> int:
         return len(self.heap)
 
-    def add(self, records: Iterable, on_late) -> Iterator[tuple[str, dict]]:
-        """Buffer ``records``; yield the events that are now safe to release, in time order.
-        ``on_late(record, error)`` handles an event that is too late to reorder."""
-        for rec in records:
-            typ, attrs = (rec.type, rec.attributes) if isinstance(rec, Event) else rec
+    def add(self, records: Iterable, on_late) -> Iterator[tuple[Any, Any, str | None]]:
+        """Buffer ``(type, attrs, stream)`` records (from ``records_of``); yield the events
+        that are now safe to release, in time order, as such records. ``on_late(record,
+        error)`` handles an event that is too late to reorder."""
+        for typ, attrs, stream in records:
             t = attrs.get(self.attr) if isinstance(attrs, dict) else None
             if t is None or isinstance(t, bool) or not isinstance(t, int):
                 # no usable time: let the engine's own checks report it, in order
                 yield from self._release_all()
-                yield typ, attrs
+                yield typ, attrs, stream
                 continue
             if self.released_time is not None and t < self.released_time:
                 on_late((typ, attrs), EventError(
@@ -55,33 +56,35 @@ class ReorderBuffer:
                     f"to {self.released_time} were released (slack {self.slack})",
                     field=self.attr))
                 continue
-            heapq.heappush(self.heap, (t, self.seq, typ, attrs))
+            heapq.heappush(self.heap, (t, self.seq, typ, attrs, stream))
             self.seq += 1
             if self.max_time is None or t > self.max_time:
                 self.max_time = t
             yield from self._release(self.max_time - self.slack)
 
-    def _release(self, upto: int) -> Iterator[tuple[str, dict]]:
+    def _release(self, upto: int) -> Iterator[tuple[str, dict, str | None]]:
         heap = self.heap
         while heap and heap[0][0] <= upto:
-            t, _, typ, attrs = heapq.heappop(heap)
+            t, _, typ, attrs, stream = heapq.heappop(heap)
             self.released_time = t
-            yield typ, attrs
+            yield typ, attrs, stream
 
-    def _release_all(self) -> Iterator[tuple[str, dict]]:
+    def _release_all(self) -> Iterator[tuple[str, dict, str | None]]:
         while self.heap:
-            t, _, typ, attrs = heapq.heappop(self.heap)
+            t, _, typ, attrs, stream = heapq.heappop(self.heap)
             self.released_time = t
-            yield typ, attrs
+            yield typ, attrs, stream
 
-    def flush(self) -> list[tuple[str, dict]]:
+    def flush(self) -> list[tuple[str, dict, str | None]]:
         """Release everything still buffered (end of stream)."""
         return list(self._release_all())
 
 
-def records_of(events: Any, type_column: str, declared: dict[str, dict]) -> Iterator:
-    """The events of any accepted input as ``(type, attributes)`` records; a tabular row keeps
-    its type's declared attributes and any other non-null cell (which the decoder rejects)."""
+def records_of(events: Any, type_column: str, declared: dict[str, dict],
+               stream: str | None = None, stream_column: str | None = None) -> Iterator:
+    """The events of any accepted input as ``(type, attributes, stream)`` records: ``stream``
+    tags them all, else a tabular row's ``stream_column`` cell tags it. A tabular row keeps its
+    type's declared attributes and any other non-null cell (which the decoder rejects)."""
     mod = type(events).__module__
     if mod.startswith("pandas"):
         import pyarrow as pa
@@ -91,7 +94,18 @@ def records_of(events: Any, type_column: str, declared: dict[str, dict]) -> Iter
     if mod.startswith("pyarrow"):
         for row in events.to_pylist():
             typ = row.pop(type_column, None)
+            tag = row.pop(stream_column, None) if stream_column is not None else None
             own = declared.get(typ, {})
-            yield typ, {k: v for k, v in row.items() if v is not None or k in own}
+            yield typ, {k: v for k, v in row.items() if v is not None or k in own}, \
+                stream if stream is not None else tag
         return
-    yield from events
+    for rec in events:
+        if isinstance(rec, Event):
+            yield rec.type, rec.attributes, stream
+        elif isinstance(rec, tuple) and len(rec) == 2:
+            yield rec[0], rec[1], stream
+        else:
+            yield rec, RAW, None  # not an event record: the decoder reports it, in order
+
+
+RAW = object()  # the attributes of a record that is not an event: pass the record on as is
