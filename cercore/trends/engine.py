@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from cercore.errors import EventError
@@ -86,6 +87,17 @@ def roll_up(plan: TrendPlan, per_partition: Iterable[tuple[tuple, list]],
             if vec[0] > 0]
 
 
+def _key_reader(attrs: tuple[str, ...]):
+    """attrs dict -> the tuple of its values of ``attrs`` (declared, possibly None)."""
+    if not attrs:
+        return lambda _: ()
+    if len(attrs) == 1:
+        (a,) = attrs
+        return lambda d: (d.get(a),)
+    get = itemgetter(*attrs)
+    return lambda d: get(d)
+
+
 class TrendEngine:
     """Evaluates one compiled trend query over a stream, window by window."""
 
@@ -111,12 +123,35 @@ class TrendEngine:
         for v in plan.vars:
             by_type.setdefault(v.type, []).append(v)
         self._vars_of = [by_type.get(n, []) for n in names]
+        self._match_plan = self._plan_matching()
         keep_unmatched = plan.semantics == "contiguous"
         streams = plan.query.streams
         carried = (set().union(*(self.schema.streams[s].event_types for s in streams))
                    if streams else set(names))
         self._read = [(n in by_type or keep_unmatched) and n in carried for n in names]
         self._needs_value = [(f.vars, f.attr, str(f)) for f in plan.fields if f.attr]
+
+    def _plan_matching(self) -> list:
+        """Per type: the variables it may bind, with their local test (None: no condition),
+        and how to read its partition key (None: the type lacks a partition attribute)."""
+        plan = self.plan
+        keys = plan.partition_attrs
+        out = []
+        for n, vs in zip(self.schema.type_names, self._vars_of):
+            declared = {a for a, _ in self.schema.event_types[n].attributes}
+            out.append((tuple((v.id, plan.local_tests[v.id] if v.local else None) for v in vs),
+                        _key_reader(keys) if all(a in declared for a in keys) else None))
+        return out
+
+    # ---- pickling: the compiled tests are rebuilt from the plan ----------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_match_plan"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._match_plan = self._plan_matching()
 
     # ---- public API ------------------------------------------------------------------------
     def reads(self, event_type: str) -> bool:
@@ -255,11 +290,16 @@ class TrendEngine:
         it out, or it lacks a partition attribute."""
         if not self._read[tid]:
             return None
-        plan = self.plan
-        vs = tuple(v.id for v in self._vars_of[tid] if plan.local_tests[v.id](attrs))
-        if not vs and self._vars_of[tid]:
-            return None  # filtered out by local predicates: not part of the stream I
-        pkey = tuple(attrs.get(a) for a in plan.partition_attrs)
+        variables, key_of = self._match_plan[tid]
+        if variables:
+            vs = tuple(v for v, test in variables if test is None or test(attrs))
+            if not vs:
+                return None  # filtered out by local predicates: not part of the stream I
+        else:
+            vs = ()
+        if key_of is None:
+            return None  # no partition
+        pkey = key_of(attrs)
         if None in pkey:
             return None  # no partition
         return vs, pkey
