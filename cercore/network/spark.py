@@ -17,8 +17,9 @@ the sink collects. (Adaptive execution is switched off while a step runs so the 
 sit on a plain plan tree.) Request rows count Ψ *combinations* broadcast once, where the
 network simulator counts Ψ events per destination node.
 
-Scope: OR-free queries (one branch) without single-type filters (filter the DataFrame
-first); both raise :class:`NetworkError` otherwise.
+Single-type filters are applied where the events are, before any step (as in the simulator):
+a filtered-out event is never transmitted. Scope: OR-free queries (one branch); others raise
+:class:`NetworkError`.
 
 Estimators: :func:`estimate_rates_spark` (``groupBy(event_type, node).count()``) and
 :func:`estimate_pairwise_spark` (window self-joins), matching :mod:`cercore.network.estimate`.
@@ -48,6 +49,32 @@ def events_dataframe(spark, traces: dict[Hashable, list[NetEvent]], time_attribu
         raise NetworkError("no events")
     import pandas as pd
     return spark.createDataFrame(pd.DataFrame(rows))
+
+
+def apply_filters(query: NetQuery, events, backend: str = "auto"):
+    """``events`` without the rows that fail their type's single-type filter, evaluated on the
+    executors by the cercore engine (``passes_filters``); rows of unfiltered types pass."""
+    from pyspark.sql import functions as F
+
+    from cercore.network.evaluate import passes_filters
+
+    filtered = sorted(query.filter_map)
+    ta = query.time_attribute
+
+    def keep(batches):
+        for pdf in batches:
+            rows = pdf.to_dict("records")
+            evs = [NetEvent(int(r["uid"]), r["event_type"], int(r[ta]), r["node"],
+                            {k: v for k, v in r.items()
+                             if k not in ("node", "event_type", "uid", ta) and v == v})
+                   for r in rows]  # (v == v: NaN cells are missing attributes)
+            kept = {e.uid for e in passes_filters(query, evs, schema_for(query, evs), backend)} \
+                if evs else set()
+            yield pdf[[u in kept for u in pdf["uid"]]]
+
+    mine = events.filter(F.col("event_type").isin(filtered))
+    rest = events.filter(~F.col("event_type").isin(filtered))
+    return rest.unionByName(mine.mapInPandas(keep, schema=events.schema))
 
 
 def _to_events(rows, time_attribute: str) -> list[NetEvent]:
@@ -97,10 +124,9 @@ def run_plan_spark(spark, query: NetQuery, plan: Plan, events, network: Network 
 
     if len(query.branches) != 1:
         raise NetworkError("the Spark realisation handles OR-free queries only")
-    if query.filters:
-        raise NetworkError("filter the DataFrame by the single-type filters first; the Spark "
-                           "realisation takes queries without them")
     plan.validate(query, network)
+    if query.filters:
+        events = apply_filters(query, events, backend)
     branch = query.branches[0]
     ta = query.time_attribute
     sink = str(plan.sink)

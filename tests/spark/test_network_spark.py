@@ -69,6 +69,19 @@ def test_spark_scope_errors(spark, events):
     or_query = NetQuery(Op("OR", (Leaf("A"), Leaf("B"))), 5)
     with pytest.raises(NetworkError, match="OR-free"):
         run_plan_spark(spark, or_query, Plan("1", (Step((), "AB"),)), events)
-    filtered = NetQuery(seq("A", "B"), 5, filters={"A": "v > 0"})
-    with pytest.raises(NetworkError, match="filter the DataFrame"):
-        run_plan_spark(spark, filtered, Plan("1", (Step((), "AB"),)), events)
+
+
+@pytest.mark.parametrize("plan", [
+    Plan("1", (Step((), "A"), Step("A", "B"), Step("B", "C"))),
+    Plan("3", (Step((), "ABC"),)),
+])
+def test_filters_are_applied_at_the_source(spark, events, plan):
+    """Single-type filters drop events where they are: the matches are the filtered query's,
+    and a filtered-out event is never transmitted."""
+    filtered = NetQuery(QUERY.root, QUERY.window, QUERY.predicates,
+                        filters={"B": "v > 0.2", "C": "v > 0.1"})
+    run = run_plan_spark(spark, filtered, plan, events, NET)
+    central = centralised_matches(filtered, TRACES)
+    assert central and run.matches == central < centralised_matches(QUERY, TRACES)
+    unfiltered = run_plan_spark(spark, QUERY, plan, events, NET)
+    assert run.transmitted < unfiltered.transmitted
