@@ -227,7 +227,6 @@ class TrendEngine:
         plan = self.plan
         skip = self.decoder.on_error == "skip"
         tattr = self.time_attribute
-        names = self.schema.type_names
         read = self._read
         for k, (tid, attrs) in enumerate(zip(batch.type_ids.tolist(),
                                              batch.attribute_dicts(self.schema))):
@@ -251,23 +250,14 @@ class TrendEngine:
                         continue
                     self.position = pos
                     raise err
-            node = self.match(tid, attrs)
+            try:
+                node = self.accept(tid, attrs, pos)
+            except EventError:
+                self.position = pos
+                raise
             if node is None:
                 continue
             vs, pkey = node
-            for fvars, attr, what in self._needs_value:
-                if attrs.get(attr) is None and any(v in fvars for v in vs):
-                    err = EventError(f"{names[tid]} event has no {attr!r} value, which "
-                                     f"{what.split()[0]} aggregates need", position=pos,
-                                     field=attr)
-                    if not skip:
-                        self.position = pos
-                        raise err
-                    self.decoder.skips.add(err, "null aggregated attribute")
-                    vs = None
-                    break
-            if vs is None:
-                continue
             if t != self.pending_time:
                 self._apply_pending()
                 if plan.window is not None:
@@ -283,6 +273,24 @@ class TrendEngine:
         self.position = batch.first_position + batch.n
         if batch.error is not None:
             raise batch.error
+
+    def accept(self, tid: int, attrs: dict, pos: int) -> tuple[tuple, tuple] | None:
+        """``match``, and an event whose aggregated attribute is null is an EventError (with
+        ``on_error="skip"``: skipped and counted)."""
+        node = self.match(tid, attrs)
+        if node is None:
+            return None
+        vs = node[0]
+        for fvars, attr, what in self._needs_value:
+            if attrs.get(attr) is None and any(v in fvars for v in vs):
+                err = EventError(f"{self.schema.type_names[tid]} event has no {attr!r} value, "
+                                 f"which {what.split()[0]} aggregates need", position=pos,
+                                 field=attr)
+                if self.decoder.on_error != "skip":
+                    raise err
+                self.decoder.skips.add(err, "null aggregated attribute")
+                return None
+        return node
 
     def match(self, tid: int, attrs: dict) -> tuple[tuple, tuple] | None:
         """(variables the event matches, its partition key), or None when the event is not

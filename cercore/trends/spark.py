@@ -188,7 +188,8 @@ def _partition_aggregator(query: CompiledTrendQuery, backend: str, type_column: 
         for rec in pdf.to_dict("records"):
             etype = rec[type_column]
             attrs = {a: _py(rec.get(a)) for a in declared[etype]}
-            node = engine.match(ids[etype], attrs)
+            # a null aggregated attribute is an EventError naming the row (its read position)
+            node = engine.accept(ids[etype], attrs, int(rec[POSITION]))
             if node is None:
                 continue
             vs, pkey = node

@@ -80,3 +80,16 @@ def test_counts_beyond_decimal_38_are_an_error_or_text(spark):
         aggregate(q, pdf, spark).collect()
     (row,) = aggregate(q, pdf, spark, exact="string").collect()
     assert int(row["COUNT(*)"]) == 2 ** 130 - 1
+
+
+def test_null_aggregated_attribute_is_a_clear_error(spark):
+    import pandas as pd
+    from pyspark.errors import PythonException
+
+    from cercore.trends.spark import aggregate
+
+    q = compile_trend("RETURN SUM(A.v) PATTERN A+", SCHEMA)
+    pdf = pd.DataFrame([{"event_type": "A", "v": v, "g": 0, "h": 0, "t": t}
+                        for t, v in enumerate([1, None, 3])])
+    with pytest.raises(PythonException, match="A event has no 'v' value"):
+        aggregate(q, pdf, spark).collect()
