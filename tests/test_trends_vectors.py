@@ -272,6 +272,9 @@ def test_explain_names_granularity_and_reason():
     text = compile_trend(f"RETURN COUNT(*) PATTERN {PAT} WHERE B.x < NEXT(A).y",
                          SCHEMA).explain()
     assert "granularity: mixed" in text and "T_e (event-grained): {B}" in text
+    assert "state per (window, partition): 2 aggregate vectors + the stored T_e events" in text
+    assert "counts: exact" in compile_trend(f"RETURN COUNT(*) PATTERN {PAT}", SCHEMA).explain(
+        "python")
 
 
 @pytest.mark.parametrize("where, compiled", [("", True), ("WHERE B.x < NEXT(A).y", True),

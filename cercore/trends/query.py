@@ -82,7 +82,20 @@ class CompiledTrendQuery:
             lines.append("  T_e (event-grained): {" + ", ".join(
                 names[i] for i in sorted(p.event_grained)) + "}; T_t (type-grained): {"
                 + ", ".join(n for i, n in enumerate(names) if i not in p.event_grained) + "}")
-        lines.append(f"backend: {resolve_backend(backend)}")
+        n = len(p.vars)
+        if p.semantics == "contiguous":
+            state = "the vectors of the previous timestamp's events"
+        else:
+            state = f"{n} aggregate vector{'s' if n > 1 else ''}"
+            if p.event_grained:
+                state += (" + the stored T_e events of the window" if p.semantics == "any"
+                          else " + the T_e events still waiting for their successor")
+        lines.append(f"state per (window, partition): {state}")
+        chosen = resolve_backend(backend)
+        lines.append(f"backend: {chosen}")
+        lines.append("counts: exact -- " + (
+            "int64 with overflow checks; a window that would overflow goes on with Python "
+            "integers" if chosen == "cython" else "Python integers"))
         return "\n".join(lines)
 
 
