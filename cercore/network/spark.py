@@ -18,8 +18,9 @@ sit on a plain plan tree.) Request rows count Ψ *combinations* broadcast once, 
 network simulator counts Ψ events per destination node.
 
 Single-type filters are applied where the events are, before any step (as in the simulator):
-a filtered-out event is never transmitted. Scope: OR-free queries (one branch); others raise
-:class:`NetworkError`.
+a filtered-out event is never transmitted. With OR, each pulled type is reduced once per
+branch that contains it, with that branch's requests, order and predicates; an event several
+branches need is sent once (responses count distinct events).
 
 Estimators: :func:`estimate_rates_spark` (``groupBy(event_type, node).count()``) and
 :func:`estimate_pairwise_spark` (window self-joins), matching :mod:`cercore.network.estimate`.
@@ -122,12 +123,9 @@ def run_plan_spark(spark, query: NetQuery, plan: Plan, events, network: Network 
     """Execute ``plan`` over the events DataFrame ``events`` (see module docstring)."""
     from pyspark.sql import functions as F
 
-    if len(query.branches) != 1:
-        raise NetworkError("the Spark realisation handles OR-free queries only")
     plan.validate(query, network)
     if query.filters:
         events = apply_filters(query, events, backend)
-    branch = query.branches[0]
     ta = query.time_attribute
     sink = str(plan.sink)
     at_sink: list[NetEvent] = []
@@ -150,22 +148,34 @@ def run_plan_spark(spark, query: NetQuery, plan: Plan, events, network: Network 
             else:
                 schema = schema or schema_for(query, at_sink + local)
                 requests = _request_rows(query, plan, i, at_sink, schema, backend)
-                info["request_rows"] = len(requests)
-                rows = []
-                if requests:
-                    req_df = spark.createDataFrame(requests)
-                    for t in types:
-                        side = remote.filter(F.col("event_type") == t).alias("e")
-                        cond = _join_condition(query, branch, t, sorted(step.pull_set), F)
-                        got_df = side.join(F.broadcast(req_df.alias("r")), cond, "left_semi")
-                        part = got_df.collect()
-                        rows += part
-                        info.setdefault("broadcast_rows", 0)
-                        info["broadcast_rows"] += _metric(got_df, "BroadcastExchange")
-                        info.setdefault("semi_join_rows", 0)
-                        info["semi_join_rows"] += _metric(got_df, "Join")
-                run.request_rows += info.get("broadcast_rows", 0)
-                run.responses += info.get("semi_join_rows", 0)
+                info["request_rows"] = sum(len(r) for r in requests.values())
+                info["broadcast_rows"] = info["semi_join_rows"] = 0
+                got: dict[int, Any] = {}  # uid -> row: an event several branches need, once
+                for t in types:
+                    side = remote.filter(F.col("event_type") == t).alias("e")
+                    for branch in query.branches:
+                        if t not in branch.types:
+                            continue
+                        psi = sorted(branch.types & step.pull_set)
+                        if not psi:  # this branch needs every t event: no request narrows it
+                            part = side.collect()
+                            info["unconditional"] = info.get("unconditional", 0) + len(part)
+                        else:
+                            reqs = requests.get((branch, tuple(psi)))
+                            if not reqs:
+                                continue
+                            cond = _join_condition(query, branch, t, psi, F)
+                            got_df = side.join(F.broadcast(spark.createDataFrame(reqs)
+                                                           .alias("r")), cond, "left_semi")
+                            part = got_df.collect()
+                            info["broadcast_rows"] += _metric(got_df, "BroadcastExchange")
+                            info["semi_join_rows"] += _metric(got_df, "Join")
+                        for r in part:
+                            got[int(r["uid"])] = r
+                rows = list(got.values())
+                run.request_rows += info["broadcast_rows"]
+                # responses: the distinct events sent (one branch's semi join when OR-free)
+                run.responses += len(rows)
                 info["responses"] = len(rows)
             at_sink += local + _to_events(rows, ta)
             run.per_step.append(info)
@@ -179,29 +189,40 @@ def run_plan_spark(spark, query: NetQuery, plan: Plan, events, network: Network 
 
 
 def _request_rows(query: NetQuery, plan: Plan, i: int, at_sink: list[NetEvent], schema,
-                  backend: str) -> list[dict]:
-    """The distinct Ψ combinations of the sink's partial matches over 𝒜(s_i), one wide row
-    each (``<type>__t``, ``<type>__uid``, ``<type>__<attr>``)."""
-    avail, psi = plan.available(i), sorted(plan.steps[i].pull_set)
+                  backend: str) -> dict[tuple, list[dict]]:
+    """Per (branch, its Ψ types): the distinct Ψ combinations of the sink's partial matches
+    over 𝒜(s_i) of that branch, one wide row each (``<type>__t``, ``<type>__uid``,
+    ``<type>__<attr>``)."""
+    avail, pull = plan.available(i), plan.steps[i].pull_set
     ev = QueryEvaluator(query, schema, avail, backend=backend)
-    attrs = {p.left_attr if p.left == t else p.right_attr
-             for t in psi for p in query.predicates if t in (p.left, p.right)}
-    seen, rows = set(), []
-    for m in ev.feed(sorted((e for e in at_sink if e.type in avail), key=lambda e: e.key)):
-        by = {e.type: e for e in m}
-        key = tuple(by[t].uid for t in psi)
-        if key in seen:
+    matches = ev.feed(sorted((e for e in at_sink if e.type in avail), key=lambda e: e.key))
+    out: dict[tuple, list[dict]] = {}
+    for branch in query.branches:
+        psi = sorted(branch.types & pull)
+        if not psi or (branch, tuple(psi)) in out:
             continue
-        seen.add(key)
-        row = {}
-        for t in psi:
-            e = by[t]
-            row[f"{t}__t"] = e.t
-            row[f"{t}__uid"] = e.uid
-            for a in sorted(attrs):
-                row[f"{t}__{a}"] = e.value(a)
-        rows.append(row)
-    return rows
+        shape = branch.types & avail
+        attrs = {p.left_attr if p.left == t else p.right_attr
+                 for t in psi for p in query.predicates if t in (p.left, p.right)}
+        seen, rows = set(), []
+        for m in matches:
+            if frozenset(e.type for e in m) != shape or not branch.order_ok(m):
+                continue
+            by = {e.type: e for e in m}
+            key = tuple(by[t].uid for t in psi)
+            if key in seen:
+                continue
+            seen.add(key)
+            row = {}
+            for t in psi:
+                e = by[t]
+                row[f"{t}__t"] = e.t
+                row[f"{t}__uid"] = e.uid
+                for a in sorted(attrs):
+                    row[f"{t}__{a}"] = e.value(a)
+            rows.append(row)
+        out[(branch, tuple(psi))] = rows
+    return out
 
 
 def _join_condition(query: NetQuery, branch, t: str, psi: list[str], F):

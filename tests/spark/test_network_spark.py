@@ -65,10 +65,34 @@ def test_spark_estimators_equal_local_ones(events):
         estimate_pairwise(QUERY, flat))
 
 
-def test_spark_scope_errors(spark, events):
-    or_query = NetQuery(Op("OR", (Leaf("A"), Leaf("B"))), 5)
-    with pytest.raises(NetworkError, match="OR-free"):
-        run_plan_spark(spark, or_query, Plan("1", (Step((), "AB"),)), events)
+OR_QUERY = NetQuery(seq("B", Op("OR", (Leaf("A"), Leaf("C")))), 30,
+                    (Predicate("A", "id", "==", "B", "id"), Predicate("B", "id", "==", "C", "id"),
+                     Predicate("B", "v", "<", "C", "v")))
+
+
+@pytest.mark.parametrize("plan", [
+    Plan("2", (Step((), "B"), Step("B", "AC"))),
+    Plan("1", (Step((), "A"), Step("A", "B"), Step("B", "C"))),  # (B;C) needs every B
+    Plan("3", (Step((), "C"), Step("C", "A"), Step("AC", "B"))),
+])
+def test_or_queries_reduce_each_branch(spark, events, plan):
+    """With OR, each pulled type is reduced with the requests of every branch containing it;
+    the matches are the centralised ones and nothing is sent twice."""
+    run = run_plan_spark(spark, OR_QUERY, plan, events, NET)
+    central = centralised_matches(OR_QUERY, TRACES)
+    assert central and run.matches == central
+    assert {len(m) for m in central} == {2}
+    remote = sum(len(tr) for n, tr in TRACES.items() if n != plan.sink)
+    assert run.responses == sum(s.get("responses", 0) for s in run.per_step)
+    assert run.responses <= remote
+    for s in run.per_step:  # an event two branches pull is sent once
+        if "responses" in s:
+            assert s["responses"] <= s["semi_join_rows"] + s.get("unconditional", 0)
+
+
+def test_plan_errors(spark, events):
+    with pytest.raises(NetworkError):
+        run_plan_spark(spark, QUERY, Plan("1", (Step("B", "A"), Step((), "BC"))), events, NET)
 
 
 @pytest.mark.parametrize("plan", [
