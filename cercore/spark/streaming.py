@@ -34,7 +34,7 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, St
 
 from cercore.errors import CercoreError
 from cercore.schema import TIME_UNITS_PER_SECOND
-from cercore.spark.job import KEY, SEQ, TIME, TYPE, US, EngineJob
+from cercore.spark.job import GROUP, KEY, SEQ, TIME, TYPE, US, WM, EngineJob
 
 STATE_VERSION = 1
 STATE_SCHEMA = StructType([StructField("version", IntegerType()),
@@ -49,24 +49,16 @@ def ms_after(time: int, unit: str) -> int:
     return -(-(time * 1000) // per_second)
 
 
-class CerProcessor(StatefulProcessor):
-    """The transformWithState processor (Row API, EventTime mode)."""
+class WatermarkBuffer(StatefulProcessor):
+    """A transformWithState processor (Row API, EventTime mode) with a reorder buffer: rows
+    wait in a ListState until the watermark passes their time (column ``US``), and an
+    event-time timer then releases them; subclasses evaluate what ``release`` hands them.
+    The ``engine`` ValueState (``STATE_SCHEMA``) holds the subclass's state."""
 
-    def __init__(self, job: EngineJob, input_schema: StructType, *, keyed: bool,
-                 evict_after: int | None) -> None:
-        self.job = job
+    def __init__(self, input_schema: StructType) -> None:
         self.input_schema = input_schema
-        self.keyed = keyed
-        self.evict_after = evict_after  # ε in engine time units, when eviction is exact
-        names = input_schema.names
-        self.i_time, self.i_seq, self.i_us = names.index(TIME), names.index(SEQ), names.index(US)
-        self.i_key = names.index(KEY)
-        self.i_events = [names.index(c) for c in job.event_columns]
-        self.engine_columns = sorted({TYPE, *(src for _, src in job.engine_sources),
-                                      *([job.stream_column] if job.stream_column else [])},
-                                     key=names.index)
+        self.i_us = input_schema.names.index(US)
 
-    # ---- StatefulProcessor API --------------------------------------------------------------
     def init(self, handle) -> None:
         self.handle = handle
         self.state = handle.getValueState("engine", STATE_SCHEMA)
@@ -79,24 +71,52 @@ class CerProcessor(StatefulProcessor):
             self.handle.registerTimer(ms_after_us(min(r[self.i_us] for r in rows)))
         return iter(())
 
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        watermark = timerValues.getCurrentWatermarkInMs()
+    def release(self, watermark: int) -> tuple[list[tuple], list[tuple]]:
+        """(the buffered rows the watermark (ms) has passed, the rest); the buffer keeps the
+        rest, and a timer is set for the earliest of them."""
         buffered = list(self.buffer.get()) if self.buffer.exists() else []
         ready = [r for r in buffered if r[self.i_us] <= watermark * 1000]
         rest = [r for r in buffered if r[self.i_us] > watermark * 1000]
-        out: list[Row] = []
-        offset, saved = self._load()
         if ready:
-            if len(rest) != len(buffered) - len(ready):  # pragma: no cover - defensive
-                raise CercoreError("reorder buffer lost rows")
-            out, saved = self._evaluate(key, ready, offset, saved or (self.job.engine(), {}, None))
             if rest:
                 self.buffer.put(rest)
             else:
                 self.buffer.clear()
         if rest:
             self.handle.registerTimer(ms_after_us(min(r[self.i_us] for r in rest)))
-        elif saved is not None and self.evict_after is not None and saved[2] is not None:
+        return ready, rest
+
+    def close(self) -> None:
+        pass
+
+
+class CerProcessor(WatermarkBuffer):
+    """The transformWithState processor of a CEQL query."""
+
+    def __init__(self, job: EngineJob, input_schema: StructType, *, keyed: bool,
+                 evict_after: int | None) -> None:
+        super().__init__(input_schema)
+        self.job = job
+        self.keyed = keyed
+        self.evict_after = evict_after  # ε in engine time units, when eviction is exact
+        names = input_schema.names
+        self.i_time, self.i_seq = names.index(TIME), names.index(SEQ)
+        self.i_key = names.index(KEY)
+        self.i_events = [names.index(c) for c in job.event_columns]
+        self.engine_columns = sorted({TYPE, *(src for _, src in job.engine_sources),
+                                      *([job.stream_column] if job.stream_column else [])},
+                                     key=names.index)
+
+    # ---- StatefulProcessor API --------------------------------------------------------------
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        watermark = timerValues.getCurrentWatermarkInMs()
+        ready, rest = self.release(watermark)
+        out: list[Row] = []
+        offset, saved = self._load()
+        if ready:
+            out, saved = self._evaluate(key, ready, offset, saved or (self.job.engine(), {}, None))
+        if not rest and saved is not None and self.evict_after is not None \
+                and saved[2] is not None:
             dead = ms_after(saved[2] + self.evict_after, self.job.schema.time_unit)
             if watermark >= dead:
                 offset += saved[0].position  # evict: no partial match can complete any more
@@ -105,9 +125,6 @@ class CerProcessor(StatefulProcessor):
                 self.handle.registerTimer(dead)
         self._save(offset, saved)
         return iter(out)
-
-    def close(self) -> None:
-        pass
 
     # ---- state ---------------------------------------------------------------------------
     def _load(self) -> tuple[int, Any]:
@@ -172,6 +189,17 @@ def watermark_column(time_col, unit: str):
     return F.timestamp_micros(F.floor(time_col / F.lit(1000)).cast("long"))
 
 
+def with_event_time(df, time_column: str, unit: str, watermark: str):
+    """``df`` without the rows that have no time, with the time as a watermarked timestamp
+    (``WM``, ``watermark`` = the allowed lateness) and in microseconds (``US``)."""
+    from pyspark.sql import functions as F
+
+    df = df.filter(F.col(time_column).isNotNull())
+    df = df.withColumn(WM, watermark_column(F.col(time_column), unit))
+    df = df.withColumn(US, F.unix_micros(F.col(WM)))
+    return df.withWatermark(WM, watermark)
+
+
 def run_streaming(prep, plan, out_struct, watermark: str):
     """The streaming complex events of ``prep`` under the keyed or single ``plan``."""
     from pyspark.sql import functions as F
@@ -187,17 +215,15 @@ def run_streaming(prep, plan, out_struct, watermark: str):
     if (w.kind in ("time", "attr") and w.attribute == prep.time
             and analysed.strategy not in ("NEXT", "LAST", "MAX")):
         evict_after = int(w.epsilon)
-    df = prep.df.filter(F.col(TIME).isNotNull())
-    df = df.withColumn("__cer_wm", watermark_column(F.col(TIME), prep.schema.time_unit))
-    df = df.withColumn(US, F.unix_micros(F.col("__cer_wm")))
+    df = prep.df
     keyed = plan.kind == KEYED
     if keyed:
         df = df.filter(F.col(KEY).isNotNull())
         group = KEY
     else:
-        group = "__cer_grp"
+        group = GROUP
         df = df.withColumn(group, F.lit(""))
-    df = df.withWatermark("__cer_wm", watermark)
+    df = with_event_time(df, TIME, prep.schema.time_unit, watermark)
     processor = CerProcessor(prep.job, df.schema, keyed=keyed, evict_after=evict_after)
     return df.groupBy(group).transformWithState(processor, out_struct, "Append", "EventTime")
 

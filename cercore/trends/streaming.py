@@ -23,36 +23,32 @@ import pickle
 from typing import Any
 
 from pyspark.sql import Row
-from pyspark.sql.streaming import StatefulProcessor
 
 from cercore.errors import CercoreError
 from cercore.schema import TIME_UNITS_PER_SECOND
-from cercore.spark.streaming import STATE_SCHEMA, ms_after, ms_after_us, watermark_column
+from cercore.spark.job import GROUP, SEQ
+from cercore.spark.streaming import WatermarkBuffer, ms_after, with_event_time
+from cercore.trends.spark import exact_value, row_schema
 
 STATE_VERSION = 1
-US = "_cercore_us"
-SEQ = "_cercore_seq"
-WM = "_cercore_wm"
-GROUP = "_cercore_group"
 
 
-class TrendProcessor(StatefulProcessor):
+class TrendProcessor(WatermarkBuffer):
     """The transformWithState processor of one trend query."""
 
-    def __init__(self, query, input_schema, out_schema, *, backend: str, type_column: str,
+    def __init__(self, query, input_schema, *, backend: str, type_column: str,
                  exact: str) -> None:
+        super().__init__(input_schema)
         self.query = query
-        self.input_schema = input_schema
-        self.out_names = out_schema.names
-        from cercore.trends.spark import row_schema
-
-        self.exact_columns = row_schema(query, exact)[1]  # on the driver: it builds Spark types
+        # the result rows' Spark schema, built here on the driver (it needs a SparkContext)
+        self.out_schema, self.exact_columns = row_schema(query, exact)
+        self.out_names = self.out_schema.names
         self.backend = backend
         self.type_column = type_column
         self.exact = exact
         schema = query.plan.schema
         names = input_schema.names
-        self.i_us, self.i_seq = names.index(US), names.index(SEQ)
+        self.i_seq = names.index(SEQ)
         self.i_time = names.index(schema.time_attribute)
         self.i_type = names.index(type_column)
         self.attrs_of = {t: [(a, names.index(a)) for a, _ in e.attributes]
@@ -60,25 +56,9 @@ class TrendProcessor(StatefulProcessor):
         self.per_second = TIME_UNITS_PER_SECOND[schema.time_unit]
 
     # ---- StatefulProcessor API --------------------------------------------------------------
-    def init(self, handle) -> None:
-        self.handle = handle
-        self.state = handle.getValueState("engine", STATE_SCHEMA)
-        self.buffer = handle.getListState("buffer", self.input_schema)
-
-    def handleInputRows(self, key, rows, timerValues):
-        rows = [tuple(r) for r in rows]
-        if rows:
-            self.buffer.appendList(rows)
-            self.handle.registerTimer(ms_after_us(min(r[self.i_us] for r in rows)))
-        return iter(())
-
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        from cercore.trends.spark import exact_value
-
         watermark = timerValues.getCurrentWatermarkInMs()
-        buffered = list(self.buffer.get()) if self.buffer.exists() else []
-        ready = [r for r in buffered if r[self.i_us] <= watermark * 1000]
-        rest = [r for r in buffered if r[self.i_us] > watermark * 1000]
+        ready, _ = self.release(watermark)
         engine = self._load()
         if engine is None:
             engine = self.query.engine(self.backend, type_column=self.type_column)
@@ -88,16 +68,10 @@ class TrendProcessor(StatefulProcessor):
             rows += engine.process([(r[self.i_type], {a: r[i] for a, i in
                                                       self.attrs_of[r[self.i_type]]})
                                     for r in ready])
-            if rest:
-                self.buffer.put(rest)
-            else:
-                self.buffer.clear()
         # every later row is after the watermark: its time exceeds watermark * units / 1000
         safe = watermark * self.per_second // 1000
         if engine.last_time is None or safe >= engine.last_time:
             rows += engine.advance(safe)
-        if rest:
-            self.handle.registerTimer(ms_after_us(min(r[self.i_us] for r in rest)))
         if engine.open:
             size, slide = self.query.plan.window
             end = next(iter(engine.open)) * slide + size
@@ -109,9 +83,6 @@ class TrendProcessor(StatefulProcessor):
                 row[c] = exact_value(c, row[c], self.exact)
             out.append(Row(**{n: row[n] for n in self.out_names}))
         return iter(out)
-
-    def close(self) -> None:
-        pass
 
     # ---- state ---------------------------------------------------------------------------
     def _load(self) -> Any:
@@ -138,8 +109,6 @@ def run_streaming(query, df, *, backend: str, type_column: str, exact: str, wate
     ``cercore.trends.spark.aggregate``)."""
     from pyspark.sql import functions as F
 
-    from cercore.trends.spark import row_schema
-
     plan = query.plan
     tattr = plan.schema.time_attribute
     if plan.window is None:
@@ -148,16 +117,13 @@ def run_streaming(query, df, *, backend: str, type_column: str, exact: str, wate
     if tattr is None or tattr not in df.columns:
         raise CercoreError("streaming needs the schema's time attribute as a column of "
                            "integers")
-    df = df.filter(F.col(tattr).isNotNull())
     for a in plan.partition_attrs:  # events without a partition belong to none
         df = df.filter(F.col(a).isNotNull())
-    df = df.withColumn(WM, watermark_column(F.col(tattr), plan.schema.time_unit))
-    df = df.withColumn(US, F.unix_micros(F.col(WM)))
     df = df.withColumn(SEQ, F.col(sequence).cast("long") if sequence else F.lit(0).cast("long"))
     df = df.withColumn(GROUP, F.to_json(F.array(*[F.col(a).cast("string")
                                                   for a in plan.group_by])))
-    df = df.withWatermark(WM, watermark)
-    out_schema, _ = row_schema(query, exact)
-    processor = TrendProcessor(query, df.schema, out_schema, backend=backend,
-                               type_column=type_column, exact=exact)
-    return df.groupBy(GROUP).transformWithState(processor, out_schema, "Append", "EventTime")
+    df = with_event_time(df, tattr, plan.schema.time_unit, watermark)
+    processor = TrendProcessor(query, df.schema, backend=backend, type_column=type_column,
+                               exact=exact)
+    return df.groupBy(GROUP).transformWithState(processor, processor.out_schema, "Append",
+                                                "EventTime")
