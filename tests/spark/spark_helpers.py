@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter
 
@@ -35,3 +36,12 @@ def event_rows(events, seed: int = 0, time_offset: int = 0) -> list[tuple]:
                      a.get("ts"), i))
     random.Random(seed).shuffle(rows)
     return rows
+
+
+def write_file(spark, folder: str, name: str, rows: list[tuple], ddl: str) -> None:
+    """One Parquet file of ``rows`` (schema ``ddl``) for a streaming file source, moved in
+    atomically (the source may list the folder while we write)."""
+    tmp = os.path.join(os.path.dirname(folder), "tmp-" + name)
+    spark.createDataFrame(rows, ddl).coalesce(1).write.mode("overwrite").parquet(tmp)
+    part = next(f for f in os.listdir(tmp) if f.endswith(".parquet"))
+    os.rename(os.path.join(tmp, part), os.path.join(folder, name + ".parquet"))

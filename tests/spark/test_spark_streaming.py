@@ -14,6 +14,7 @@ import random
 from collections import Counter
 
 import pytest
+from spark_helpers import write_file
 
 from cercore.spark import find, late_events
 
@@ -34,14 +35,6 @@ def make_events(n: int, seed: int) -> list[tuple]:
         out.append((rng.choice("AABBC"), rng.randrange(2), rng.randrange(-1, 3), ts, i))
     return out
 
-
-def write_file(spark, folder: str, name: str, rows: list[tuple]) -> None:
-    """One Parquet file per micro-batch, moved in atomically (the file source may list the
-    folder while we write)."""
-    tmp = os.path.join(os.path.dirname(folder), "tmp-" + name)
-    spark.createDataFrame(rows, DDL).coalesce(1).write.mode("overwrite").parquet(tmp)
-    part = next(f for f in os.listdir(tmp) if f.endswith(".parquet"))
-    os.rename(os.path.join(tmp, part), os.path.join(folder, name + ".parquet"))
 
 
 def run_available(spark, base: str, query: str) -> int:
@@ -75,16 +68,16 @@ def test_stream_restart_equals_batch(spark, tmp_path, plan):
         chunks[i] = chunks[i][:-3]
     for rows in chunks:
         random.Random(len(rows)).shuffle(rows)
-    write_file(spark, os.path.join(base, "in"), "b0", chunks[0])
-    write_file(spark, os.path.join(base, "in"), "b1", chunks[1])
+    write_file(spark, os.path.join(base, "in"), "b0", chunks[0], DDL)
+    write_file(spark, os.path.join(base, "in"), "b1", chunks[1], DDL)
     late_1 = run_available(spark, base, query)
     first = spark.read.parquet(os.path.join(base, "out")).collect()
     # after the restart: more rows, two far too late (their time is long behind the
     # watermark) and one far in the future that pushes the watermark past everything else
     too_late = [("A", 0, 2, 101, 1000), ("C", 0, 2, 102, 1001)]
     flush = [("C", 9, 0, events[-1][3] + 100, 1002)]
-    write_file(spark, os.path.join(base, "in"), "b2", chunks[2] + too_late)
-    write_file(spark, os.path.join(base, "in"), "b3", chunks[3] + flush)
+    write_file(spark, os.path.join(base, "in"), "b2", chunks[2] + too_late, DDL)
+    write_file(spark, os.path.join(base, "in"), "b3", chunks[3] + flush, DDL)
     late_2 = run_available(spark, base, query)
     rows = spark.read.parquet(os.path.join(base, "out")).collect()
 

@@ -10,6 +10,7 @@ import os
 import random
 
 import pytest
+from spark_helpers import write_file
 
 from cercore.trends import compile_trend
 
@@ -32,12 +33,6 @@ def make_events(n: int, seed: int) -> list[tuple]:
                     i))
     return out
 
-
-def write_file(spark, folder: str, name: str, rows: list[tuple]) -> None:
-    tmp = os.path.join(os.path.dirname(folder), "tmp-" + name)
-    spark.createDataFrame(rows, DDL).coalesce(1).write.mode("overwrite").parquet(tmp)
-    part = next(f for f in os.listdir(tmp) if f.endswith(".parquet"))
-    os.rename(os.path.join(tmp, part), os.path.join(folder, name + ".parquet"))
 
 
 def run_available(spark, base: str, q) -> None:
@@ -68,16 +63,16 @@ def test_stream_restart_equals_local(spark, tmp_path, semantics):
         chunks[i] = chunks[i][:-3]
     for rows in chunks:
         random.Random(len(rows)).shuffle(rows)
-    write_file(spark, os.path.join(base, "in"), "b0", chunks[0])
-    write_file(spark, os.path.join(base, "in"), "b1", chunks[1])
+    write_file(spark, os.path.join(base, "in"), "b0", chunks[0], DDL)
+    write_file(spark, os.path.join(base, "in"), "b1", chunks[1], DDL)
     run_available(spark, base, q)
     first = spark.read.parquet(os.path.join(base, "out")).collect()
     # after the restart: two rows far behind the watermark (late: dropped), and one far
     # ahead that pushes the watermark past every window of the other events
     too_late = [("A", 3, 0, 0, 101, 1000), ("B", 3, 0, 0, 102, 1001)]
     flush = [("A", 0, 0, 0, events[-1][4] + 100, 1002)]
-    write_file(spark, os.path.join(base, "in"), "b2", chunks[2] + too_late)
-    write_file(spark, os.path.join(base, "in"), "b3", chunks[3] + flush)
+    write_file(spark, os.path.join(base, "in"), "b2", chunks[2] + too_late, DDL)
+    write_file(spark, os.path.join(base, "in"), "b3", chunks[3] + flush, DDL)
     run_available(spark, base, q)
     got = [r.asDict() for r in spark.read.parquet(os.path.join(base, "out")).collect()]
 
