@@ -87,6 +87,18 @@ def roll_up(plan: TrendPlan, per_partition: Iterable[tuple[tuple, list]],
             if vec[0] > 0]
 
 
+def read_types(plan: TrendPlan) -> list[str]:
+    """The event types whose events can matter, in schema order: the pattern's types, or
+    under contiguous semantics every type of the query's streams (it breaks contiguity)."""
+    schema = plan.schema
+    streams = plan.query.streams
+    carried = (set().union(*(schema.streams[s].event_types for s in streams)) if streams
+               else set(schema.type_names))
+    pattern = {v.type for v in plan.vars}
+    return [n for n in schema.type_names
+            if (n in pattern or plan.semantics == "contiguous") and n in carried]
+
+
 def _key_reader(attrs: tuple[str, ...]):
     """attrs dict -> the tuple of its values of ``attrs`` (declared, possibly None)."""
     if not attrs:
@@ -124,11 +136,8 @@ class TrendEngine:
             by_type.setdefault(v.type, []).append(v)
         self._vars_of = [by_type.get(n, []) for n in names]
         self._match_plan = self._plan_matching()
-        keep_unmatched = plan.semantics == "contiguous"
-        streams = plan.query.streams
-        carried = (set().union(*(self.schema.streams[s].event_types for s in streams))
-                   if streams else set(names))
-        self._read = [(n in by_type or keep_unmatched) and n in carried for n in names]
+        read = read_types(plan)
+        self._read = [n in read for n in names]
         self._needs_value = [(f.vars, f.attr, str(f)) for f in plan.fields if f.attr]
 
     def _plan_matching(self) -> list:
@@ -154,11 +163,6 @@ class TrendEngine:
         self._match_plan = self._plan_matching()
 
     # ---- public API ------------------------------------------------------------------------
-    def reads(self, event_type: str) -> bool:
-        """Whether events of this type can matter: a pattern type, or any type of the query's
-        streams under contiguous semantics (where it breaks contiguity)."""
-        return self._read[self.schema.type_names.index(event_type)]
-
     def process(self, events: Any) -> Iterator[dict]:
         """Feed events (``(type, attrs)`` pairs, Event objects, a pandas DataFrame or an
         Arrow table, in time order); yield the rows of every window that closes."""

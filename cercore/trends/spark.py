@@ -22,12 +22,13 @@ from typing import Any
 from cercore.errors import CercoreError
 from cercore.schema import AttrType
 from cercore.trends import reference
-from cercore.trends.engine import TrendEngine, result_row
+from cercore.trends.engine import TrendEngine, read_types, result_row
 from cercore.trends.query import CompiledTrendQuery
 
 PREFIX = "_cercore_"
 POSITION = f"{PREFIX}pos"
 WINDOW = f"{PREFIX}window"
+KEEP = f"{PREFIX}keep"
 
 
 def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: str = "auto",
@@ -55,15 +56,15 @@ def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: st
         raise ValueError("exact must be 'decimal' or 'string'")
     plan = query.plan
     schema = plan.schema
-    probe = TrendEngine(plan, "python", type_column=type_column)
-    read = [n for n in schema.type_names if probe.reads(n)]
-    if not type(events).__module__.startswith("pandas") and events.isStreaming:
+    read = read_types(plan)
+    is_pandas = type(events).__module__.startswith("pandas")
+    if not is_pandas and events.isStreaming:
         from cercore.trends.streaming import run_streaming
 
         return run_streaming(query, events.filter(F.col(type_column).isin(read)),
                              backend=backend, type_column=type_column, exact=exact,
                              watermark=watermark, sequence=sequence)
-    if type(events).__module__.startswith("pandas"):
+    if is_pandas:
         if spark is None:
             raise ValueError("a pandas DataFrame needs the SparkSession: aggregate(q, pdf, "
                              "spark)")
@@ -96,13 +97,10 @@ def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: st
         schema=f"{WINDOW} long, pkey string, vec string")
     gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
     out_schema, exact_columns = row_schema(query, exact)
-    from pyspark.sql.types import BooleanType
-
-    keep = f"{PREFIX}keep"
     rolled = partial.groupBy(WINDOW).applyInPandas(
         _roll_up(query, gidx, out_schema, exact_columns, exact),
-        schema=_with_field(out_schema, keep, BooleanType()))
-    return rolled.filter(F.col(keep)).drop(keep)
+        schema=_with_keep_flag(out_schema))
+    return rolled.filter(F.col(KEEP)).drop(KEEP)
 
 
 def run_spark(query: CompiledTrendQuery, events: Any, spark, *, backend: str = "auto",
@@ -166,10 +164,12 @@ def exact_value(column: str, v: int, exact: str):
     return decimal.Decimal(v)
 
 
-def _with_field(struct, name: str, t):
+def _with_keep_flag(struct):
+    """``struct`` and the ``KEEP`` flag that marks the real rows of a roll-up."""
     from pyspark.sql import types as T
 
-    return T.StructType(list(struct.fields) + [T.StructField(name, t, nullable=False)])
+    return T.StructType(list(struct.fields) + [T.StructField(KEEP, T.BooleanType(),
+                                                             nullable=False)])
 
 
 def _partition_aggregator(query: CompiledTrendQuery, backend: str, type_column: str):
@@ -207,7 +207,6 @@ def _roll_up(query: CompiledTrendQuery, gidx: list[int], out_schema, exact_colum
              exact: str):
     plan = query.plan
     names = [f.name for f in out_schema.fields]
-    keep = f"{PREFIX}keep"
 
     def roll(pdf):
         import pandas as pd
@@ -232,7 +231,7 @@ def _roll_up(query: CompiledTrendQuery, gidx: list[int], out_schema, exact_colum
                 row[c] = exact_value(c, row[c], exact)
         # always one row at least (dropped by the keep flag): empty frames upset the Arrow path
         cols = {n: [r[n] for r in rows] or [None] for n in names}
-        cols[keep] = [True] * len(rows) or [False]
+        cols[KEEP] = [True] * len(rows) or [False]
         return pd.DataFrame(cols)
     return roll
 
