@@ -299,8 +299,3 @@ def aggregate_with(factory, events: Sequence[Event]) -> list:
     for group in timestamp_groups(events):
         state.update(factory.prepare(group))
     return state.result()
-
-
-def aggregate(plan: TrendPlan, events: Sequence[Event]) -> list:
-    """The aggregate vector of one window of one partition, by the plan's algorithm."""
-    return aggregate_with(Aggregators(plan), events)
