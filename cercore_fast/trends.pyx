@@ -598,7 +598,8 @@ cdef class _Window:
         cdef list orows = self.orows, onodes = self.onodes, ogroup = None
         cdef list opred = None
         k._reserve(m)
-        self._grow(self.n + m)   # the arena may take every node of the group
+        if te or algo == A_CONT:
+            self._grow(self.n + m)   # the arena may take every node of the group
         if big:
             ogroup = [None] * m
         else:
