@@ -13,9 +13,10 @@ from cercore.errors import (
     CEQLSemanticError,
     CEQLSyntaxError,
     CercoreError,
+    ConfigError,
     EventError,
 )
-from cercore.query import CompiledQuery, compile, run
+from cercore.query import CompiledQuery, compile, multi_engine, run
 from cercore.runtime.backend import BACKEND
 from cercore.runtime.output import ComplexEvent, Event
 from cercore.schema import AttrType, EventType, Schema, Stream
@@ -28,6 +29,7 @@ __all__ = [
     "CEQLSyntaxError",
     "CercoreError",
     "CompiledQuery",
+    "ConfigError",
     "ComplexEvent",
     "Event",
     "EventError",
@@ -35,6 +37,7 @@ __all__ = [
     "Schema",
     "Stream",
     "compile",
+    "multi_engine",
     "run",
 ]
 

@@ -77,8 +77,13 @@ def load_schema(args) -> cercore.Schema:
                                 time_unit=args.time_unit)
 
 
-def _add_schema_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("query", metavar="QUERY", help="CEQL query: a file path or the query text")
+def _add_schema_options(p: argparse.ArgumentParser, several: bool = False) -> None:
+    if several:
+        p.add_argument("query", metavar="QUERY", nargs="+",
+                       help="CEQL query: a file path or the query text; several queries run "
+                            "in one pass over the input, each output names its query")
+    else:
+        p.add_argument("query", metavar="QUERY", help="CEQL query: a file path or the query text")
     p.add_argument("--schema", "-s", required=True, metavar="DECL",
                    help="CREATE STREAM declarations: a file path or the text")
     p.add_argument("--time-attribute", metavar="A", default=None,
@@ -103,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="evaluate a query over an event file",
                          description="Evaluate QUERY over the events of --input and write every "
                                      "complex event.")
-    _add_schema_options(run)
+    _add_schema_options(run, several=True)
     run.add_argument("--input", "-i", metavar="FILE", default="-",
                      help="events (.csv, .jsonl, .ndjson, .json, .parquet); '-' = stdin "
                           "(default)")
@@ -149,30 +154,47 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---- commands -----------------------------------------------------------------------------
+def query_names(paths: list[str]) -> list[str]:
+    """A name per query of ``cercore run``: a file's stem, else q0, q1, ... (made unique)."""
+    names: list[str] = []
+    for i, p in enumerate(paths):
+        name = Path(p).stem if "\n" not in p and len(p) < 4096 and os.path.isfile(p) else f"q{i}"
+        while name in names:
+            name += f"_{i}"
+        names.append(name)
+    return names
+
+
 def cmd_run(args) -> int:
     schema = load_schema(args)
-    text = text_or_file(args.query)
-    if is_trend_query(text):  # trend aggregation (COGRA): cercore/trends/cli.py
+    texts = [text_or_file(q) for q in args.query]
+    if any(is_trend_query(t) for t in texts):  # trend aggregation (COGRA): trends/cli.py
+        if len(texts) > 1:
+            raise CercoreError("a trend aggregation query runs alone: give one query")
         from cercore.trends.cli import run_command
-        return run_command(args, text, schema)
-    query = cercore.compile(text, schema)
-    for w in query.warnings:
-        print(f"{PROG}: warning: {w}", file=sys.stderr)
+        return run_command(args, texts[0], schema)
+    queries = {n: cercore.compile(t, schema) for n, t in zip(query_names(args.query), texts)}
+    for name, query in queries.items():
+        for w in query.warnings:
+            print(f"{PROG}: warning: {name}: {w}" if len(queries) > 1 else
+                  f"{PROG}: warning: {w}", file=sys.stderr)
     if args.input == "-":
         table = read_events(sys.stdin.buffer, schema, args.input_format or "csv",
                             type_column=args.type_column, stream_column=args.stream_column)
     else:
         table = read_events(args.input, schema, args.input_format, type_column=args.type_column,
                             stream_column=args.stream_column)
-    engine = query.engine(backend=args.backend, on_error=args.on_error,
-                          type_column=args.type_column, reorder_slack=args.reorder_slack,
-                          stream_column=args.stream_column)
+    options = dict(backend=args.backend, on_error=args.on_error, type_column=args.type_column,
+                   reorder_slack=args.reorder_slack, stream_column=args.stream_column)
+    engine = (next(iter(queries.values())).engine(**options) if len(queries) == 1
+              else cercore.multi_engine(queries, **options))
 
     def everything():
         yield from engine.process(table)
         yield from engine.flush()
 
-    write_complex_events(everything(), args.output, args.format)
+    write_complex_events(everything(), args.output, args.format,
+                         with_query=len(queries) > 1)
     stats = engine.stats
     if stats.get("skipped"):
         reasons = ", ".join(f"{k}: {v}" for k, v in stats.get("skipped_by_reason", {}).items())

@@ -54,14 +54,23 @@ class CEQLSemanticError(CEQLError):
     ill-formed formulas, or features this version does not evaluate."""
 
 
+class ConfigError(CercoreError, ValueError):
+    """An engine option that cannot work: a reorder slack without event time, a negative
+    slack, an unknown backend."""
+
+
 class EventError(CercoreError, ValueError):
     """An input event is unusable: unknown type, missing or mistyped attribute, time going
-    backwards. ``position`` is the event's 0-based index in the input stream."""
+    backwards. ``position`` is the event's 0-based index in the input stream; ``reason`` is
+    the counter that ``on_error="skip"`` adds the event to (``engine.stats
+    ["skipped_by_reason"]``)."""
 
     def __init__(self, message: str, *, position: int | None = None,
-                 field: str | None = None) -> None:
+                 field: str | None = None, reason: str | None = None) -> None:
         self.position = position
         self.field = field
+        # the skip taxonomy's name for what went wrong (cercore.input.skips), if it is one
+        self.reason = reason
         where = f"event {position}: " if position is not None else ""
         super().__init__(where + message)
 

@@ -333,14 +333,17 @@ def open_output(out):
 
 
 def write_complex_events(ces: Iterable, out=None, format: str = "jsonl", *,
-                         width: int | None = None, max_lines: int = 4) -> int:
+                         width: int | None = None, max_lines: int = 4,
+                         with_query: bool = False) -> int:
     """Write complex events to ``out`` (a path, a text file object, or ``None``/``"-"`` for
     stdout) as they arrive; return how many were written.
 
     ``format``: ``"jsonl"`` (one ``ce.to_dict()`` per line), ``"csv"`` (columns start, end,
     start_time, end_time, positions, events; the last two as compact JSON) or ``"table"``
     (fixed-width text for people; ``width`` defaults to the terminal's, each complex event takes
-    at most ``max_lines`` lines).
+    at most ``max_lines`` lines). ``with_query``: the items are ``QueryMatch`` objects of a
+    multi-query engine; CSV gets a leading ``query`` column (JSON lines and tables name the
+    query of every item anyway).
     """
     if format not in OUTPUT_FORMATS:
         raise CercoreError(f"unknown output format {format!r}; use one of "
@@ -353,11 +356,13 @@ def write_complex_events(ces: Iterable, out=None, format: str = "jsonl", *,
                 n += 1
         elif format == "csv":
             w = csv.writer(f, lineterminator="\n")
-            w.writerow(["start", "end", "start_time", "end_time", "positions", "events"])
+            lead = ["query"] if with_query else []
+            w.writerow(lead + ["start", "end", "start_time", "end_time", "positions", "events"])
             for ce in ces:
                 d = ce.to_dict()
-                w.writerow([d["start"], d["end"], _blank(d["start_time"]), _blank(d["end_time"]),
-                            _dumps(d["positions"]), _dumps(d["events"])])
+                w.writerow([d["query"] for _ in lead]
+                           + [d["start"], d["end"], _blank(d["start_time"]), _blank(d["end_time"]),
+                              _dumps(d["positions"]), _dumps(d["events"])])
                 n += 1
         else:
             if width is None:
@@ -432,7 +437,10 @@ def _table_lines(ces: Iterable, width: int, max_lines: int, counter: list[int]) 
     for ce in _chain(head, it):
         counter[0] += 1
         count = counter[0]
-        chunks = _wrap_events([format_event(e) for e in ce.events], ev_w, max_lines)
+        parts = [format_event(e) for e in ce.events]
+        if getattr(ce, "query", None) is not None:  # a QueryMatch: name its query first
+            parts[:0] = [f"[{ce.query}]"]
+        chunks = _wrap_events(parts, ev_w, max_lines)
         first = f"{count:>{w_no}}  {ce.start:>{w_start}}  {ce.end:>{w_end}}  "
         yield (first + chunks[0]).rstrip()
         for chunk in chunks[1:]:

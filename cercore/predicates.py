@@ -7,17 +7,20 @@ leaves with AND/OR/NOT into *guards*. Semantics (DESIGN.md "Filters"):
   undefined (division or modulo by zero); ``NOT`` is plain boolean negation of the leaf;
 - ``int / int`` and ``int % int`` truncate toward zero (C semantics); any double makes it double;
 - strings compare exactly, ``LIKE`` is an unanchored regular-expression search.
+
+String columns arrive dictionary-encoded (``StringColumn``): a comparison with a constant,
+``LIKE`` and ``IN`` run once per distinct string and the events read the result by their code.
 """
 
 from __future__ import annotations
 
 import operator
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
 from cercore.ceql import ast
+from cercore.input.columns import Columns, StringColumn
 
 # Guard expressions: small tuples over leaf indices, cheap to evaluate on an int bit vector.
 #   ("leaf", k) | ("and", g1, g2) | ("or", g1, g2) | ("not", g) | ("const", bool)
@@ -62,18 +65,13 @@ def format_guard(g: Guard, leaves: list[ast.Pred]) -> str:
     return "TRUE" if g[1] else "FALSE"
 
 
-@dataclass
-class Columns:
-    """A batch of events as columns: ``values[attr]`` (int64 / float64 / bool / object arrays;
-    nulls hold a placeholder) and ``valid[attr]`` (False where the attribute is missing or null)."""
-
-    n: int
-    values: dict[str, np.ndarray]
-    valid: dict[str, np.ndarray]
-
-
 _CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
         "==": operator.eq, "!=": operator.ne}
+
+
+def _plain(x):
+    """A column in plain numpy form (a StringColumn decoded: the rare slow path)."""
+    return x.decode() if isinstance(x, StringColumn) else x
 
 
 def _expr(e: ast.Expr, cols: Columns) -> tuple[object, object]:
@@ -87,6 +85,7 @@ def _expr(e: ast.Expr, cols: Columns) -> tuple[object, object]:
         return -np.asarray(v) if not np.isscalar(v) else -v, ok
     a, oka = _expr(e.left, cols)
     b, okb = _expr(e.right, cols)
+    a, b = _plain(a), _plain(b)
     ok = np.logical_and(oka, okb)
     a_arr, b_arr = np.asarray(a), np.asarray(b)
     if e.op == "+":
@@ -113,6 +112,8 @@ def _broadcast(x, n: int, dtype=None) -> np.ndarray:
 
 def _per_value(values, n: int, fn) -> np.ndarray:
     """Apply a Python predicate to each distinct value once (strings repeat a lot)."""
+    if isinstance(values, StringColumn):
+        return values.map(fn)
     arr = _broadcast(values, n)
     if arr.dtype == object:
         uniq: dict = {}
@@ -127,7 +128,13 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
     if isinstance(p, ast.Compare):
         a, oka = _expr(p.left, cols)
         b, okb = _expr(p.right, cols)
-        res = _CMP[p.op](_broadcast(a, n), _broadcast(b, n))
+        cmp = _CMP[p.op]
+        if isinstance(a, StringColumn) and isinstance(b, str):
+            res = np.asarray(cmp(a.dictionary, b), dtype=bool)[a.codes]
+        elif isinstance(b, StringColumn) and isinstance(a, str):
+            res = np.asarray(cmp(a, b.dictionary), dtype=bool)[b.codes]
+        else:
+            res = cmp(_broadcast(_plain(a), n), _broadcast(_plain(b), n))
         return np.logical_and(np.logical_and(res, oka), okb)
     if isinstance(p, ast.Like):
         v, ok = _expr(p.operand, cols)
@@ -136,7 +143,11 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
         return np.logical_and(res, ok)
     if isinstance(p, ast.InSet):
         v, ok = _expr(p.operand, cols)
-        varr = _broadcast(v, n)
+        if isinstance(v, StringColumn) and not any(isinstance(i, ast.Range) for i in p.items):
+            items = {i.value for i in p.items}
+            res = v.map(items.__contains__)
+            return np.logical_and(~res if p.negated else res, ok)
+        varr = _broadcast(_plain(v), n)
         res = np.zeros(n, dtype=bool)
         for item in p.items:
             if isinstance(item, ast.Range):
@@ -151,6 +162,7 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
         return np.logical_and(res, ok)
     if isinstance(p, ast.InRange):
         v, ok = _expr(p.operand, cols)
+        v = _plain(v)
         lo, oklo = _expr(p.lo, cols)
         hi, okhi = _expr(p.hi, cols)
         varr = _broadcast(v, n)

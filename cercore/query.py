@@ -1,14 +1,15 @@
-"""``cercore.compile`` and ``cercore.run``: text -> AST -> analysis -> automaton -> engine."""
+"""``cercore.compile``, ``cercore.run`` and ``cercore.multi_engine``: text -> AST -> analysis
+-> automaton -> engine."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cercore.automata.cea import CEA, SKIP, compile_cea, strict
 from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.normal import format_normal
-from cercore.errors import CEQLSemanticError
+from cercore.errors import CEQLSemanticError, ConfigError
 from cercore.predicates import format_guard
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.output import ComplexEvent
@@ -56,7 +57,7 @@ class CompiledQuery:
         """A fresh engine. ``backend``: "auto" | "python" | "cython"; ``on_error``: "raise"
         (EventError on a bad event) or "skip" (skip it and count it in ``engine.stats``);
         ``reorder_slack``: buffer events and evaluate them in time order, tolerating events up
-        to that much late (in the time attribute's units; see cercore.runtime.reorder);
+        to that much late (in the time attribute's units; see cercore.input.order);
         ``stream_column``: in tabular input, the column naming each event's stream."""
         from cercore.runtime.engine import Engine
 
@@ -134,3 +135,24 @@ def run(query: str, schema: Schema | str, events: Iterable | Any, *, backend: st
     engine = compile(query, schema, **schema_options).engine(backend, on_error,
                                                               reorder_slack=reorder_slack)
     return list(engine.process(events)) + engine.flush()
+
+
+def multi_engine(queries: Sequence[CompiledQuery | str] | Mapping[str, CompiledQuery | str],
+                 schema: Schema | str | None = None, *, backend: str = "auto",
+                 on_error: str = "raise", type_column: str = "event_type",
+                 reorder_slack: int | None = None, stream_column: str | None = None):
+    """One engine for several queries over one stream: the stream is decoded once and each
+    distinct predicate evaluated once per batch; ``process`` yields ``(query name, complex
+    event)`` pairs in stream order. ``queries``: a list (named "q0", "q1", ...) or a mapping
+    name -> query, compiled or as text (then ``schema`` is needed)."""
+    from cercore.runtime.multi import MultiEngine
+
+    named = dict(queries) if isinstance(queries, Mapping) else \
+        {f"q{i}": q for i, q in enumerate(queries)}
+    for name, q in named.items():
+        if isinstance(q, str):
+            if schema is None:
+                raise ConfigError("queries given as text need a schema")
+            named[name] = compile(q, schema)
+    return MultiEngine(named, resolve_backend(backend), on_error, type_column, reorder_slack,
+                       stream_column)

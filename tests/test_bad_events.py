@@ -48,7 +48,7 @@ def test_skip_mode_counts_and_keeps_positions(backend):
     assert got == [(0, 3)]
     stats = engine.stats
     assert stats["skipped"] == 2 and stats["events"] == 4
-    assert stats["skipped_by_reason"] == {"unknown event type": 1, "must be": 1}
+    assert stats["skipped_by_reason"] == {"unknown event type": 1, "wrong type": 1}
 
 
 def test_time_going_backwards(backend):

@@ -29,7 +29,8 @@ import cercore
 from cercore.errors import CercoreError
 from cercore.runtime.backend import CYTHON_AVAILABLE
 
-EXPERIMENTS = {"cogra": "cercore.trends.experiment", "prepp": "cercore.network.experiment"}
+EXPERIMENTS = {"cogra": "cercore.trends.experiment", "prepp": "cercore.network.experiment",
+               "breakdown": "cercore.bench.breakdown", "multi": "cercore.bench.multiquery"}
 DATASETS = ("stock_trace", "stocks", "smart_homes", "taxis")
 FAMILIES = ("sequence", "no-output", "window", "operators")
 BUILTIN = ("core", "suite", "scaling")

@@ -13,7 +13,7 @@ import bisect
 
 import numpy as np
 
-from cercore.runtime.events import Batch
+from cercore.input import Batch
 from cercore.runtime.output import Event
 
 # one stored batch: (first position, batch, window times, letters, partition ids)

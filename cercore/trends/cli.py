@@ -37,7 +37,7 @@ def run_command(args, text: str, schema: Schema) -> int:
                           type_column=args.type_column)
     rows = list(engine.process(table)) + engine.flush()
     write_rows(rows, query.columns, args.output, args.format)
-    skipped = engine.decoder.skips.count
+    skipped = engine.skips.count
     if skipped:
         print(f"cercore: skipped {skipped} invalid event(s)", file=sys.stderr)
     if getattr(args, "stats", False):

@@ -19,17 +19,16 @@ aggregates under their text (``COUNT(*)``, ``SUM(L.cpu)``, ...). ``AVG(E.a)`` is
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from cercore.errors import EventError
-from cercore.runtime.events import EventDecoder
+from cercore.input import EventInput, skips
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
-
-BATCH_SIZE = 4096
 
 
 def resolve_backend(backend: str) -> str:
@@ -114,16 +113,18 @@ class TrendEngine:
     """Evaluates one compiled trend query over a stream, window by window."""
 
     def __init__(self, plan: TrendPlan, backend: str = "auto", on_error: str = "raise",
-                 type_column: str = "event_type") -> None:
+                 type_column: str = "event_type", reorder_slack: int | None = None,
+                 stream_column: str | None = None) -> None:
         self.plan = plan
         self.schema = plan.schema
         self.backend = resolve_backend(backend)
         self.aggregators = aggregators(plan, self.backend)
-        self.decoder = EventDecoder(self.schema, on_error)
-        self.type_column = type_column
-        self.position = 0
-        self.last_time: int | None = None
         self.time_attribute = self.schema.time_attribute
+        self.type_column = type_column
+        self.input = EventInput(self.schema, on_error, type_column, stream_column, reorder_slack,
+                                self.time_attribute)
+        self.time_order = (self.input.time_order(self.time_attribute)
+                           if self.time_attribute is not None else None)
         # open windows in increasing k (a new event only opens windows after every open one):
         # k -> {partition key: aggregator}; k = 0 is the whole stream when there is no window
         self.open: dict[int, dict[tuple, Any]] = {}
@@ -138,6 +139,15 @@ class TrendEngine:
         self._match_plan = self._plan_matching()
         read = read_types(plan)
         self._read = [n in read for n in names]
+        # type id -> read (the extra last entry: a skipped event)
+        self._read_mask = np.array(self._read + [False], dtype=bool)
+        # stream id + 1 -> FROM reads it (entry 0: untagged events); None: no FROM list
+        self._from_streams = None
+        if plan.query.streams:
+            ids = self.schema.stream_ids
+            self._from_streams = np.zeros(len(ids) + 1, dtype=bool)
+            self._from_streams[0] = True
+            self._from_streams[[ids[s] + 1 for s in plan.query.streams]] = True
         self._needs_value = [(f.vars, f.attr, str(f)) for f in plan.fields if f.attr]
 
     def _plan_matching(self) -> list:
@@ -163,15 +173,33 @@ class TrendEngine:
         self._match_plan = self._plan_matching()
 
     # ---- public API ------------------------------------------------------------------------
-    def process(self, events: Any) -> Iterator[dict]:
+    @property
+    def position(self) -> int:
+        """The next input position (events received so far)."""
+        return self.input.position
+
+    @property
+    def last_time(self) -> int | None:
+        """The time of the last event read, or of the last ``advance``."""
+        return None if self.time_order is None else self.time_order.last
+
+    @property
+    def skips(self) -> skips.SkipLog:
+        """Skipped events by reason (``on_error="skip"``)."""
+        return self.input.skips
+
+    def process(self, events: Any, stream: str | None = None) -> Iterator[dict]:
         """Feed events (``(type, attrs)`` pairs, Event objects, a pandas DataFrame or an
-        Arrow table, in time order); yield the rows of every window that closes."""
-        for batch in self._batches(events):
+        Arrow table, in time order -- or within the reorder slack); yield the rows of every
+        window that closes. ``stream`` tags every event with that stream (tabular input may
+        name each event's stream in ``stream_column``); FROM reads only its streams."""
+        for batch in self.input.batches(events, stream):
             yield from self._run_batch(batch)
 
-    def push(self, event_type: str, attributes: dict[str, Any]) -> list[dict]:
+    def push(self, event_type: str, attributes: dict[str, Any],
+             stream: str | None = None) -> list[dict]:
         """One event; the rows of the windows it closes."""
-        return list(self.process([(event_type, attributes)]))
+        return list(self.process([(event_type, attributes)], stream))
 
     def advance(self, t: int) -> list[dict]:
         """A watermark: no event earlier than time ``t`` will follow, so every window ending
@@ -184,15 +212,17 @@ class TrendEngine:
             raise ValueError(f"advance({t}) is before the last event's time {self.last_time}")
         if self.pending_time is not None and t > self.pending_time:
             self._apply_pending()
-        self.last_time = t
+        self.time_order.last = t
         if self.plan.window is None:
             return []
         return self._close_until(t)
 
     def flush(self) -> list[dict]:
-        """End of stream: the rows of every window still open."""
+        """End of stream: the events a reorder slack still holds, then the rows of every
+        window still open."""
+        rows = [row for batch in self.input.flush() for row in self._run_batch(batch)]
         self._apply_pending()
-        return self._close_until(None)
+        return rows + self._close_until(None)
 
     def aggregate_window(self, events: list) -> list:
         """The aggregate vector of one window of one partition given all its events
@@ -210,54 +240,29 @@ class TrendEngine:
     def run(self, events: Any) -> list[dict]:
         return list(self.process(events)) + self.flush()
 
-    # ---- input -----------------------------------------------------------------------------
-    def _batches(self, events: Any):
-        mod = type(events).__module__
-        if mod.startswith("pandas"):
-            import pyarrow as pa
-            events = pa.Table.from_pandas(events, preserve_index=False)
-            mod = "pyarrow"
-        if mod.startswith("pyarrow"):
-            batches = (events.to_batches(max_chunksize=BATCH_SIZE)
-                       if hasattr(events, "to_batches") else [events])
-            for rb in batches:
-                yield self.decoder.from_arrow(rb, self.position, self.type_column)
-            return
-        it = iter(events)
-        while chunk := list(itertools.islice(it, BATCH_SIZE)):
-            yield self.decoder.from_records(chunk, self.position)
-
+    # ---- per batch -------------------------------------------------------------------------
     def _run_batch(self, batch) -> Iterator[dict]:
         plan = self.plan
-        skip = self.decoder.on_error == "skip"
+        read = self._read_mask[batch.type_ids]
+        if batch.streams is not None and self._from_streams is not None:
+            read &= self._from_streams[batch.streams + 1]
+        n_ok, error = (batch.n, None) if self.time_order is None \
+            else self.time_order.check(batch, read)
+        error = error or batch.error
+        if n_ok < batch.n:
+            batch.truncate(n_ok, error)
+            read = read[:n_ok]
         tattr = self.time_attribute
-        read = self._read
-        for k, (tid, attrs) in enumerate(zip(batch.type_ids.tolist(),
-                                             batch.attribute_dicts(self.schema))):
-            if attrs is None or not read[tid]:
-                continue
+        dicts = batch.attribute_dicts(self.schema)
+        tids = batch.type_ids.tolist()
+        for k in np.flatnonzero(read).tolist():
+            attrs = dicts[k]
             pos = batch.first_position + k
-            if tattr is None:
-                t = pos
-            else:
-                t = attrs.get(tattr)
-                err = None
-                if t is None:
-                    err = EventError(f"time attribute {tattr!r} is missing or null",
-                                     position=pos, field=tattr)
-                elif self.last_time is not None and t < self.last_time:
-                    err = EventError(f"time goes backwards: {tattr} = {t} after "
-                                     f"{self.last_time}", position=pos, field=tattr)
-                if err is not None:
-                    if skip:
-                        self.decoder.skips.add(err, "time")
-                        continue
-                    self.position = pos
-                    raise err
+            t = pos if tattr is None else attrs[tattr]
             try:
-                node = self.accept(tid, attrs, pos)
+                node = self.accept(tids[k], attrs, pos)
             except EventError:
-                self.position = pos
+                self.input.consumed(batch, k)
                 raise
             if node is None:
                 continue
@@ -267,16 +272,15 @@ class TrendEngine:
                 if plan.window is not None:
                     yield from self._close_until(t)
                 self.pending_time = t
-            self.last_time = t
             self.events_read += 1
             group = self.pending.get(pkey)
             if group is None:
                 self.pending[pkey] = [(vs, attrs)]
             else:
                 group.append((vs, attrs))
-        self.position = batch.first_position + batch.n
-        if batch.error is not None:
-            raise batch.error
+        self.input.consumed(batch, batch.n)
+        if error is not None:
+            raise error
 
     def accept(self, tid: int, attrs: dict, pos: int) -> tuple[tuple, tuple] | None:
         """``match``, and an event whose aggregated attribute is null is an EventError (with
@@ -289,10 +293,9 @@ class TrendEngine:
             if attrs.get(attr) is None and any(v in fvars for v in vs):
                 err = EventError(f"{self.schema.type_names[tid]} event has no {attr!r} value, "
                                  f"which {what.split()[0]} aggregates need", position=pos,
-                                 field=attr)
-                if self.decoder.on_error != "skip":
+                                 field=attr, reason=skips.NULL_AGGREGATED)
+                if not self.input.decoder.reject(err):
                     raise err
-                self.decoder.skips.add(err, "null aggregated attribute")
                 return None
         return node
 

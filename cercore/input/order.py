@@ -1,16 +1,20 @@
-"""Reorder slack: buffer events and release them in time order (a bounded quarantine).
+"""Time order: the check that event time never goes backwards, and the reorder slack.
 
-An engine created with ``reorder_slack=d`` keeps every incoming event until an event with
-time >= its time + d has arrived (or ``flush()`` is called), then releases buffered events
-sorted by (time, arrival order). An event that arrives after events with a later time were
-already released cannot be put back in order: it raises EventError, or with ``on_error="skip"``
-it is skipped and counted ("late beyond the reorder slack") — never silently dropped.
+``TimeOrder`` checks a batch's times against the last time seen, vectorised (a batch that is
+already in order costs one comparison pass, nothing is sorted): a null time or a time before
+the last is an EventError (reasons ``time missing`` / ``time goes backwards``), or a counted
+skip.
 
-Positions count events in the order the engine *evaluates* them (release order), so with a
-slack they may differ from the arrival order; ``ce.events`` always carries the events
-themselves. Events are handled as ``(type, attributes, stream)`` records here: a stream tag
-travels with its event. Tabular inputs are converted row by row, which is the cost of
-reordering.
+Reorder slack, a bounded quarantine: an engine created with ``reorder_slack=d`` keeps every
+incoming event until an event with time >= its time + d has arrived (or ``flush()`` is called),
+then releases buffered events sorted by (time, arrival order). An event that arrives after
+events with a later time were already released cannot be put back in order: it raises
+EventError, or with ``on_error="skip"`` it is skipped and counted ("late beyond the reorder
+slack") — never silently dropped. Positions count events in the order the engine *evaluates*
+them (release order), so with a slack they may differ from the arrival order; ``ce.events``
+always carries the events themselves. Events are handled as ``(type, attributes, stream)``
+records here: a stream tag travels with its event. Tabular inputs are converted row by row,
+which is the cost of reordering.
 """
 
 from __future__ import annotations
@@ -19,8 +23,57 @@ import heapq
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
+
 from cercore.errors import EventError
+from cercore.input import skips
+from cercore.input.batch import SKIPPED, Batch
+from cercore.input.tabular import is_tabular, to_arrow
 from cercore.runtime.output import Event
+
+
+class TimeOrder:
+    """The last event time seen, and the check that batches do not go back before it."""
+
+    def __init__(self, attribute: str, reject) -> None:
+        self.attribute = attribute
+        self.reject = reject  # EventDecoder.reject: True when a bad event is skipped
+        self.last: int | None = None
+
+    def check(self, batch: Batch, read: np.ndarray) -> tuple[int, EventError | None]:
+        """Check the time of the events marked in ``read`` (a bool mask, updated in place:
+        skipped events are unmarked and get type SKIPPED). Returns (events usable, error to
+        raise after them)."""
+        attr = self.attribute
+        vals = batch.columns.values[attr]
+        ok = batch.columns.valid[attr]
+        last = self.last
+        idx = np.flatnonzero(read)
+        if not idx.size:
+            return batch.n, None
+        tv = vals[idx]
+        if ok[idx].all() and (last is None or tv[0] >= last) and (tv[1:] >= tv[:-1]).all():
+            self.last = int(tv[-1])
+            return batch.n, None
+        for k in idx.tolist():
+            if not ok[k]:
+                err = EventError(f"time attribute {attr!r} is missing or null",
+                                 position=batch.first_position + k, field=attr,
+                                 reason=skips.TIME_MISSING)
+            elif last is not None and vals[k] < last:
+                err = EventError(f"time goes backwards: {attr} = {int(vals[k])} after {last}",
+                                 position=batch.first_position + k, field=attr,
+                                 reason=skips.TIME_BACKWARDS)
+            else:
+                last = int(vals[k])
+                continue
+            if not self.reject(err):
+                self.last = last
+                return k, err
+            read[k] = False
+            batch.type_ids[k] = SKIPPED
+        self.last = last
+        return batch.n, None
 
 
 class ReorderBuffer:
@@ -54,7 +107,7 @@ class ReorderBuffer:
                 on_late((typ, attrs), EventError(
                     f"event too late for the reorder slack: {self.attr} = {t} after events up "
                     f"to {self.released_time} were released (slack {self.slack})",
-                    field=self.attr))
+                    field=self.attr, reason=skips.LATE))
                 continue
             heapq.heappush(self.heap, (t, self.seq, typ, attrs, stream))
             self.seq += 1
@@ -85,17 +138,11 @@ def records_of(events: Any, type_column: str, declared: dict[str, dict],
     """The events of any accepted input as ``(type, attributes, stream)`` records: ``stream``
     tags them all, else a tabular row's ``stream_column`` cell tags it. A tabular row keeps its
     type's declared attributes and any other non-null cell (which the decoder rejects)."""
-    mod = type(events).__module__
-    if mod.startswith("pandas"):
-        import pyarrow as pa
-
-        events = pa.Table.from_pandas(events, preserve_index=False)
-        mod = "pyarrow"
-    if mod.startswith("pyarrow"):
-        for row in events.to_pylist():
+    if is_tabular(events):
+        for row in to_arrow(events).to_pylist():
             typ = row.pop(type_column, None)
             tag = row.pop(stream_column, None) if stream_column is not None else None
-            own = declared.get(typ, {})
+            own = declared.get(typ, {}) if isinstance(typ, str) else {}
             yield typ, {k: v for k, v in row.items() if v is not None or k in own}, \
                 stream if stream is not None else tag
         return

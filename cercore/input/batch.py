@@ -1,0 +1,63 @@
+"""A batch: consecutive input events, validated, as columns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cercore.errors import EventError
+from cercore.input.columns import Columns
+from cercore.runtime.output import Event
+from cercore.schema import Schema
+
+SKIPPED = -1  # type id of an event that failed validation and was skipped
+
+
+@dataclass
+class Batch:
+    """Events ``first_position .. first_position + n - 1`` as columns.
+
+    ``type_ids[k] == SKIPPED`` marks a skipped event. When ``error`` is set (``on_error="raise"``)
+    the batch holds only the events before the bad one, and the engine raises after them.
+    """
+
+    first_position: int
+    n: int
+    type_ids: np.ndarray
+    columns: Columns
+    error: EventError | None = None
+    # stream id of each event (int16), -1 where untagged (it belongs to every stream declaring
+    # its type); None: the whole batch is untagged
+    streams: np.ndarray | None = None
+
+    def truncate(self, n: int, error: EventError | None) -> None:
+        """Keep only the first ``n`` events; the engine raises ``error`` after them."""
+        self.n = n
+        self.type_ids = self.type_ids[:n]
+        self.columns = self.columns.head(n)
+        if self.streams is not None:
+            self.streams = self.streams[:n]
+        self.error = error
+
+    def event(self, k: int, schema: Schema) -> Event:
+        """Materialise event ``k`` of this batch."""
+        et = schema.event_types[schema.type_names[self.type_ids[k]]]
+        attrs: dict[str, Any] = {}
+        values, valid = self.columns.values, self.columns.valid
+        for a, _ in et.attributes:
+            v = values[a][k]
+            attrs[a] = (v.item() if hasattr(v, "item") else v) if valid[a][k] else None
+        return Event(et.name, self.first_position + k, attrs)
+
+    def attribute_dicts(self, schema: Schema) -> list[dict[str, Any] | None]:
+        """Every event's attributes as a dict (None for a skipped event): ``event(k)`` for
+        the whole batch, converting each column to Python values once."""
+        values = {a: self.columns.python_values(a) for a in self.columns.values}
+        valid = {a: v.tolist() for a, v in self.columns.valid.items()}
+        declared = [[(a, values[a], valid[a]) for a, _ in schema.event_types[n].attributes]
+                    for n in schema.type_names]
+        return [None if tid == SKIPPED else
+                {a: vals[k] if oks[k] else None for a, vals, oks in declared[tid]}
+                for k, tid in enumerate(self.type_ids.tolist())]

@@ -1,0 +1,396 @@
+"""Decode user input (``(type, attrs)`` records, Event objects, Arrow record batches) into
+validated columnar batches.
+
+Validation: an unknown event type, an attribute the type does not declare, a declared
+attribute missing from a record, or a value of the wrong type is an ``EventError`` naming the
+position, the field and its reason (``cercore.input.skips``). With ``on_error="skip"`` the
+event is skipped and counted instead; its position is still consumed. An explicit ``None`` (or
+a null cell) is a null value: predicates on it are false.
+
+Arrow columns stay columnar: numbers are read zero-copy where Arrow allows it, strings become
+dictionary codes (a column's own dictionary when it has one: pandas ``category``, Parquet
+dictionaries), and the event type column is mapped to type ids through its dictionary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cercore.errors import EventError
+from cercore.input import skips
+from cercore.input.batch import SKIPPED, Batch
+from cercore.input.columns import Columns, StringColumn
+from cercore.runtime.output import Event
+from cercore.schema import AttrType, Schema, did_you_mean
+
+DTYPES = {AttrType.INT: np.int64, AttrType.DOUBLE: np.float64, AttrType.BOOL: np.bool_}
+FILL = {AttrType.INT: 0, AttrType.DOUBLE: 0.0, AttrType.BOOL: False, AttrType.STRING: ""}
+INT64_MAX = (1 << 63) - 1
+INT64_MIN = -(1 << 63)
+UNKNOWN_STREAM = -2  # stream code of a name no stream has
+_MISSING = object()
+_EXACT = {AttrType.INT: int, AttrType.DOUBLE: float, AttrType.STRING: str, AttrType.BOOL: bool}
+
+
+class EventDecoder:
+    """Validates input events against the schema and lays them out as columns."""
+
+    def __init__(self, schema: Schema, on_error: str = "raise") -> None:
+        if on_error not in ("raise", "skip"):
+            raise ValueError("on_error must be 'raise' or 'skip'")
+        self.schema = schema
+        self.on_error = on_error
+        self.attr_types = schema.attribute_types()
+        self.type_ids = {n: e.id for n, e in schema.event_types.items()}
+        self.declared = {n: dict(e.attributes) for n, e in schema.event_types.items()}
+        # per type: (attribute, type, the Python type a valid value usually has exactly)
+        self.checks = {n: tuple((a, t, _EXACT[t]) for a, t in e.attributes)
+                       for n, e in schema.event_types.items()}
+        # per attribute: which type ids declare it, indexed by type id (SKIPPED = -1 reads
+        # the extra last entry, False)
+        n_types = len(schema.type_names)
+        self.owners = {}
+        for a in self.attr_types:
+            lut = np.zeros(n_types + 1, dtype=bool)
+            for name, attrs in self.declared.items():
+                lut[self.type_ids[name]] = a in attrs
+            self.owners[a] = lut
+        # [stream id, type id] -> the stream carries the type (the extra last type: SKIPPED)
+        self._stream_carries = np.zeros((max(len(schema.stream_ids), 1), n_types + 1), bool)
+        for name, sid in schema.stream_ids.items():
+            for typ in schema.streams[name].event_types:
+                self._stream_carries[sid, self.type_ids[typ]] = True
+        self.skips = skips.SkipLog()
+
+    def reject(self, err: EventError) -> bool:
+        """Handle a bad event: True when it is skipped (and counted), False when the caller
+        must stop before it and raise ``err``."""
+        if self.on_error == "raise":
+            return False
+        self.skips.add(err)
+        return True
+
+    # ---- records ------------------------------------------------------------------------
+    def from_records(self, records: list, first_position: int) -> Batch:
+        """Decode a list of ``(type, attrs)`` pairs or Event objects."""
+        names = list(self.attr_types)
+        values: dict[str, list] = {a: [] for a in names}
+        valid: dict[str, list] = {a: [] for a in names}
+        type_ids: list[int] = []
+        error: EventError | None = None
+        for k, rec in enumerate(records):
+            pos = first_position + k
+            try:
+                typ, attrs = self._split(rec, pos)
+                tid, row = self._check_record(typ, attrs, pos)
+            except EventError as e:
+                if not self.reject(e):
+                    error = e
+                    break
+                tid, row = SKIPPED, {}
+            type_ids.append(tid)
+            for a in names:
+                v = row.get(a)
+                valid[a].append(v is not None)
+                values[a].append(v)
+        n = len(type_ids)
+        cols: dict[str, Any] = {}
+        for a in names:
+            t = self.attr_types[a]
+            if t is AttrType.STRING:
+                cols[a] = StringColumn.encode(values[a])
+            else:
+                fill = FILL[t]
+                cols[a] = np.array([fill if v is None else v for v in values[a]], dtype=DTYPES[t])
+        return Batch(first_position, n, np.array(type_ids, dtype=np.int32),
+                     Columns(n, cols, {a: np.array(valid[a], dtype=bool) for a in names}), error)
+
+    @staticmethod
+    def _split(rec, pos: int) -> tuple[str, dict]:
+        if isinstance(rec, Event):
+            return rec.type, rec.attributes
+        if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[1], dict):
+            return rec
+        raise EventError("expected a (type, attributes) pair or an Event, got "
+                         f"{type(rec).__name__}", position=pos, reason=skips.NOT_AN_EVENT)
+
+    def _check_record(self, typ: Any, attrs: dict, pos: int) -> tuple[int, dict]:
+        declared = self.declared.get(typ) if isinstance(typ, str) else None
+        if declared is None:
+            raise EventError(f"unknown event type {typ!r}" + did_you_mean(str(typ), self.declared),
+                             position=pos, field="event_type", reason=skips.UNKNOWN_TYPE)
+        if not declared.keys() >= attrs.keys():
+            for a in attrs:
+                if a not in declared:
+                    raise EventError(f"{typ} has no attribute {a!r}"
+                                     + did_you_mean(str(a), declared), position=pos,
+                                     field=str(a), reason=skips.UNKNOWN_ATTRIBUTE)
+        row = {}
+        for a, t, exact in self.checks[typ]:
+            v = attrs.get(a, _MISSING)
+            if v is None or (type(v) is exact
+                             and (exact is not int or INT64_MIN <= v <= INT64_MAX)):
+                row[a] = v  # the common case: already the right type
+            elif v is _MISSING:
+                raise EventError(f"{typ} event lacks attribute {a!r}", position=pos, field=a,
+                                 reason=skips.MISSING_ATTRIBUTE)
+            else:
+                row[a] = _check_value(v, t, typ, a, pos)
+        return self.type_ids[typ], row
+
+    # ---- Arrow --------------------------------------------------------------------------
+    def from_arrow(self, table, first_position: int, type_column: str = "event_type",
+                   ignore: tuple[str, ...] = ()) -> Batch:
+        """Decode a ``pyarrow.Table`` / ``RecordBatch``: a type column plus attribute columns
+        (columns in ``ignore`` are read by the caller)."""
+        names = table.column_names
+        if type_column not in names:
+            raise EventError(f"the input has no {type_column!r} column")
+        if len(set(names)) != len(names):
+            dup = next(c for c in names if names.count(c) > 1)
+            raise EventError(f"the input has two columns named {dup!r}", field=dup)
+        for c in names:
+            if c != type_column and c not in self.attr_types and c not in ignore:
+                raise EventError(f"column {c!r} is not an attribute of any event type"
+                                 + did_you_mean(c, self.attr_types), field=c)
+        n = table.num_rows
+        tcol = _array(table.column(type_column))
+        type_ids = self._arrow_type_ids(tcol)
+
+        def tname(k: int):
+            return tcol[int(k)].as_py()
+
+        bad = type_ids == SKIPPED
+        messages: dict[int, EventError] = {}
+        for k in np.flatnonzero(bad).tolist():
+            messages[k] = EventError(
+                f"unknown event type {tname(k)!r}" + did_you_mean(str(tname(k)), self.declared),
+                position=first_position + k, field=type_column, reason=skips.UNKNOWN_TYPE)
+        values: dict[str, Any] = {}
+        valid: dict[str, np.ndarray] = {}
+        for a, t in self.attr_types.items():
+            owners = self.owners[a][type_ids]
+            if a not in names:
+                if owners.any():
+                    where = np.flatnonzero(owners)
+                    k = int(where[0])
+                    err = EventError(f"{tname(k)} event lacks attribute {a!r} (no such column)",
+                                     position=first_position + k, field=a,
+                                     reason=skips.MISSING_ATTRIBUTE)
+                    for j in where.tolist():
+                        messages.setdefault(j, err)
+                    bad |= owners
+                values[a] = (StringColumn(np.zeros(n, np.int32), np.empty(0, object))
+                             if t is AttrType.STRING else np.full(n, FILL[t], dtype=DTYPES[t]))
+                valid[a] = np.zeros(n, dtype=bool)
+                continue
+            col = _array(table.column(a))
+            vals, ok, wrong = arrow_values(col, t)
+            ok = owners if ok is None else ok & owners
+            if wrong is not None:
+                w = wrong & ok
+                for k in np.flatnonzero(w).tolist():
+                    messages.setdefault(k, EventError(
+                        f"attribute {a!r} must be {t.value}, got {col[k].as_py()!r}",
+                        position=first_position + k, field=a, reason=skips.WRONG_TYPE))
+                bad |= w
+                ok &= ~w
+            values[a] = vals
+            valid[a] = ok
+        error = None
+        if bad.any():
+            if self.on_error == "raise":
+                n = int(np.flatnonzero(bad)[0])
+                error = messages[n]
+                type_ids = type_ids[:n]
+                cols = Columns(n, values, valid).head(n)
+                return Batch(first_position, n, type_ids, cols, error)
+            for k in np.flatnonzero(bad).tolist():
+                self.skips.add(messages[k])
+            type_ids = np.where(bad, SKIPPED, type_ids).astype(np.int32)
+            for a in valid:
+                valid[a] = valid[a] & ~bad
+        return Batch(first_position, n, type_ids, Columns(n, values, valid), error)
+
+    def _arrow_type_ids(self, tcol) -> np.ndarray:
+        """Type ids of a column of type names through its dictionary (SKIPPED where unknown
+        or null)."""
+        strings = string_codes(tcol)
+        if strings is None:  # not strings: every event is of an unknown type
+            return np.full(len(tcol), SKIPPED, dtype=np.int32)
+        column, ok = strings
+        lut = np.fromiter((self.type_ids.get(s, SKIPPED) for s in column.dictionary),
+                          dtype=np.int32, count=len(column.dictionary))
+        ids = lut[column.codes]
+        if ok is not None:
+            ids[~ok] = SKIPPED
+        return ids
+
+    # ---- stream tags ------------------------------------------------------------------
+    def tag_streams(self, batch: Batch, names: list) -> None:
+        """Tag the batch's events with their streams (names, None = untagged)."""
+        ids = self.schema.stream_ids
+        codes = np.fromiter((-1 if s is None else ids.get(s, UNKNOWN_STREAM)
+                             if isinstance(s, str) else UNKNOWN_STREAM for s in names),
+                            dtype=np.int16, count=batch.n)
+        self.tag_stream_codes(batch, codes, names.__getitem__)
+
+    def tag_stream_codes(self, batch: Batch, codes: np.ndarray, name_of) -> None:
+        """Tag the batch's events with stream ids (int16; -1 untagged: it belongs to every
+        stream declaring its type; ``UNKNOWN_STREAM``). An unknown stream, or one that does
+        not carry the event's type, is an EventError (or a counted skip). ``name_of(k)`` is
+        event k's stream name, for messages."""
+        tids = batch.type_ids
+        carried = self._stream_carries[np.maximum(codes, 0), tids]
+        bad = (codes == UNKNOWN_STREAM) | ((codes >= 0) & ~carried)
+        bad &= tids != SKIPPED
+        codes = np.where(bad | (tids == SKIPPED), -1, codes).astype(np.int16)
+        type_names = self.schema.type_names
+        for k in np.flatnonzero(bad).tolist():
+            name = name_of(k)
+            if not isinstance(name, str) or name not in self.schema.stream_ids:
+                msg = f"unknown stream {name!r}" + did_you_mean(str(name), self.schema.stream_ids)
+            else:
+                msg = f"stream {name} carries no {type_names[tids[k]]} events"
+            err = EventError(msg, position=batch.first_position + k, field="stream",
+                             reason=skips.STREAM)
+            if not self.reject(err):
+                batch.streams = codes
+                batch.truncate(k, err)
+                return
+            batch.type_ids[k] = SKIPPED
+        batch.streams = codes
+
+
+def _check_value(v, t: AttrType, typ: str, a: str, pos: int):
+    if t is AttrType.INT:
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) \
+                and INT64_MIN <= int(v) <= INT64_MAX:
+            return int(v)
+    elif t is AttrType.DOUBLE:
+        numeric = isinstance(v, (int, float, np.integer, np.floating))
+        if numeric and not isinstance(v, (bool, np.bool_)):
+            try:
+                return float(v)
+            except OverflowError:  # an int beyond the doubles
+                pass
+    elif t is AttrType.STRING:
+        if isinstance(v, str):
+            return v
+    elif isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    text = repr(v)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    raise EventError(f"{typ}.{a} must be {t.value}, got {type(v).__name__} {text}",
+                     position=pos, field=a, reason=skips.WRONG_TYPE)
+
+
+# ---- Arrow columns -------------------------------------------------------------------------
+def _array(col):
+    """A ``pyarrow.Array`` (a table's chunked column combined)."""
+    import pyarrow as pa
+
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
+
+
+def _is_string(typ) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_string(typ) or pa.types.is_large_string(typ)
+            or pa.types.is_string_view(typ))
+
+
+def _valid(col) -> np.ndarray | None:
+    """Validity mask of an Arrow array, None when it has no nulls."""
+    if col.null_count == 0:
+        return None
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def string_codes(col) -> tuple[StringColumn, np.ndarray | None] | None:
+    """A string / large_string / string_view / dictionary<string> Arrow array as dictionary
+    codes and its validity mask (None: no nulls); None when it holds no strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    typ = col.type
+    if pa.types.is_dictionary(typ):
+        if not _is_string(typ.value_type):
+            return None
+        encoded = col
+    elif _is_string(typ):
+        encoded = pc.dictionary_encode(col)
+    elif pa.types.is_null(typ):
+        return StringColumn(np.zeros(len(col), np.int32), np.empty(0, object)), \
+            np.zeros(len(col), dtype=bool)
+    else:
+        return None
+    ok = _valid(col)
+    indices = encoded.indices
+    if indices.null_count:
+        indices = pc.fill_null(indices, 0)
+    codes = np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int32)
+    dictionary = encoded.dictionary
+    if len(dictionary) > 2 * len(col) + 64:
+        # a slice of a large dictionary (a Parquet row group cut into batches): keep the
+        # values this batch uses, so per-value work stays proportional to the batch
+        used = np.unique(codes)
+        dictionary = dictionary.take(pa.array(used))
+        codes = np.searchsorted(used, codes).astype(np.int32)
+    values = np.asarray(dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    if dictionary.null_count:  # a null in the dictionary is a null cell
+        null_entry = np.asarray(pc.is_null(dictionary).to_numpy(zero_copy_only=False))
+        values[null_entry] = ""
+        cell_null = null_entry[codes]
+        ok = ~cell_null if ok is None else ok & ~cell_null
+    return StringColumn(codes, values), ok
+
+
+def arrow_values(col, t: AttrType) -> tuple[Any, np.ndarray | None, np.ndarray | None]:
+    """(values with nulls filled, validity mask or None when no nulls, mask of values of the
+    wrong type or None) of an Arrow array read as attribute type ``t``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(col)
+    typ = col.type
+    if pa.types.is_null(typ):
+        empty = (StringColumn(np.zeros(n, np.int32), np.empty(0, object))
+                 if t is AttrType.STRING else np.full(n, FILL[t], dtype=DTYPES[t]))
+        return empty, np.zeros(n, dtype=bool), None
+    if t is AttrType.STRING:
+        strings = string_codes(col)
+        if strings is None:
+            return StringColumn(np.zeros(n, np.int32), np.empty(0, object)), _valid(col), \
+                np.ones(n, dtype=bool)
+        return strings[0], strings[1], None
+    if pa.types.is_dictionary(typ):  # e.g. a categorical of numbers
+        col = col.dictionary.take(col.indices)
+        typ = col.type
+    ok = _valid(col)
+    if t is AttrType.BOOL:
+        if pa.types.is_boolean(typ):
+            filled = col if ok is None else pc.fill_null(col, False)
+            return np.asarray(filled.to_numpy(zero_copy_only=False)), ok, None
+        return np.zeros(n, dtype=bool), ok, np.ones(n, dtype=bool)
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        return np.zeros(n, dtype=DTYPES[t]), ok, np.ones(n, dtype=bool)
+    filled = col if ok is None else pc.fill_null(col, 0)
+    raw = filled.to_numpy(zero_copy_only=False)  # zero-copy for numbers without nulls
+    if t is AttrType.DOUBLE:
+        return raw.astype(np.float64, copy=False), ok, None
+    if pa.types.is_floating(typ):
+        # e.g. pandas ints with NaN nulls: accept integral values that fit in int64
+        with np.errstate(invalid="ignore"):
+            wrong = ~((raw == np.floor(raw)) & (raw >= -2.0 ** 63) & (raw < 2.0 ** 63))
+        return np.where(wrong, 0, raw).astype(np.int64), ok, (wrong if wrong.any() else None)
+    if raw.dtype == np.uint64:
+        wrong = raw > np.uint64(INT64_MAX)
+        return np.where(wrong, 0, raw).astype(np.int64), ok, (wrong if wrong.any() else None)
+    return raw.astype(np.int64, copy=False), ok, None
