@@ -5,12 +5,17 @@ only ever sees letters.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from cercore.ceql import ast
 from cercore.ceql.analysis import AnalysedQuery
 from cercore.ceql.printer import format_pred
 from cercore.input import Batch
+from cercore.input.columns import Columns, StringColumn
 from cercore.predicates import eval_guard, evaluate_leaf
+from cercore.schema import AttrType
 
 NOT_READ = -1  # letter of an event the query does not read (other stream, skipped)
 DENSE_BITS = 16  # key spaces up to 2^16 keys intern through a dense lookup table
@@ -22,6 +27,18 @@ class LetterEncoder:
     def __init__(self, analysed: AnalysedQuery) -> None:
         self.leaves = analysed.leaves
         self.leaf_texts = [_leaf_text(p) for p in self.leaves]  # identity across queries
+        # leaves that read one string attribute only run once per distinct string of a batch
+        # (grouped by attribute); the others run over the events
+        types = analysed.schema.attribute_types()
+        groups: dict[str, list[int]] = {}
+        self.other_leaves: list[int] = []
+        for k, p in enumerate(self.leaves):
+            names = _attributes(p)
+            if len(names) == 1 and types.get(next(iter(names))) is AttrType.STRING:
+                groups.setdefault(next(iter(names)), []).append(k)
+            else:
+                self.other_leaves.append(k)
+        self.string_groups = sorted(groups.items())
         self.atoms = analysed.atoms
         self.negations = analysed.negations
         n_types = max(len(analysed.schema.event_types), 1)
@@ -88,46 +105,63 @@ class LetterEncoder:
         n = batch.n
         letters = np.full(n, NOT_READ, dtype=np.int32)
         read = self.read_mask(batch)
-        tagged = batch.streams
         if not read.any():
             return letters
-        if shared is None:
-            leaf_bits = [evaluate_leaf(p, batch.columns) for p in self.leaves]
-        else:
-            leaf_bits = []
-            for p, text in zip(self.leaves, self.leaf_texts):
-                bits = shared.get(text)
-                if bits is None:
-                    bits = shared[text] = evaluate_leaf(p, batch.columns)
-                leaf_bits.append(bits)
-        if self.vectorised_keys:
-            keys = batch.type_ids.astype(np.int64) << self.type_shift
-            for k, bits in enumerate(leaf_bits):
-                keys |= bits.astype(np.int64) << k
-            if self.stream_keyed and tagged is not None:
-                keys |= (tagged.astype(np.int64) + 1) << self.stream_shift
-            keys = keys[read]
-            if self.dense is not None:
+        if not self.vectorised_keys:
+            self._encode_rows(batch, read, letters, shared)
+            return letters
+        keys = batch.type_ids.astype(np.int64) << self.type_shift
+        cols = batch.columns
+        for attr, leaves in self.string_groups:
+            # the group's bits for each distinct string, then one gather per event (a null
+            # string satisfies no leaf)
+            col = cols.values[attr]
+            per_value = _dictionary_columns(attr, col)
+            part = np.zeros(len(col.dictionary), dtype=np.int64)
+            for k in leaves:
+                part |= self._leaf(k, per_value, shared, attr).astype(np.int64) << k
+            keys |= np.where(cols.valid[attr], part[col.codes], 0)
+        for k in self.other_leaves:
+            keys |= self._leaf(k, cols, shared).astype(np.int64) << k
+        if self.stream_keyed and batch.streams is not None:
+            keys |= (batch.streams.astype(np.int64) + 1) << self.stream_shift
+        keys = keys[read]
+        if self.dense is not None:
+            got = self.dense[keys]
+            if (got < 0).any():
+                for u in np.unique(keys[got < 0]).tolist():
+                    self.dense[u] = self.letter(u)
                 got = self.dense[keys]
-                if (got < 0).any():
-                    for u in np.unique(keys[got < 0]).tolist():
-                        self.dense[u] = self.letter(u)
-                    got = self.dense[keys]
-                letters[read] = got
-            else:
-                uniq, inverse = np.unique(keys, return_inverse=True)
-                lut = np.array([self.letter(int(u)) for u in uniq.tolist()], dtype=np.int32)
-                letters[read] = lut[inverse]
-        else:  # more predicates than fit in 62 bits: Python ints, row by row
-            for i in np.flatnonzero(read):
-                key = int(batch.type_ids[i]) << self.type_shift
-                for k, bits in enumerate(leaf_bits):
-                    if bits[i]:
-                        key |= 1 << k
-                if self.stream_keyed and tagged is not None:
-                    key |= (int(tagged[i]) + 1) << self.stream_shift
-                letters[i] = self.letter(key)
+            letters[read] = got
+        else:
+            uniq, inverse = np.unique(keys, return_inverse=True)
+            lut = np.array([self.letter(int(u)) for u in uniq.tolist()], dtype=np.int32)
+            letters[read] = lut[inverse]
         return letters
+
+    def _leaf(self, k: int, cols: Columns, shared: dict | None, scope=None) -> np.ndarray:
+        """Leaf ``k`` over ``cols``, through the shared cache when there is one."""
+        if shared is None:
+            return evaluate_leaf(self.leaves[k], cols)
+        key = (scope, self.leaf_texts[k])
+        bits = shared.get(key)
+        if bits is None:
+            bits = shared[key] = evaluate_leaf(self.leaves[k], cols)
+        return bits
+
+    def _encode_rows(self, batch: Batch, read: np.ndarray, letters: np.ndarray,
+                     shared: dict | None) -> None:
+        """More predicates than fit in 62 bits: Python int keys, row by row."""
+        leaf_bits = [self._leaf(k, batch.columns, shared) for k in range(len(self.leaves))]
+        tagged = batch.streams
+        for i in np.flatnonzero(read):
+            key = int(batch.type_ids[i]) << self.type_shift
+            for k, bits in enumerate(leaf_bits):
+                if bits[i]:
+                    key |= 1 << k
+            if self.stream_keyed and tagged is not None:
+                key |= (int(tagged[i]) + 1) << self.stream_shift
+            letters[i] = self.letter(key)
 
     @property
     def n_letters(self) -> int:
@@ -141,3 +175,25 @@ def _leaf_text(p) -> str:
         return format_pred(p)
     except ValueError:  # a constant with no CEQL text (NaN): never shared
         return f"#{id(p)}"
+
+
+def _attributes(node) -> set[str]:
+    """The attribute names an AST node reads."""
+    if isinstance(node, ast.AttrRef):
+        return {node.name}
+    out: set[str] = set()
+    if dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            for v in value if isinstance(value, tuple) else (value,):
+                if dataclasses.is_dataclass(v):
+                    out |= _attributes(v)
+    return out
+
+
+def _dictionary_columns(attr: str, col: StringColumn) -> Columns:
+    """One row per distinct string of ``col``: a leaf over ``attr`` evaluated on it gives
+    its value for every event holding that string."""
+    d = len(col.dictionary)
+    return Columns(d, {attr: StringColumn(np.arange(d, dtype=np.int32), col.dictionary)},
+                   {attr: np.ones(d, dtype=bool)})
