@@ -187,3 +187,34 @@ def test_run_with_stream_column_and_reorder_slack(tmp_path, capsys):
                            "--time-attribute", "ts", "--input", events, "--reorder-slack", "1")
     assert code == 0
     assert [json.loads(ln)["positions"] for ln in out.splitlines()] == [[0, 1], [1, 2], [0, 2]]
+
+
+def test_run_several_queries_in_one_pass(files, capsys):
+    (files / "late_b.ceql").write_text("SELECT * FROM S WHERE B AS b FILTER b[v > 1]\n")
+    code, out, err = run_cli(capsys, "run", files / "q.ceql", files / "late_b.ceql",
+                             "--schema", files / "s.decl", "--input", files / "events.csv")
+    assert code == 0, err
+    got = [(d["query"], d["positions"]) for d in map(json.loads, out.splitlines())]
+    assert got == [("q", [0, 1]), ("q", [0, 3]), ("late_b", [3])]
+    code, out, err = run_cli(capsys, "run", QUERY, QUERY, "--schema", DECL, "--input",
+                             files / "events.csv", "--format", "csv")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("query,start,end,")
+    assert [line.split(",")[0] for line in lines[1:]] == ["q0", "q1", "q0", "q1"]
+
+
+def test_run_parquet_with_dictionary_strings(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    decl = "CREATE STREAM S { EVENT T { name:string, x:int } }"
+    table = pa.table({"event_type": pa.array(["T", "T", "T"]).dictionary_encode(),
+                      "name": pa.array(["INTC", "MSFT", "QQQ"]).dictionary_encode(),
+                      "x": [1, 2, 3]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    code, out, err = run_cli(capsys, "run", "SELECT * FROM S WHERE T AS a; T AS b FILTER "
+                             "a[name = 'INTC'] AND b[name LIKE 'Q+']", "--schema", decl,
+                             "--input", tmp_path / "t.parquet")
+    assert code == 0, err
+    assert [json.loads(line)["positions"] for line in out.splitlines()] == [[0, 2]]

@@ -68,7 +68,11 @@ def test_round_trip(tmp_path, schema, suffix, writer):
     table = read_events(path, schema)
     assert table.num_rows == len(ROWS)
     for name in table.column_names:
-        assert table.schema.field(name).type == EXPECTED_TYPES[name], name
+        want = EXPECTED_TYPES[name]
+        if suffix in (".parquet", ".pq") and want == pa.string():
+            # Parquet strings are read as dictionaries from the file's dictionary pages
+            want = pa.dictionary(pa.int32(), pa.string())
+        assert table.schema.field(name).type == want, name
     got = table.to_pylist()
     for row, want in zip(got, ROWS):
         assert {k: v for k, v in row.items() if v is not None} == \
