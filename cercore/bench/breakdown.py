@@ -40,19 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def replayed_trace(times: int):
-    """The bundled stock trace ``times`` times over, each copy shifted past the previous one
-    (so the stream stays in time order)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    """The bundled stock trace ``times`` times over (see ``datasets.stock_trace``)."""
     from cercore.bench.datasets import stock_trace
 
-    trace = stock_trace()
-    col = trace.column_names.index("stock_time")
-    span = pc.max(trace["stock_time"]).as_py() + 1
-    return pa.concat_tables(
-        [trace.set_column(col, "stock_time", pc.add(trace["stock_time"], i * span))
-         for i in range(times)]).combine_chunks()
+    return stock_trace(replay=times)
 
 
 def stage_seconds(query: cercore.CompiledQuery, events, backend: str, repeat: int,

@@ -46,9 +46,19 @@ def schema(name: str) -> cercore.Schema:
     return cercore.Schema.parse(DECLARATIONS[name], time_unit=TIME_UNITS[name])
 
 
-def stock_trace(limit: int | None = None) -> pa.Table:
-    """The bundled prefix of the real stock trace (24,887 trades; the first ``limit``)."""
+def stock_trace(limit: int | None = None, replay: int = 1) -> pa.Table:
+    """The bundled prefix of the real stock trace (24,887 trades), ``replay`` times over with
+    each copy's times shifted past the previous one (so the stream stays in time order);
+    the first ``limit`` events."""
+    import pyarrow.compute as pc
+
     table = read_events(DATA / "stock_trace_prefix.csv", schema("stocks"))
+    if replay > 1:
+        col = table.column_names.index("stock_time")
+        span = pc.max(table["stock_time"]).as_py() + 1
+        table = pa.concat_tables(
+            [table.set_column(col, "stock_time", pc.add(table["stock_time"], i * span))
+             for i in range(replay)]).combine_chunks()
     return table if limit is None else table.slice(0, limit)
 
 
@@ -308,11 +318,11 @@ GENERATORS: dict[str, Callable[..., pa.Table]] = {
     "stocks": stocks, "smart_homes": smart_homes, "taxis": taxis}
 
 
-def load(name: str, n: int | None = None, seed: int = 0) -> pa.Table:
-    """Dataset ``name`` with ``n`` events: ``stock_trace`` is the real prefix (n at most its
-    length), the others are generated."""
+def load(name: str, n: int | None = None, seed: int = 0, replay: int = 1) -> pa.Table:
+    """Dataset ``name`` with ``n`` events: ``stock_trace`` is the real prefix (``replay``
+    times over; n at most its length), the others are generated."""
     if name == "stock_trace":
-        return stock_trace(n)
+        return stock_trace(n, replay)
     if name not in GENERATORS:
         raise CercoreError(f"unknown dataset {name!r}; known: stock_trace, "
                            + ", ".join(GENERATORS))
