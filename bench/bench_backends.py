@@ -23,13 +23,10 @@ from pathlib import Path
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
 
 import cercore  # noqa: E402
 from cercore.cli import stock_schema, stock_trace  # noqa: E402
 from cercore.runtime.backend import CYTHON_AVAILABLE  # noqa: E402
-from cercore.runtime.engine import NO_PARTITION  # noqa: E402
-from cercore.runtime.letters import NOT_READ  # noqa: E402
 
 S3 = ("SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = 'INTC'] "
       "AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN {w} [stock_time]")
@@ -69,15 +66,10 @@ def kernel_inputs(query, table):
     """The evaluator's batch inputs as the engine computes them (one batch per Arrow batch)."""
     engine = query.engine("python")
     batches = []
-    for batch in engine._batches(table):
-        letters = engine.encoder.encode(batch)
-        read = letters != NOT_READ
-        times = engine._times(batch, read, batch.n)
-        pids = engine._partitions(batch, read, batch.n)
-        active = np.flatnonzero(read & (pids != NO_PARTITION)).astype(np.int64)
-        batches.append((active, pids, letters, times, batch.first_position))
-        engine.position += batch.n
-        engine.tick += int(read.sum())
+    for batch in engine.input.batches(table):
+        args, _, n_read = engine._prepare(batch)
+        batches.append(args[:5])  # active, pids, letters, times, first position
+        engine._finish(batch, None, n_read)
     return engine, batches
 
 
