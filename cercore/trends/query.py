@@ -32,11 +32,14 @@ class CompiledTrendQuery:
         return head + list(self.plan.group_by) + [str(a) for a, _, _ in self.plan.aggregates]
 
     def engine(self, backend: str = "auto", on_error: str = "raise",
-               type_column: str = "event_type") -> TrendEngine:
+               type_column: str = "event_type", reorder_slack: int | None = None,
+               stream_column: str | None = None) -> TrendEngine:
         """A fresh engine: ``process(events)`` yields rows as windows close, ``advance(t)``
         (a watermark) closes the windows ending by ``t``, ``flush()`` returns the rest.
-        ``backend``: "auto" | "python" | "cython"."""
-        return TrendEngine(self.plan, backend, on_error, type_column)
+        ``backend``: "auto" | "python" | "cython"; ``on_error``, ``reorder_slack`` and
+        ``stream_column`` as for CEQL engines (``CompiledQuery.engine``)."""
+        return TrendEngine(self.plan, backend, on_error, type_column, reorder_slack,
+                           stream_column)
 
     def run(self, events: Any, backend: str = "auto", on_error: str = "raise") -> list[dict]:
         """Every result row over ``events`` (the whole stream)."""
