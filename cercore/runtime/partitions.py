@@ -1,8 +1,13 @@
 """PARTITION BY: each read event's key -> a partition id, computed per batch.
 
-Keys are resolved once per distinct key of a batch (numpy ``unique`` over the key columns, or
-over a string column's dictionary codes), never once per event. Ids are handed out in
-first-seen order and forgotten when the evaluator no longer holds the partition.
+Ids are handed out in first-seen order and forgotten when the evaluator no longer holds the
+partition. Two ways, with the same ids:
+
+* one key attribute of one type (int, bool or string; the common case): every key is an
+  int64 code (the value; a string's interned code), and the batch's distinct codes are looked
+  up in a sorted array of the known ones -- numpy only, no Python per key;
+* composite keys and double keys: a dict from the key tuple, visited once per distinct key of
+  the batch (numpy ``unique`` over the key columns finds them).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from cercore.input.columns import Columns, StringColumn
-from cercore.schema import Schema
+from cercore.schema import AttrType, Schema
 
 NO_PARTITION = -1
 
@@ -30,6 +35,16 @@ class PartitionIndex:
                 self.plan.append(None if None in attrs else attrs)
         self.ids: dict[tuple, int] = {}
         self.next_id = 0
+        # the coded way: one group whose key attributes all have one type, int/bool/string
+        self.coded = None
+        if groups and len(groups) == 1:
+            kinds = {schema.attribute_types()[attrs[0]] for attrs in self.plan if attrs}
+            if len(kinds) == 1 and next(iter(kinds)) is not AttrType.DOUBLE:
+                self.coded = CodedKeys(next(iter(kinds)) is AttrType.STRING)
+
+    def __len__(self) -> int:
+        """Partition keys known (of live partitions, after ``forget``)."""
+        return len(self.coded) if self.coded is not None else len(self.ids)
 
     @property
     def partitioned(self) -> bool:
@@ -41,6 +56,8 @@ class PartitionIndex:
         n = len(type_ids)
         if self.plan is None:
             return np.zeros(n, dtype=np.int64)
+        if self.coded is not None:
+            return self._assign_coded(type_ids, columns, read)
         pids = np.full(n, NO_PARTITION, dtype=np.int64)
         keys_seen = []  # (first row, key, lut, index in lut) of every distinct key
         fills = []  # (rows, lut, each row's index in lut), filled once ids are known
@@ -71,10 +88,95 @@ class PartitionIndex:
             pids[rows] = lut[inverse]
         return pids
 
+    def _assign_coded(self, type_ids: np.ndarray, columns: Columns,
+                      read: np.ndarray) -> np.ndarray:
+        n = len(type_ids)
+        pids = np.full(n, NO_PARTITION, dtype=np.int64)
+        codes = np.zeros(n, dtype=np.int64)
+        keyed = np.zeros(n, dtype=bool)
+        for tid in np.unique(type_ids[read]).tolist():
+            attrs = self.plan[tid]
+            if attrs is None:
+                continue
+            (a,) = attrs
+            mask = read & (type_ids == tid) & columns.valid[a]
+            codes[mask] = self.coded.codes_of(columns.values[a], mask)
+            keyed |= mask
+        rows = np.flatnonzero(keyed)
+        if rows.size:
+            codes = codes[rows]
+            found = self.coded.lookup(codes)  # a binary search per event, in bulk
+            miss = found < 0
+            if miss.any():
+                # new partitions, numbered in the order their first events arrive
+                uniq, first, inverse = np.unique(codes[miss], return_index=True,
+                                                 return_inverse=True)
+                order = np.argsort(first, kind="stable")
+                fresh = np.empty(len(uniq), dtype=np.int64)
+                fresh[order] = self.next_id + np.arange(len(uniq), dtype=np.int64)
+                self.next_id += len(uniq)
+                self.coded.insert(uniq, fresh)
+                found[miss] = fresh[inverse]
+            pids[rows] = found
+        return pids
+
     def forget(self, live: set[int] | frozenset[int]) -> None:
         """Drop the keys of partitions the evaluator no longer holds."""
-        if self.plan is not None:
+        if self.coded is not None:
+            self.coded.keep(live)
+        elif self.plan is not None:
             self.ids = {k: v for k, v in self.ids.items() if v in live}
+
+
+class CodedKeys:
+    """Partition keys as int64 codes (ints and bools as themselves, strings interned), kept
+    sorted with their ids: a batch's keys are found by binary search, in bulk."""
+
+    def __init__(self, strings: bool) -> None:
+        self.keys = np.empty(0, dtype=np.int64)  # sorted
+        self.ids = np.empty(0, dtype=np.int64)
+        self.strings: dict[str, int] | None = {} if strings else None  # string -> code
+        self.next_code = 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def codes_of(self, column, mask: np.ndarray) -> np.ndarray:
+        """The codes of ``column`` at ``mask``."""
+        if self.strings is None:
+            return column[mask].astype(np.int64)
+        # intern each distinct string of the batch once
+        lut = np.fromiter((self._intern(v) for v in column.dictionary), dtype=np.int64,
+                          count=len(column.dictionary))
+        return lut[column.codes[mask]]
+
+    def _intern(self, s: str) -> int:
+        code = self.strings.get(s)
+        if code is None:
+            code = self.strings[s] = self.next_code
+            self.next_code += 1
+        return code
+
+    def lookup(self, codes: np.ndarray) -> np.ndarray:
+        """Ids of ``codes`` (-1 where unknown)."""
+        if not len(self.keys):
+            return np.full(len(codes), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.keys, codes), len(self.keys) - 1)
+        return np.where(self.keys[at] == codes, self.ids[at], -1)
+
+    def insert(self, codes: np.ndarray, ids: np.ndarray) -> None:
+        """Add new distinct ``codes`` (sorted) with their ``ids``."""
+        at = np.searchsorted(self.keys, codes)
+        self.keys = np.insert(self.keys, at, codes)
+        self.ids = np.insert(self.ids, at, ids)
+
+    def keep(self, live) -> None:
+        """Forget the keys of partitions not in ``live`` (and strings no key uses)."""
+        alive = np.isin(self.ids, np.fromiter(live, dtype=np.int64, count=len(live)))
+        self.keys, self.ids = self.keys[alive], self.ids[alive]
+        if self.strings is not None and len(self.strings) > len(self.keys):
+            used = set(self.keys.tolist())
+            self.strings = {s: c for s, c in self.strings.items() if c in used}
 
 
 def _distinct_keys(columns: list, rows: np.ndarray) -> tuple[list[tuple], np.ndarray, np.ndarray]:
