@@ -28,7 +28,7 @@ import numpy as np
 from cercore.errors import EventError
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
-from cercore.input.tabular import is_tabular, to_arrow
+from cercore.input.tabular import is_tabular, tabular_rows
 from cercore.runtime.output import Event
 
 
@@ -139,7 +139,7 @@ def records_of(events: Any, type_column: str, declared: dict[str, dict],
     tags them all, else a tabular row's ``stream_column`` cell tags it. A tabular row keeps its
     type's declared attributes and any other non-null cell (which the decoder rejects)."""
     if is_tabular(events):
-        for row in to_arrow(events).to_pylist():
+        for row in tabular_rows(events):
             typ = row.pop(type_column, None)
             tag = row.pop(stream_column, None) if stream_column is not None else None
             own = declared.get(typ, {}) if isinstance(typ, str) else {}

@@ -81,7 +81,18 @@ class EventInput:
                                  self.stream_column)
             yield from self._record_batches(self.reorder.add(records, self._late))
         elif is_tabular(events):
-            yield from self._arrow_batches(to_arrow(events), stream)
+            try:
+                table = to_arrow(events)
+            except EventError:
+                if not type(events).__module__.startswith("pandas"):
+                    raise
+                # Arrow cannot convert the frame: read it row by row, so each bad value is
+                # raised or skipped at its own row (tabular_rows)
+                records = records_of(events, self.type_column, self.decoder.declared, stream,
+                                     self.stream_column)
+                yield from self._record_batches(records)
+                return
+            yield from self._arrow_batches(table, stream)
         else:
             it = iter(events)
             while chunk := list(itertools.islice(it, RECORD_BATCH_SIZE)):

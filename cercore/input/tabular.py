@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from typing import Any
 
 from cercore.errors import EventError
@@ -30,3 +32,29 @@ def to_arrow(events: Any):
             OverflowError) as exc:
         # an object column mixing types, or ints beyond int64: name it instead of crashing
         raise EventError(f"cannot read the DataFrame: {exc}") from None
+
+
+def tabular_rows(events: Any) -> Iterator[dict]:
+    """Every row of tabular input as a dict of Python values (None for nulls). A DataFrame
+    that Arrow cannot convert (an object column mixing types, an int beyond int64) is read
+    row by row from pandas, so each bad value is reported (or skipped) at its own row."""
+    try:
+        table = to_arrow(events)
+    except EventError:
+        if not type(events).__module__.startswith("pandas") or \
+                len(set(events.columns)) != len(events.columns):
+            raise
+        yield from _pandas_rows(events)
+        return
+    yield from table.to_pylist()
+
+
+def _pandas_rows(frame) -> Iterator[dict]:
+    import pandas as pd
+
+    names = [str(c) for c in frame.columns]
+    columns = [frame[c].tolist() for c in frame.columns]
+    for values in zip(*columns):
+        yield {n: None if v is None or v is pd.NA or v is pd.NaT
+               or (isinstance(v, float) and math.isnan(v)) else v
+               for n, v in zip(names, values)}
