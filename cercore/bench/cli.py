@@ -218,7 +218,7 @@ def run_scaling(args) -> int:
     progress = runner.Progress(steps, True if args.progress else None)
     points: list[scaling.Point] = []
     for ds in names:
-        table = datasets.load(ds, args.events, args.seed)
+        table = datasets.load(ds, args.events, args.seed, args.replay)
         progress.step(f"{ds}: backends on P_n, P'_n")
         points += scaling.backend_ratios(ds, table, backends, args.repeat, methodology,
                                          clock=args.clock)
