@@ -339,8 +339,9 @@ cdef class CythonEvaluator:
         ``cercore.runtime.evaluator.PythonEvaluator.work_counts`` (equal counts for the same
         query and stream)."""
         return {"events": self.w_events, "transitions": self.w_transitions,
-                "determinisation_misses": self.w_misses, "nodes_bottom": self.w_bottoms,
-                "nodes_output": self.w_outputs, "nodes_union": self.w_unions,
+                "determinisation_misses": self.w_misses, "nodes_bottom": self.w_events,
+                "nodes_output": self.w_outputs,
+                "nodes_union": self.w_created - self.w_events - self.w_outputs,
                 "union_list_inserts": self.w_inserts, "union_list_merges": self.w_merges,
                 "step_work_max": self.w_step_max, "enumerated": self.w_enumerated,
                 "enumerated_positions": self.w_positions, "enumeration_nodes": self.w_visited}
@@ -351,11 +352,10 @@ cdef class CythonEvaluator:
         if counts:
             c.update(counts)
         self.w_events = c["events"]
-        self.w_bottoms = c["nodes_bottom"]
+        self.w_created = c["nodes_bottom"] + c["nodes_output"] + c["nodes_union"]
         self.w_transitions = c["transitions"]
         self.w_misses = c["determinisation_misses"]
         self.w_outputs = c["nodes_output"]
-        self.w_unions = c["nodes_union"]
         self.w_inserts = c["union_list_inserts"]
         self.w_merges = c["union_list_merges"]
         self.w_step_max = c["step_work_max"]
@@ -371,8 +371,8 @@ cdef class CythonEvaluator:
         of memory."""
         cdef Table* old = NULL
         cdef unordered_map[int64_t, Table].iterator it = self.partitions.find(pid)
-        cdef size_t i, n_old = 0
-        cdef int64_t need = 8, bottom, size0, created, work
+        cdef size_t i, n_old = 0, n_live = 0
+        cdef int64_t need = 8, bottom, size0, ops0, work
         cdef int32_t q, pre = self.initial, next_pre
         cdef UList* ul
         cdef unordered_map[int64_t, int32_t].iterator pit = self.pre.find(pid)
@@ -396,6 +396,7 @@ cdef class CythonEvaluator:
                 self.miss_letter = letter
                 return 1
             need += 3 * <int64_t>ul.size() + 7
+            n_live += 1
         if arena_reserve(&self.arena, need) < 0:
             return 2
         # runs starting here begin in the partition's pre state (see the reference)
@@ -406,7 +407,8 @@ cdef class CythonEvaluator:
             else:
                 self.pre[pid] = next_pre
         size0 = self.arena.size
-        self.s_trans = self.s_out = self.s_ins = self.s_merge = 0
+        # work counters: process_item counts its operations straight into the totals
+        ops0 = self.w_inserts + self.w_merges
         bottom = new_bottom(&self.arena, pos, time)
         self.bottom_list.clear()
         self.bottom_list.push_back(bottom)
@@ -419,7 +421,7 @@ cdef class CythonEvaluator:
             self.slot[q] = -1
             if self.final[q]:
                 self.roots.push_back(ul_merge(&self.arena, self.new_lists[i]))
-                self.s_merge += 1
+                self.w_merges += 1
         if self.new_states.size():
             if old == NULL:
                 old = &self.partitions[pid]
@@ -429,16 +431,13 @@ cdef class CythonEvaluator:
             self.new_lists.clear()
         elif old != NULL:
             self.partitions.erase(it)
-        # union nodes are what the step created beyond its one bottom and its output nodes
-        created = self.arena.size - size0
+        # one transition per item: the bottom's list plus every live entry (process_item skips
+        # the same expired ones)
         self.w_events += 1
-        self.w_bottoms += 1
-        self.w_transitions += self.s_trans
-        self.w_outputs += self.s_out
-        self.w_unions += created - 1 - self.s_out
-        self.w_inserts += self.s_ins
-        self.w_merges += self.s_merge
-        work = self.s_trans + created + self.s_ins + self.s_merge
+        self.w_transitions += 1 + n_live
+        self.w_created += self.arena.size - size0
+        work = (1 + n_live + self.arena.size - size0
+                + self.w_inserts + self.w_merges - ops0)
         if work > self.w_step_max:
             self.w_step_max = work
         return 0
@@ -451,15 +450,14 @@ cdef class CythonEvaluator:
         cdef size_t ns
         if a.nodes[ul[0]].maxs < tau:  # every run in this list started outside the window
             return
-        self.s_trans += 1
         idx = (p * self.trans_cols + letter) * 3
         q_mark = self.trans[idx]
         q_skip = self.trans[idx + 1]
         if q_mark != NO_STATE:
             merged = ul_merge(a, ul)
             out = extend(a, merged, pos)
-            self.s_merge += 1
-            self.s_out += 1
+            self.w_merges += 1
+            self.w_outputs += 1
             s = self.slot[q_mark]
             if s < 0:
                 ns = self.new_states.size()
@@ -469,7 +467,7 @@ cdef class CythonEvaluator:
                 self.new_lists[ns].push_back(out)
             else:
                 ul_insert(a, self.new_lists[s], out)
-                self.s_ins += 1
+                self.w_inserts += 1
         if q_skip != NO_STATE:
             s = self.slot[q_skip]
             if s < 0:  # the old list moves to its (only) new state
@@ -481,9 +479,9 @@ cdef class CythonEvaluator:
             else:
                 if merged == NIL:
                     merged = ul_merge(a, ul)
-                    self.s_merge += 1
+                    self.w_merges += 1
                 ul_insert(a, self.new_lists[s], merged)
-                self.s_ins += 1
+                self.w_inserts += 1
 
     # ---- Algorithm 2 --------------------------------------------------------------------------
     cdef int enum_run(self) noexcept nogil:
