@@ -25,6 +25,20 @@ cdef class CythonEvaluator:
     cdef public int64_t reported  # complex events yielded so far (the engine counts deltas)
     cdef int64_t min_compaction
 
+    # work counters (see work_counts): a few plain increments per event, no per-step scratch;
+    # nodes_bottom = w_events (one bottom per step), nodes_union = w_created - bottoms - outputs
+    cdef int64_t w_events
+    cdef int64_t w_created
+    cdef int64_t w_transitions
+    cdef int64_t w_misses
+    cdef int64_t w_outputs
+    cdef int64_t w_inserts
+    cdef int64_t w_merges
+    cdef int64_t w_step_max
+    cdef int64_t w_enumerated
+    cdef int64_t w_positions
+    cdef int64_t w_visited
+
     cdef Arena arena
     cdef unordered_map[int64_t, Table] partitions
 

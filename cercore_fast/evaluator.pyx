@@ -40,7 +40,7 @@ from cercore_fast.tecs cimport (
 
 import numpy as np
 
-from cercore.runtime.state import STATE_FORMAT, EvaluatorState, check_pickled
+from cercore.runtime.state import STATE_FORMAT, WORK_KEYS, EvaluatorState, check_pickled
 
 MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pass
 cdef int64_t C_UNBOUNDED_PAST = -4611686018427387904  # -(1 << 62)
@@ -84,6 +84,7 @@ cdef class CythonEvaluator:
         self.out_off.push_back(0)
         self.b_n = 0
         self.enumerating = False
+        self.reset_work_counts()
 
     def __init__(self, det, encoder):
         self.det = det
@@ -282,6 +283,7 @@ cdef class CythonEvaluator:
         cdef int32_t sid = self.miss_sid, letter = self.miss_letter
         cdef int64_t idx
         q_mark, q_skip, q_pre = self.det.successors(sid, self.encoder.atom_masks[letter])
+        self.w_misses += 1
         self.refresh_states()
         self.grow_table(sid + 1, letter + 1)
         idx = (sid * self.trans_cols + letter) * 3
@@ -331,6 +333,36 @@ cdef class CythonEvaluator:
         self.initial = self.det.initial
         return 0
 
+    # ---- work counters ------------------------------------------------------------------------
+    def work_counts(self):
+        """Work done so far, in operations: the keys and meanings of the reference
+        ``cercore.runtime.evaluator.PythonEvaluator.work_counts`` (equal counts for the same
+        query and stream)."""
+        return {"events": self.w_events, "transitions": self.w_transitions,
+                "determinisation_misses": self.w_misses, "nodes_bottom": self.w_events,
+                "nodes_output": self.w_outputs,
+                "nodes_union": self.w_created - self.w_events - self.w_outputs,
+                "union_list_inserts": self.w_inserts, "union_list_merges": self.w_merges,
+                "step_work_max": self.w_step_max, "enumerated": self.w_enumerated,
+                "enumerated_positions": self.w_positions, "enumeration_nodes": self.w_visited}
+
+    def reset_work_counts(self, counts=None):
+        """Set every work counter to 0, or to ``counts`` (keys of ``work_counts``)."""
+        c = {k: 0 for k in WORK_KEYS}
+        if counts:
+            c.update(counts)
+        self.w_events = c["events"]
+        self.w_created = c["nodes_bottom"] + c["nodes_output"] + c["nodes_union"]
+        self.w_transitions = c["transitions"]
+        self.w_misses = c["determinisation_misses"]
+        self.w_outputs = c["nodes_output"]
+        self.w_inserts = c["union_list_inserts"]
+        self.w_merges = c["union_list_merges"]
+        self.w_step_max = c["step_work_max"]
+        self.w_enumerated = c["enumerated"]
+        self.w_positions = c["enumerated_positions"]
+        self.w_visited = c["enumeration_nodes"]
+
     # ---- Algorithm 1 --------------------------------------------------------------------------
     cdef int step(self, int64_t pid, int32_t letter, int64_t pos, int64_t time,
                   int64_t tau) noexcept nogil:
@@ -339,8 +371,8 @@ cdef class CythonEvaluator:
         of memory."""
         cdef Table* old = NULL
         cdef unordered_map[int64_t, Table].iterator it = self.partitions.find(pid)
-        cdef size_t i, n_old = 0
-        cdef int64_t need = 8, bottom
+        cdef size_t i, n_old = 0, n_live = 0
+        cdef int64_t need = 8, bottom, size0, ops0, work
         cdef int32_t q, pre = self.initial, next_pre
         cdef UList* ul
         cdef unordered_map[int64_t, int32_t].iterator pit = self.pre.find(pid)
@@ -364,6 +396,7 @@ cdef class CythonEvaluator:
                 self.miss_letter = letter
                 return 1
             need += 3 * <int64_t>ul.size() + 7
+            n_live += 1
         if arena_reserve(&self.arena, need) < 0:
             return 2
         # runs starting here begin in the partition's pre state (see the reference)
@@ -373,6 +406,9 @@ cdef class CythonEvaluator:
                 self.pre.erase(pid)
             else:
                 self.pre[pid] = next_pre
+        size0 = self.arena.size
+        # work counters: process_item counts its operations straight into the totals
+        ops0 = self.w_inserts + self.w_merges
         bottom = new_bottom(&self.arena, pos, time)
         self.bottom_list.clear()
         self.bottom_list.push_back(bottom)
@@ -385,6 +421,7 @@ cdef class CythonEvaluator:
             self.slot[q] = -1
             if self.final[q]:
                 self.roots.push_back(ul_merge(&self.arena, self.new_lists[i]))
+                self.w_merges += 1
         if self.new_states.size():
             if old == NULL:
                 old = &self.partitions[pid]
@@ -394,6 +431,15 @@ cdef class CythonEvaluator:
             self.new_lists.clear()
         elif old != NULL:
             self.partitions.erase(it)
+        # one transition per item: the bottom's list plus every live entry (process_item skips
+        # the same expired ones)
+        self.w_events += 1
+        self.w_transitions += 1 + n_live
+        self.w_created += self.arena.size - size0
+        work = (1 + n_live + self.arena.size - size0
+                + self.w_inserts + self.w_merges - ops0)
+        if work > self.w_step_max:
+            self.w_step_max = work
         return 0
 
     cdef void process_item(self, int32_t p, UList& ul, int32_t letter, int64_t pos,
@@ -410,6 +456,8 @@ cdef class CythonEvaluator:
         if q_mark != NO_STATE:
             merged = ul_merge(a, ul)
             out = extend(a, merged, pos)
+            self.w_merges += 1
+            self.w_outputs += 1
             s = self.slot[q_mark]
             if s < 0:
                 ns = self.new_states.size()
@@ -419,6 +467,7 @@ cdef class CythonEvaluator:
                 self.new_lists[ns].push_back(out)
             else:
                 ul_insert(a, self.new_lists[s], out)
+                self.w_inserts += 1
         if q_skip != NO_STATE:
             s = self.slot[q_skip]
             if s < 0:  # the old list moves to its (only) new state
@@ -430,7 +479,9 @@ cdef class CythonEvaluator:
             else:
                 if merged == NIL:
                     merged = ul_merge(a, ul)
+                    self.w_merges += 1
                 ul_insert(a, self.new_lists[s], merged)
+                self.w_inserts += 1
 
     # ---- Algorithm 2 --------------------------------------------------------------------------
     cdef int enum_run(self) noexcept nogil:
@@ -448,8 +499,11 @@ cdef class CythonEvaluator:
             self.path.resize(self.st_depth.back())
             self.st_depth.pop_back()
             while True:
+                self.w_visited += 1
                 k = nodes[n].kind
                 if k == BOTTOM:
+                    self.w_enumerated += 1
+                    self.w_positions += <int64_t>self.path.size()
                     self.out_start.push_back(nodes[n].pos)
                     self.out_end.push_back(end)
                     for j in range(<Py_ssize_t>self.path.size() - 1, -1, -1):
@@ -587,7 +641,7 @@ cdef class CythonEvaluator:
             pre_ids=np.array(pre_ids, dtype=np.int64),
             pre_states=np.array([self.pre[<int64_t>i] for i in pre_ids], dtype=np.int32),
             table=table, compact_at=self.compact_at, last_tau=self.last_tau,
-            reclaimed=bool(self.reclaimed)).trimmed()
+            reclaimed=bool(self.reclaimed), work=self.work_counts()).trimmed()
 
     def from_state(self, state):
         """Load a backend-neutral ``EvaluatorState`` (replaces the arena, tables and counters)."""
@@ -633,6 +687,7 @@ cdef class CythonEvaluator:
         self.compact_at = state.compact_at
         self.last_tau = state.last_tau
         self.reclaimed = state.reclaimed
+        self.reset_work_counts(state.work)
 
     def __getstate__(self):
         return {"format": STATE_FORMAT, "backend": "cython", "det": self.det,

@@ -50,6 +50,7 @@ def assert_same(cq, events, chunk=None):
     assert e_cy.evaluator.live_partitions() == e_py.evaluator.live_partitions()
     assert e_cy.evaluator.memory_nodes() == e_py.evaluator.memory_nodes()
     assert e_cy.evaluator.last_tau == e_py.evaluator.last_tau
+    assert e_cy.evaluator.work_counts() == e_py.evaluator.work_counts()
     return py
 
 

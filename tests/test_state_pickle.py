@@ -72,7 +72,8 @@ def test_round_trip_mid_stream(small_compaction, query, first, second):
     events = stream(900)
     cut = 400
     q = cercore.compile(query, DECL)
-    reference = triples(q.engine("python").process(events))
+    ref_engine = q.engine("python")
+    reference = triples(ref_engine.process(events))
 
     engine = q.engine(first)
     got = triples(engine.process(events[:cut]))
@@ -86,6 +87,8 @@ def test_round_trip_mid_stream(small_compaction, query, first, second):
     assert restored.stats["tecs_nodes"] == engine.stats["tecs_nodes"]
     got += triples(restored.process(events[cut:]))
     assert got == reference
+    # the work counters travel with the state: the restored engine counts on from the cut
+    assert restored.evaluator.work_counts() == ref_engine.evaluator.work_counts()
     # the original engine is untouched by pickling and by to_backend
     assert triples(engine.process(events[cut:])) == reference[n_first:]
 
@@ -128,6 +131,20 @@ def test_cross_backend_evaluator_state():
     assert py.partitions == e_py.evaluator.partitions
     assert py.table == e_py.evaluator.table
     assert py.arena.left == e_py.evaluator.arena.left
+
+
+def test_state_without_work_counters_loads():
+    """A format-2 state written before the work counters existed loads with zero counts."""
+    q = cercore.compile(QUERIES[0], DECL)
+    e = q.engine("python")
+    list(e.process(stream(50)))
+    assert e.evaluator.work_counts()["events"] == 50
+    state = e.evaluator.__getstate__()
+    del state["evaluator"]["work"]
+    py = PythonEvaluator.__new__(PythonEvaluator)
+    py.__setstate__(state)
+    assert py.memory_nodes() == e.evaluator.memory_nodes()
+    assert set(py.work_counts().values()) == {0}
 
 
 def test_unknown_format_is_refused():

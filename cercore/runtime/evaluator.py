@@ -39,6 +39,7 @@ class PythonEvaluator:
         self.reclaimed = False  # set when a reclamation pass ran; the engine resets it
         self.reported = 0  # complex events yielded so far (the engine counts deltas)
         self.last_tau = UNBOUNDED_PAST
+        self.reset_work_counts()
 
     # ---- per batch ------------------------------------------------------------------------------
     def run(self, active: np.ndarray, pids: np.ndarray, letters: np.ndarray, times: np.ndarray,
@@ -117,7 +118,53 @@ class PythonEvaluator:
         else:
             row.extend([None] * (letter + 1 - len(row)))
         tr = row[letter] = self.det.successors(sid, self.encoder.atom_masks[letter])
+        self.w_misses += 1
         return tr
+
+    # ---- work counters --------------------------------------------------------------------------
+    def work_counts(self) -> dict[str, int]:
+        """Work done so far, counted in operations (not time); the same keys, counting the same
+        operations, on both backends (``cercore.runtime.state.WORK_KEYS``):
+
+        - ``events``: events stepped by Algorithm 1 (the batch's active events);
+        - ``transitions``: transition-table lookups, one per (state, union list) pair an event
+          runs through δ: the new bottom's list in the pre state, plus every entry of the
+          partition's table still inside the window;
+        - ``determinisation_misses``: lookups the table could not answer, so the lazy
+          determiniser was asked (at most once per (det state, letter));
+        - ``nodes_bottom`` / ``nodes_output`` / ``nodes_union``: tECS nodes created by each
+          constructor (union nodes include those of union-list inserts and merges);
+        - ``union_list_inserts`` / ``union_list_merges``: union-list operations (§4.2);
+        - ``step_work_max``: the largest work of one event's step (transitions + nodes created
+          + union-list operations): a maximum, not a sum;
+        - ``enumerated``: complex events produced by Algorithm 2 (reported or cut by LIMIT
+          after production);
+        - ``enumerated_positions``: their positions, summed over complex events;
+        - ``enumeration_nodes``: tECS nodes the depth-first enumeration visited.
+
+        The counters travel with ``to_state``/pickling and survive backend moves."""
+        return {"events": self.w_events, "transitions": self.w_transitions,
+                "determinisation_misses": self.w_misses, "nodes_bottom": self.w_bottoms,
+                "nodes_output": self.w_outputs, "nodes_union": self.w_unions,
+                "union_list_inserts": self.w_inserts, "union_list_merges": self.w_merges,
+                "step_work_max": self.w_step_max, "enumerated": self.w_enumerated,
+                "enumerated_positions": self.w_positions, "enumeration_nodes": self.w_visited}
+
+    def reset_work_counts(self, counts: dict[str, int] | None = None) -> None:
+        """Set every work counter to 0, or to ``counts`` (keys of ``work_counts``)."""
+        c = counts or {}
+        self.w_events = c.get("events", 0)
+        self.w_bottoms = c.get("nodes_bottom", 0)
+        self.w_transitions = c.get("transitions", 0)
+        self.w_misses = c.get("determinisation_misses", 0)
+        self.w_outputs = c.get("nodes_output", 0)
+        self.w_unions = c.get("nodes_union", 0)
+        self.w_inserts = c.get("union_list_inserts", 0)
+        self.w_merges = c.get("union_list_merges", 0)
+        self.w_step_max = c.get("step_work_max", 0)
+        self.w_enumerated = c.get("enumerated", 0)
+        self.w_positions = c.get("enumerated_positions", 0)
+        self.w_visited = c.get("enumeration_nodes", 0)
 
     # ---- Algorithm 1 ------------------------------------------------------------------------
     def step(self, pid: int, letter: int, pos: int, time: int, tau: int) -> list[int]:
@@ -127,6 +174,9 @@ class PythonEvaluator:
         final = self.det.final
         old = self.partitions.get(pid)
         new: dict[int, list[int]] = {}
+        size0 = len(arena.kind)
+        # work counters, kept in locals in the loop (cheaper than attributes)
+        n_trans = n_out = n_ins = n_merge = 0
         bottom = arena.new_bottom(pos, time)
         # runs starting here begin in the partition's pre state (the initial state unless a
         # selection strategy ranks them against the partition's history)
@@ -145,6 +195,7 @@ class PythonEvaluator:
         for p, ul in items:
             if maxs[ul[0]] < tau:  # every run in this list started outside the window
                 continue
+            n_trans += 1
             row = table[p] if p < len(table) else None
             tr = row[letter] if row is not None and letter < len(row) else None
             if tr is None:
@@ -154,22 +205,43 @@ class PythonEvaluator:
             if q_mark != NO_STATE:
                 merged = arena.merge(ul)
                 out = arena.extend(merged, pos)
+                n_merge += 1
+                n_out += 1
                 target = new.get(q_mark)
                 if target is None:
                     new[q_mark] = [out]
                 else:
                     arena.insert(target, out)
+                    n_ins += 1
             if q_skip != NO_STATE:
                 target = new.get(q_skip)
                 if target is None:
                     new[q_skip] = ul  # each old list moves to at most one new state
                 else:
-                    arena.insert(target, merged if merged != NIL else arena.merge(ul))
+                    if merged == NIL:
+                        merged = arena.merge(ul)
+                        n_merge += 1
+                    arena.insert(target, merged)
+                    n_ins += 1
         if new:
             self.partitions[pid] = new
         elif old is not None:
             del self.partitions[pid]
-        return [arena.merge(ul) for q, ul in new.items() if final[q]]
+        finals = [arena.merge(ul) for q, ul in new.items() if final[q]]
+        n_merge += len(finals)
+        # union nodes are what the step created beyond its one bottom and its output nodes
+        created = len(arena.kind) - size0
+        self.w_events += 1
+        self.w_bottoms += 1
+        self.w_transitions += n_trans
+        self.w_outputs += n_out
+        self.w_unions += created - 1 - n_out
+        self.w_inserts += n_ins
+        self.w_merges += n_merge
+        work = n_trans + created + n_ins + n_merge
+        if work > self.w_step_max:
+            self.w_step_max = work
+        return finals
 
     # ---- Algorithm 2 --------------------------------------------------------------------------
     def enumerate(self, node: int, tau: int) -> Iterator[tuple[int, tuple[int, ...]]]:
@@ -180,15 +252,21 @@ class PythonEvaluator:
         if maxs[node] < tau:
             return
         stack: list[tuple[int, tuple | None]] = [(node, None)]
+        visited = 0  # flushed into the counters before each yield (the caller may stop there)
         while stack:
             n, path = stack.pop()
             while True:
+                visited += 1
                 k = kind[n]
                 if k == BOTTOM:
                     out = []
                     while path is not None:
                         out.append(path[0])
                         path = path[1]
+                    self.w_visited += visited
+                    visited = 0
+                    self.w_enumerated += 1
+                    self.w_positions += len(out)
                     yield pos[n], tuple(out)
                     break
                 if k == OUTPUT:
@@ -198,6 +276,7 @@ class PythonEvaluator:
                     if r != NIL and maxs[r] >= tau:
                         stack.append((r, path))
                 n = left[n]
+        self.w_visited += visited
 
     # ---- memory -------------------------------------------------------------------------------
     def reclaim(self, tau: int) -> None:
@@ -240,7 +319,8 @@ class PythonEvaluator:
             **EvaluatorState.pack_partitions(self.partitions),
             **EvaluatorState.pack_pre(self.pre),
             table=EvaluatorState.pack_table(self.table), compact_at=self.compact_at,
-            last_tau=self.last_tau, reclaimed=self.reclaimed).trimmed()
+            last_tau=self.last_tau, reclaimed=self.reclaimed,
+            work=self.work_counts()).trimmed()
 
     def from_state(self, state) -> None:
         """Load a backend-neutral ``EvaluatorState`` (replaces the arena, tables and counters)."""
@@ -254,6 +334,7 @@ class PythonEvaluator:
         self.table = state.table_rows()
         self.compact_at, self.last_tau, self.reclaimed = (state.compact_at, state.last_tau,
                                                           state.reclaimed)
+        self.reset_work_counts(state.work)
 
     def __getstate__(self) -> dict:
         from cercore.runtime.state import STATE_FORMAT

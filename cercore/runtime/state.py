@@ -14,7 +14,11 @@ An ``EvaluatorState`` is the evaluator's whole mutable state as numpy arrays:
   successor");
 - the partitions' pre states where they are not the initial state (selection strategies):
   ``pre_ids[i]`` -> ``pre_states[i]``, sorted by partition id;
-- ``compact_at``, ``last_tau``, ``reclaimed``.
+- ``compact_at``, ``last_tau``, ``reclaimed``;
+- ``work``: the evaluator's work counters (``WORK_KEYS``, see ``PythonEvaluator.work_counts``),
+  so a restored evaluator keeps counting where it stopped. Optional in the dict: a state
+  written before the counters existed loads with zero counts, and readers that do not know the
+  key ignore it, so ``STATE_FORMAT`` stays 2.
 
 Pickled evaluators are dicts ``{"format", "backend", "det", "encoder", "evaluator"}`` where
 ``"evaluator"`` is ``EvaluatorState.to_dict()``; ``format`` is ``STATE_FORMAT``.
@@ -22,12 +26,18 @@ Pickled evaluators are dicts ``{"format", "backend", "det", "encoder", "evaluato
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING as NO_DEFAULT
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 STATE_FORMAT = 2
 MISSING = -2  # transition not computed yet
+
+# Work counters, identical on both backends (documented in PythonEvaluator.work_counts).
+WORK_KEYS = ("events", "transitions", "determinisation_misses", "nodes_bottom", "nodes_output",
+             "nodes_union", "union_list_inserts", "union_list_merges", "step_work_max",
+             "enumerated", "enumerated_positions", "enumeration_nodes")
 
 _ARRAYS = {"kind": np.int8, "pos": np.int64, "maxs": np.int64, "left": np.int64,
            "right": np.int64, "part_ids": np.int64, "part_offsets": np.int64,
@@ -61,6 +71,7 @@ class EvaluatorState:
     compact_at: int
     last_tau: int
     reclaimed: bool
+    work: dict = field(default_factory=dict)
 
     # ---- (de)serialisation --------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -71,7 +82,9 @@ class EvaluatorState:
     @classmethod
     def from_dict(cls, d: dict) -> EvaluatorState:
         check_pickled(d)
-        state = cls(**{f.name: d[f.name] for f in fields(cls)})
+        # fields with a default (``work``) may be absent: states written before they existed
+        state = cls(**{f.name: d[f.name] for f in fields(cls)
+                       if f.name in d or f.default_factory is NO_DEFAULT})
         state.validate()
         return state
 
@@ -93,6 +106,7 @@ class EvaluatorState:
                 raise ValueError("evaluator state: node id out of range")
         self.compact_at, self.last_tau = int(self.compact_at), int(self.last_tau)
         self.reclaimed = bool(self.reclaimed)
+        self.work = {k: int(self.work.get(k, 0)) for k in WORK_KEYS}
 
     def trimmed(self) -> EvaluatorState:
         """Drop the table's all-MISSING trailing rows/columns (capacity slack)."""

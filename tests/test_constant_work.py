@@ -1,0 +1,180 @@
+"""Constant work per event (issue 13, item 5): Algorithm 1's update work per event is bounded by
+a constant of the query, whatever the stream length and the window; Algorithm 2's work is linear
+in the output. Checked on operation counts (``evaluator.work_counts()``), never on timings, on
+both backends, which must count the same operations.
+
+Streams: a block of the bundled stock trace repeated with its times shifted (so the stream stays
+in time order and every copy sees the same events), N, 4N and 16N events; windows T, 4T, 16T.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import cercore
+from cercore.io import read_events
+from cercore.runtime.backend import CYTHON_AVAILABLE
+from cercore.runtime.state import WORK_KEYS
+
+DATA = Path(cercore.__file__).parent / "data"
+OFFSET, N = 5000, 1000  # a block of the trace where every ticker of the queries trades
+T = 3000  # stock_time units: about 7 events of the trace (16T: about 115)
+COPIES = (1, 4, 16)
+WINDOWS = (T, 4 * T, 16 * T)
+
+# realistic queries (cercore.bench.workloads, appendix G of the CORE paper), one per feature
+QUERIES = {
+    "sequence": "SELECT * FROM S WHERE SELL as msft; BUY as oracle; BUY as csco; SELL as amat "
+                "FILTER msft[name = 'MSFT'] AND oracle[name = 'ORCL'] AND csco[name = 'CSCO'] "
+                "AND amat[name = 'AMAT'] WITHIN {w} [stock_time]",
+    # LIMIT: the iteration's output is exponential in the window; update work is not
+    "iteration": "SELECT * FROM S WHERE SELL as msft; (BUY OR SELL)+ as qqq; SELL as amat "
+                 "FILTER msft[name = 'MSFT'] AND qqq[name = 'QQQ'] AND amat[name = 'AMAT'] "
+                 "WITHIN {w} [stock_time] LIMIT 5",
+    "disjunction": "SELECT * FROM S WHERE SELL as msft; (BUY OR SELL) as oracle; "
+                   "(BUY OR SELL) as csco; SELL as amat FILTER msft[name = 'MSFT'] AND "
+                   "oracle[name = 'ORCL'] AND csco[name = 'CSCO'] AND amat[name = 'AMAT'] "
+                   "WITHIN {w} [stock_time]",
+    "partition": "SELECT * FROM S WHERE BUY as b; SELL as s; BUY as c FILTER b[volume > 500] "
+                 "AND c[volume > 500] PARTITION BY [name] WITHIN {w} [stock_time]",
+    "negation": "SELECT * FROM S WHERE SELL as a; NOT(BUY as x FILTER x[name = 'MSFT']); "
+                "SELL as b FILTER a[name = 'MSFT'] AND b[name = 'MSFT'] WITHIN {w} [stock_time]",
+    "next": "SELECT NEXT * FROM S WHERE BUY as b; (BUY OR SELL)+ as m; SELL as s "
+            "FILTER b[volume > 1000] AND s[volume > 1000] PARTITION BY [name] "
+            "WITHIN {w} [stock_time]",
+    "last": "SELECT LAST * FROM S WHERE BUY as b; BUY+ as m; SELL as s FILTER m[price > 20.0] "
+            "PARTITION BY [name] WITHIN {w} [stock_time] CONSUME BY PARTITION",
+}
+
+# Algorithm 1's work: what the update counters sum to (enumeration is counted apart)
+UPDATE_KEYS = ("transitions", "nodes_bottom", "nodes_output", "nodes_union",
+               "union_list_inserts", "union_list_merges")
+
+
+@cache
+def schema() -> cercore.Schema:
+    with open(DATA / "stocks.decl") as f:
+        return cercore.Schema.parse(f.read())
+
+
+@cache
+def stream(copies: int) -> pa.Table:
+    """``copies`` copies of the block, each shifted to start one tick after the previous ends."""
+    block = read_events(DATA / "stock_trace_prefix.csv", schema()).slice(OFFSET, N)
+    times = np.asarray(block.column("stock_time").to_numpy(), dtype=np.int64)
+    span = int(times[-1] - times[0]) + 1
+    col = block.schema.get_field_index("stock_time")
+    return pa.concat_tables([block.set_column(col, "stock_time", pa.array(times + k * span))
+                             for k in range(copies)])
+
+
+@cache
+def run(name: str, window: int, copies: int, backend: str) -> tuple[dict, dict, int, int]:
+    """(work counts, engine stats, complex events, their positions) of one run."""
+    engine = cercore.compile(QUERIES[name].format(w=window), schema()).engine(backend)
+    out = engine.process_arrays(stream(copies))
+    return engine.evaluator.work_counts(), engine.stats, len(out), len(out.positions)
+
+
+def update_work(counts: dict) -> int:
+    return sum(counts[k] for k in UPDATE_KEYS)
+
+
+def step_bound(states: int) -> int:
+    """Most work one event's Algorithm 1 step can do, for a query whose run reached ``states``
+    deterministic states. Counting as ``work_counts`` does (transitions + nodes created +
+    union-list operations), for one event of one partition:
+
+    - items I <= states + 1: the new bottom's list in the pre state, plus the partition's table,
+      which holds at most one union list per deterministic state; one transition per item;
+    - one bottom node; at most one output node and one merge per item (the mark's merge is
+      reused by the skip), one merge per final state reached (<= states); at most two inserts
+      per item (mark and skip), each creating <= 3 union nodes (Figure 5 (c)/(d));
+    - a merge of a list of length l creates l - 1 union nodes, and union lists hold at most
+      L = states + 2 entries: the table stays sorted by its lists' head max-starts (the bottom
+      first, creators in order), so a list only receives max-starts that were heads of the
+      table when the list was created (<= states + 1 distinct values), plus its head.
+
+    Work <= I + (1 + I + 6I + (I + states)(L - 1)) + 2I + (I + states)
+         = 1 + 10I + (I + states) L.  Nothing depends on the stream or the window."""
+    items, longest = states + 1, states + 2
+    return 1 + 10 * items + (items + states) * longest
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_counters_are_consistent(backend, name):
+    counts, stats, n_out, n_pos = run(name, T, 4, backend)
+    assert set(counts) == set(WORK_KEYS)
+    assert counts["events"] > 0
+    assert counts["nodes_bottom"] == counts["events"] <= stats["read"]
+    # every event looks up its pre state's transition at least
+    assert counts["transitions"] >= counts["events"]
+    assert counts["enumerated"] == n_out == stats["complex_events"]
+    assert counts["enumerated_positions"] == n_pos
+
+
+@pytest.mark.skipif(not CYTHON_AVAILABLE, reason="the Cython backend is not built")
+@pytest.mark.parametrize("name", QUERIES)
+@pytest.mark.parametrize("window, copies", [(T, 4), (16 * T, 1)])
+def test_backends_count_the_same_work(name, window, copies):
+    assert run(name, window, copies, "cython")[0] == run(name, window, copies, "python")[0]
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_step_work_is_bounded_by_the_query(backend, name):
+    """The largest single-event work stays under ``step_bound`` for every stream length and
+    window, and the lazy determiniser is asked at most once per table cell."""
+    for window, copies in [(T, c) for c in COPIES] + [(w, 1) for w in WINDOWS[1:]]:
+        counts, stats, _, _ = run(name, window, copies, backend)
+        states = stats["dfa_states"]
+        assert counts["step_work_max"] <= step_bound(states), (window, copies, counts)
+        assert update_work(counts) <= step_bound(states) * counts["events"]
+        assert counts["determinisation_misses"] <= states * stats["letters"]
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_work_per_event_does_not_grow_with_the_stream(backend, name):
+    """Every copy of the block after the first starts from the same state (the previous copy's
+    tail) and reads the same events, so it costs exactly the same update work: the copies 5..16
+    cost what copies 2..4 did (1% slack). The first copy starts from an empty table, hence is a
+    little cheaper: the mean per event over 16N stays within 10% of the mean over N.
+    Determinisation is paid once: 16N events miss the table no more than 4N do."""
+    work = {c: update_work(run(name, T, c, backend)[0]) for c in COPIES}
+    steady = (work[4] - work[1]) / 3
+    assert (work[16] - work[4]) / 12 == pytest.approx(steady, rel=0.01)
+    assert work[16] / (16 * N) <= 1.10 * work[1] / N
+    misses = [run(name, T, c, backend)[0]["determinisation_misses"] for c in (4, 16)]
+    assert misses[1] == misses[0]
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_work_per_active_state_does_not_grow_with_the_window(backend, name):
+    """A wider window keeps more runs alive, i.e. more (state, union list) pairs per event, but
+    never more than one per deterministic state (transitions per event <= states + 1); the work
+    per pair is a constant of the query (union lists hold <= states + 2 entries whatever the
+    window), so the update work per transition at 4T and 16T stays within 25% of that at T."""
+    base, _, _, _ = run(name, T, 1, backend)
+    per_transition = update_work(base) / base["transitions"]
+    for window in WINDOWS:
+        counts, stats, _, _ = run(name, window, 1, backend)
+        assert counts["transitions"] <= (stats["dfa_states"] + 1) * counts["events"]
+        assert update_work(counts) / counts["transitions"] <= 1.25 * per_transition, \
+            (window, counts)
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_enumeration_is_output_linear(backend, name):
+    """Algorithm 2 visits each complex event's bottom node once, its output nodes at most once
+    per position, and union nodes that either open a branch (each yields >= 1 complex event:
+    max-starts >= tau guarantee a bottom in the window down its left spine) or whose right
+    child the window cut: the visits stay within 2 x (complex events + positions) for every
+    window, while the output itself grows with the window."""
+    for window in WINDOWS:
+        counts, _, n_out, n_pos = run(name, window, 1, backend)
+        assert counts["enumerated"] == n_out and counts["enumerated_positions"] == n_pos
+        assert n_out <= counts["enumeration_nodes"] <= 2 * (n_out + n_pos), (window, counts)
