@@ -127,13 +127,16 @@ class Engine:
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: events received, read by the query, skipped (with reasons), complex events,
-        live partitions, tECS nodes, automaton states and letters."""
+        live partitions, tECS nodes, automaton states and letters, and the evaluator's work
+        counts (``work``: transitions, nodes created, union-list operations, enumeration; see
+        ``PythonEvaluator.work_counts``)."""
         skips = self.input.skips
         return {"events": self.position, "read": self.tick, "skipped": skips.count,
                 "skipped_by_reason": dict(skips.by_reason), "complex_events": self.n_complex_events,
                 "partitions": len(self.evaluator.live_partitions()),
                 "tecs_nodes": self.evaluator.memory_nodes(), "dfa_states": self.det.n_states,
-                "letters": self.encoder.n_letters, "backend": self.backend}
+                "letters": self.encoder.n_letters, "backend": self.backend,
+                "work": self.evaluator.work_counts()}
 
     def _bindings(self, view, ce: ComplexEvent) -> dict[str, tuple[int, ...]]:
         if self._binder is None:
