@@ -92,3 +92,21 @@ def test_slack_needs_event_time():
                         "EVENT B { k:int } }")
     with pytest.raises(ValueError, match="needs event time"):
         q.engine(reorder_slack=1)
+
+
+@pytest.mark.parametrize("backend", ["python", "cython"])
+@pytest.mark.parametrize("text", ["SELECT * FROM S WHERE A : B", "SELECT * FROM S WHERE A ; B",
+                                  "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS"])
+def test_backwards_time_without_a_time_window_is_never_silent(backend, text):
+    """The schema names event time: a query without a time window still refuses (or counts)
+    an event that goes back in time (issue 16 item 17)."""
+    if backend == "cython" and cercore.BACKEND != "cython":
+        pytest.skip("the Cython extension is not built")
+    events = [("A", {"k": 0, "ts": 5}), ("B", {"k": 0, "ts": 3}), ("B", {"k": 0, "ts": 6})]
+    q = cercore.compile(text, SCHEMA)
+    with pytest.raises(cercore.EventError, match="event 1: time goes backwards: ts = 3"):
+        list(q.engine(backend).process(events))
+    engine = q.engine(backend, on_error="skip")
+    got = [ce.positions for ce in engine.process(events)]
+    assert got == [(0, 2)]
+    assert engine.stats["skipped_by_reason"] == {"time goes backwards": 1}

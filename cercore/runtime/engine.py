@@ -56,8 +56,11 @@ class Engine:
         self.report_time = self.schema.time_attribute
         self.input = EventInput(self.schema, on_error, type_column, stream_column, reorder_slack,
                                 self.time_attribute or self.report_time)
-        self.time_order = (self.input.time_order(self.time_attribute)
-                           if self.time_attribute is not None else None)
+        # event time never goes backwards: checked on the window's attribute, or without a
+        # time window on the schema's time attribute (late events are never accepted silently)
+        self.order_attribute = self.time_attribute or self.report_time
+        self.time_order = (self.input.time_order(self.order_attribute)
+                           if self.order_attribute is not None else None)
         self.tick = 0  # query-read events so far (EVENTS windows count these)
         self.partitions = PartitionIndex(self.schema, self.analysed.partition_by)
         self.store = EventStore(self.schema, self.report_time,
@@ -121,7 +124,7 @@ class Engine:
 
     @property
     def last_time(self) -> int | None:
-        """The window time attribute of the last event read (None before any)."""
+        """The time (``order_attribute``) of the last event read (None before any)."""
         return None if self.time_order is None else self.time_order.last
 
     @property
@@ -234,7 +237,7 @@ class Engine:
     def _times(self, batch: Batch, read: np.ndarray) -> np.ndarray:
         if self.window.kind == "events":
             return self.tick + np.cumsum(read, dtype=np.int64) - 1
-        attr = self.time_attribute or self.report_time
+        attr = self.order_attribute
         if attr is not None:
             return batch.columns.values[attr].astype(np.int64, copy=False)
         return np.zeros(batch.n, dtype=np.int64)

@@ -71,15 +71,15 @@ class MultiEngine:
                                                stream_column=stream_column)
                                       for q in queries.values()]
         self.backend = self.engines[0].backend
-        windows = {e.time_attribute for e in self.engines} - {None}
+        windows = {e.order_attribute for e in self.engines} - {None}
         self.input = EventInput(self.schema, on_error, type_column, stream_column,
                                 reorder_slack, next(iter(windows), None)
                                 or self.schema.time_attribute)
-        # time order is the stream's: checked once per batch on each window attribute, over
-        # the events some query with that window reads (the engines' own checks are off)
+        # time order is the stream's: checked once per batch on each attribute the engines
+        # order by, over the events some query ordered by it reads (their own checks are off)
         self.time_orders: list[tuple[TimeOrder, list[Engine]]] = []
         for attr in sorted(windows):
-            users = [e for e in self.engines if e.time_attribute == attr]
+            users = [e for e in self.engines if e.order_attribute == attr]
             self.time_orders.append((self.input.time_order(attr), users))
         for e in self.engines:
             e.time_order = None
