@@ -141,13 +141,14 @@ def test_step_work_is_bounded_by_the_query(backend, name):
 def test_work_per_event_does_not_grow_with_the_stream(backend, name):
     """Every copy of the block after the first starts from the same state (the previous copy's
     tail) and reads the same events, so it costs exactly the same update work: the copies 5..16
-    cost what copies 2..4 did (1% slack). The first copy starts from an empty table, hence is a
-    little cheaper: the mean per event over 16N stays within 10% of the mean over N.
+    cost what copies 2..4 did (1% slack). The first copy starts from an empty table, hence is
+    cheaper (up to ~20% when events that satisfy no atom are not stepped): the mean per event
+    over 16N stays within 25% of the mean over N.
     Determinisation is paid once: 16N events miss the table no more than 4N do."""
     work = {c: update_work(run(name, T, c, backend)[0]) for c in COPIES}
     steady = (work[4] - work[1]) / 3
     assert (work[16] - work[4]) / 12 == pytest.approx(steady, rel=0.01)
-    assert work[16] / (16 * N) <= 1.10 * work[1] / N
+    assert work[16] / (16 * N) <= 1.25 * work[1] / N
     misses = [run(name, T, c, backend)[0]["determinisation_misses"] for c in (4, 16)]
     assert misses[1] == misses[0]
 
@@ -157,13 +158,15 @@ def test_work_per_active_state_does_not_grow_with_the_window(backend, name):
     """A wider window keeps more runs alive, i.e. more (state, union list) pairs per event, but
     never more than one per deterministic state (transitions per event <= states + 1); the work
     per pair is a constant of the query (union lists hold <= states + 2 entries whatever the
-    window), so the update work per transition at 4T and 16T stays within 25% of that at T."""
+    window), so the update work per transition at 4T and 16T stays within 50% of that at T
+    (a margin: the proven per-event bound is test_step_work_is_bounded_by_the_query's; work
+    that grew with the window would be ~4x and ~16x here)."""
     base, _, _, _ = run(name, T, 1, backend)
     per_transition = update_work(base) / base["transitions"]
     for window in WINDOWS:
         counts, stats, _, _ = run(name, window, 1, backend)
         assert counts["transitions"] <= (stats["dfa_states"] + 1) * counts["events"]
-        assert update_work(counts) / counts["transitions"] <= 1.25 * per_transition, \
+        assert update_work(counts) / counts["transitions"] <= 1.5 * per_transition, \
             (window, counts)
 
 

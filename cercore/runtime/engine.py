@@ -19,7 +19,7 @@ from cercore.runtime.evaluator import (
     CONSUME_PARTITION,
     NO_LIMIT,
 )
-from cercore.runtime.letters import NOT_READ, LetterEncoder
+from cercore.runtime.letters import NOT_READ, LetterEncoder, inert_letters_skippable
 from cercore.runtime.output import ComplexEvent, MatchArrays
 from cercore.runtime.partitions import NO_PARTITION, PartitionIndex
 from cercore.runtime.store import EventStore
@@ -67,6 +67,8 @@ class Engine:
                                 self.analysed.attribute_projection)
         self.n_complex_events = 0
         self._binder = None  # built on the first ce.bindings
+        # events that satisfy no atom are not stepped where they cannot change anything
+        self.skip_inert = inert_letters_skippable(self.analysed)
         q = self.analysed.query
         self.limit = NO_LIMIT if q.limit is None else int(q.limit)
         # without PARTITION BY, CONSUME BY PARTITION is CONSUME BY ANY (one partition)
@@ -220,6 +222,8 @@ class Engine:
         self.store.add(batch, times, letters, pids)
         active = np.flatnonzero(read & (pids != NO_PARTITION)) if self.partitions.partitioned \
             else np.flatnonzero(read)
+        if self.skip_inert:
+            active = active[self.encoder.relevant(letters[active])]
         args = (active, pids, letters, times, batch.first_position, self.window.epsilon,
                 self.window.kind is not None, self.limit, self.consume)
         return args, error, int(np.count_nonzero(read))

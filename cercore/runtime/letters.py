@@ -87,7 +87,16 @@ class LetterEncoder:
             letter = self.letter_of_key[key] = len(self.atom_masks)
             self.atom_masks.append(self.key_mask(key))
             self.keys.append(key)
+            self._relevant = None
         return letter
+
+    def relevant(self, letters: np.ndarray) -> np.ndarray:
+        """Which of ``letters`` satisfy some atom (a letter that satisfies none is inert for
+        queries where ``inert_letters_skippable`` holds)."""
+        table = getattr(self, "_relevant", None)
+        if table is None or len(table) != len(self.atom_masks):
+            table = self._relevant = np.array([m != 0 for m in self.atom_masks], dtype=bool)
+        return table[letters]
 
     def read_mask(self, batch: Batch) -> np.ndarray:
         """Which events of the batch the query reads: a type it mentions, from a stream in
@@ -197,3 +206,28 @@ def _dictionary_columns(attr: str, col: StringColumn) -> Columns:
     d = len(col.dictionary)
     return Columns(d, {attr: StringColumn(np.arange(d, dtype=np.int32), col.dictionary)},
                    {attr: np.ones(d, dtype=bool)})
+
+
+def inert_letters_skippable(analysed: AnalysedQuery) -> bool:
+    """True when an event whose letter satisfies no atom cannot change the evaluation, so the
+    evaluator need not step it: every run that survives such an event waits in a gap
+    (``;`` and ``+`` are skip-till-any-match, whose gaps loop on any event), no run can start,
+    complete or be consumed on it. Not so with ``:`` / ``:+`` (any event breaks adjacency),
+    ``NOT`` (its event is consumed) or a selection strategy (its history ranks every event).
+    Nor with LIMIT: skipping can reorder the complex events that end at one event (runs wait
+    in more deterministic states), and LIMIT keeps the first ones of that order, as CORE's
+    engine does."""
+    if analysed.strategy is not None or analysed.negations or analysed.query.limit is not None:
+        return False
+
+    def contiguous(f) -> bool:
+        from cercore.ceql.normal import NAtom, NContig, NIter
+
+        if isinstance(f, NContig) or (isinstance(f, NIter) and f.contiguous):
+            return True
+        if isinstance(f, NAtom):
+            return False
+        return any(contiguous(getattr(f, name)) for name in ("left", "right", "body")
+                   if hasattr(f, name))
+
+    return not contiguous(analysed.formula)

@@ -1,0 +1,57 @@
+"""Events that satisfy no atom are not stepped where that cannot change the evaluation
+(``inert_letters_skippable``): the complex events are exactly those of stepping every event,
+each reported when the same event arrives, on random full-CEQL queries and streams. (Their
+order among the complex events of one end may differ, which is why LIMIT queries step every
+event.)"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from strategies import SCHEMAS, queries, streams
+from support import BACKENDS
+
+import cercore
+from cercore.ceql.printer import format_query
+
+
+def outputs(engine, events) -> list[tuple]:
+    """(end, sorted complex events ending there), in the order the ends were reported."""
+    out: list[tuple] = []
+    for ce in engine.process(events):
+        if not out or out[-1][0] != ce.end:
+            out.append((ce.end, []))
+        out[-1][1].append((ce.start, ce.positions))
+    return [(end, sorted(ces)) for end, ces in out]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_skipping_inert_events_changes_nothing(backend, data):
+    schema = data.draw(st.sampled_from(list(SCHEMAS.values())))
+    try:
+        query = cercore.compile(format_query(data.draw(queries(schema, full=True))), schema)
+    except cercore.CEQLSemanticError as e:
+        assume("no position to rank" not in str(e))
+        raise
+    events = data.draw(streams(schema, max_len=12))
+    fast = query.engine(backend)
+    slow = query.engine(backend)
+    slow.skip_inert = False
+    assert outputs(fast, events) == outputs(slow, events)
+
+
+def test_which_queries_skip():
+    schema = SCHEMAS["seconds"]
+    skips = {text: cercore.compile(text, schema).engine("python").skip_inert for text in [
+        "SELECT * FROM S WHERE A ; B+ ; C WITHIN 2 SECONDS",
+        "SELECT * FROM S WHERE A : B",
+        "SELECT * FROM S WHERE A ; NOT(B) ; C",
+        "SELECT NEXT * FROM S WHERE A ; B",
+        "SELECT * FROM S WHERE (A ; B):+",
+        "SELECT * FROM S WHERE A ; B LIMIT 3",
+        "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 2 SECONDS CONSUME BY ANY",
+    ]}
+    assert list(skips.values()) == [True, False, False, False, False, False, True]
