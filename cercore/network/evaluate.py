@@ -236,6 +236,9 @@ def passes_filters(query: NetQuery, events: Sequence[NetEvent], schema: cercore.
                 f"FILTER {format_name(t)}[{filters[t]}]")
         eng = cercore.compile(text, schema).engine(backend=backend)
         attrs = [a for a, _ in schema.event_type(t).attributes]
+        # the engine refuses time going backwards; a one-event filter does not care about
+        # order, so feed the events in time order (positions map back through idx)
+        idx = sorted(idx, key=lambda i: events[i].t)
         rows = [(t, {**{a: events[i].attrs.get(a) for a in attrs},
                      query.time_attribute: events[i].t}) for i in idx]
         keep.update(idx[p] for ce in eng.process(rows) for p in ce.positions)
