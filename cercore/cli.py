@@ -68,7 +68,13 @@ def text_or_file(value: str) -> str:
     if value == "-":
         return sys.stdin.read()
     if "\n" not in value and len(value) < 4096 and os.path.isfile(value):
-        return Path(value).read_text(encoding="utf-8")
+        data = Path(value).read_bytes()
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data[:exc.start].count(b"\n") + 1
+            raise CercoreError(f"{value}, line {line}: not UTF-8 text (byte "
+                               f"0x{data[exc.start]:02x})") from None
     return value
 
 

@@ -118,7 +118,10 @@ def _read_csv(path, types: dict[str, AttrType], type_column: str):
     if isinstance(data, str):
         data = data.encode()
     header_line = data.split(b"\n", 1)[0].decode("utf-8-sig", "replace").rstrip("\r")
-    header = next(csv.reader([header_line]), [])
+    try:
+        header = next(csv.reader([header_line]), [])
+    except csv.Error as exc:  # e.g. a carriage return inside the header line
+        raise EventError(f"{where}: unreadable CSV header: {exc}") from None
     if not header or header == [""]:
         raise EventError(f"{where}: empty CSV file (expected a header line)")
     header = [h.strip() for h in header]
@@ -174,13 +177,15 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str):
 
     where = _name(path)
     data = path.read() if hasattr(path, "read") else Path(path).read_bytes()
-    text = data.decode("utf-8-sig") if isinstance(data, bytes) else data
+    text = _utf8(data, where) if isinstance(data, bytes) else data
     records: Iterable[tuple[int, Any]]
     if text.lstrip().startswith("["):  # a .json file holding one array of objects
         try:
             array = json.loads(text)
         except json.JSONDecodeError as exc:
             raise EventError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        except RecursionError:
+            raise EventError(f"{where}: JSON nested too deeply") from None
         records = ((i, obj) for i, obj in enumerate(array, start=1))
         unit = "item"
     else:
@@ -223,6 +228,16 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str):
     return pa.table(arrays)
 
 
+def _utf8(data: bytes, where: str) -> str:
+    """``data`` as UTF-8 text (a BOM allowed), or an EventError naming the bad byte."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise EventError(f"{where}, line {line}: not UTF-8 text (byte "
+                         f"0x{data[exc.start]:02x})") from None
+
+
 def _json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -232,6 +247,8 @@ def _json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
         except json.JSONDecodeError as exc:
             raise EventError(f"{where}, line {number}: invalid JSON ({exc.msg}, "
                              f"column {exc.colno})") from None
+        except RecursionError:
+            raise EventError(f"{where}, line {number}: JSON nested too deeply") from None
 
 
 _BAD = object()
@@ -245,9 +262,14 @@ def _json_value(v: Any, t: AttrType) -> Any:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return _BAD
     if t is AttrType.DOUBLE:
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an int beyond the doubles
+            return _BAD
     if isinstance(v, float):
-        return int(v) if v.is_integer() else _BAD
+        if not v.is_integer() or not -(2.0**63) <= v < 2.0**63:  # inf, nan, beyond int64
+            return _BAD
+        return int(v)
     return v if -(2**63) <= v < 2**63 else _BAD
 
 

@@ -218,3 +218,40 @@ def test_run_parquet_with_dictionary_strings(tmp_path, capsys):
                              "--input", tmp_path / "t.parquet")
     assert code == 0, err
     assert [json.loads(line)["positions"] for line in out.splitlines()] == [[0, 2]]
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("q.ceql", None, "not UTF-8 text (byte 0xff)"),
+    ("deep.jsonl", b'{"event_type": "A", "id": ' + b"[" * 5000 + b"]" * 5000 + b"}\n",
+     "JSON nested too deeply"),
+    ("big.jsonl", b'{"event_type": "A", "id": 1e300, "v": 1.0}\n', "cannot read 1e+300 as int"),
+    ("huge.jsonl", b'{"event_type": "A", "id": 1, "v": ' + b"9" * 400 + b"}\n",
+     "as double"),
+    ("cr.csv", b"event_type,id\r,v\nA,1,2.0\n", "unreadable CSV header"),
+    ("bad.csv", b"event_type,id,v\nA,1,\xff\n", "cannot read"),
+])
+def test_hostile_files_are_clear_errors(tmp_path, capsys, name, data, message):
+    """Issue 16 item 12: bad bytes, deep JSON, huge numbers and a broken CSV header are one
+    clear error line (exit 2), never a traceback."""
+    query = QUERY
+    if data is None:  # the query file itself is not UTF-8
+        (tmp_path / name).write_bytes(QUERY.encode() + b"\xff")
+        query = tmp_path / name
+        (tmp_path / "events.csv").write_text(STREAM_CSV)
+        source = tmp_path / "events.csv"
+    else:
+        (tmp_path / name).write_bytes(data)
+        source = tmp_path / name
+    code, out, err = run_cli(capsys, "run", query, "--schema", DECL, "--input", source)
+    assert code == 2, err
+    assert message in err and "Traceback" not in err
+
+
+def test_bad_trend_backend_is_a_cercore_error():
+    from cercore.trends import compile_trend
+
+    q = compile_trend("SELECT COUNT(*) FROM S WHERE A+", DECL)
+    with pytest.raises(cercore.ConfigError, match="backend must be"):
+        q.engine("bogus")
+    with pytest.raises(cercore.ConfigError, match="reorder_slack needs event time"):
+        q.engine(reorder_slack=1)

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from cercore.errors import EventError
+from cercore.errors import ConfigError, EventError
 from cercore.input import EventInput, skips
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
@@ -34,7 +34,7 @@ from cercore.trends.analysis import TrendPlan
 def resolve_backend(backend: str) -> str:
     """"python" | "cython" | "auto" (Cython when the extension is built)."""
     if backend not in ("auto", "python", "cython"):
-        raise ValueError("backend must be 'auto', 'python' or 'cython'")
+        raise ConfigError(f"backend must be 'auto', 'python' or 'cython', not {backend!r}")
     if backend == "python":
         return backend
     try:
