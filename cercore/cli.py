@@ -23,7 +23,13 @@ from pathlib import Path
 
 import cercore
 from cercore.errors import CercoreError
-from cercore.io import INPUT_FORMATS, OUTPUT_FORMATS, read_events, write_complex_events
+from cercore.io import (
+    INPUT_FORMATS,
+    OUTPUT_FORMATS,
+    decode_utf8,
+    read_events,
+    write_complex_events,
+)
 from cercore.trends.parse import is_trend_query
 
 EXIT_USAGE = 2
@@ -68,13 +74,7 @@ def text_or_file(value: str) -> str:
     if value == "-":
         return sys.stdin.read()
     if "\n" not in value and len(value) < 4096 and os.path.isfile(value):
-        data = Path(value).read_bytes()
-        try:
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            line = data[:exc.start].count(b"\n") + 1
-            raise CercoreError(f"{value}, line {line}: not UTF-8 text (byte "
-                               f"0x{data[exc.start]:02x})") from None
+        return decode_utf8(Path(value).read_bytes(), value)
     return value
 
 

@@ -177,7 +177,7 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str):
 
     where = _name(path)
     data = path.read() if hasattr(path, "read") else Path(path).read_bytes()
-    text = _utf8(data, where) if isinstance(data, bytes) else data
+    text = decode_utf8(data, where) if isinstance(data, bytes) else data
     records: Iterable[tuple[int, Any]]
     if text.lstrip().startswith("["):  # a .json file holding one array of objects
         try:
@@ -228,7 +228,7 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str):
     return pa.table(arrays)
 
 
-def _utf8(data: bytes, where: str) -> str:
+def decode_utf8(data: bytes, where: str) -> str:
     """``data`` as UTF-8 text (a BOM allowed), or an EventError naming the bad byte."""
     try:
         return data.decode("utf-8-sig")

@@ -40,3 +40,15 @@ def outputs(query: str, schema, events, backend: str = "python", **kw) -> set[tu
 
 def position_sets(query: str, schema, events, backend: str = "python") -> set[frozenset]:
     return {frozenset(p) for _, _, p in outputs(query, schema, events, backend)}
+
+
+def compiled_or_discarded(text: str, schema) -> cercore.CompiledQuery:
+    """A generated query, compiled; discarded (hypothesis ``assume``) when NEXT/LAST/MAX cannot
+    rank its matches, a refusal tests/test_full_ceql_vs_oracle.py checks."""
+    from hypothesis import assume
+
+    try:
+        return cercore.compile(text, schema)
+    except cercore.CEQLSemanticError as e:
+        assume("no position to rank" not in str(e))
+        raise

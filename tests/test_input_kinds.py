@@ -12,10 +12,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SCHEMAS, queries, streams
-from support import BACKENDS
+from support import BACKENDS, compiled_or_discarded
 
 import cercore
 from cercore.ceql.printer import format_query
@@ -50,24 +50,10 @@ def to_table(schema: cercore.Schema, events: list[tuple], strings: str = "string
     return pa.table(arrays)
 
 
-def compiled(text: str, schema) -> cercore.CompiledQuery:
-    """The generated query, compiled; discarded when NEXT/LAST/MAX cannot rank its matches
-    (a refusal tests/test_full_ceql_vs_oracle.py checks)."""
-    try:
-        return cercore.compile(text, schema)
-    except cercore.CEQLSemanticError as e:
-        assume("no position to rank" not in str(e))
-        raise
-
-
 def outputs(engine, events) -> list[tuple]:
     return [(ce.start, ce.end, ce.positions, tuple((e.type, e.position, e.attributes)
                                                    for e in ce.events))
             for ce in engine.process(events)]
-
-
-def records_only(events: list[tuple]) -> tuple[list[tuple], list]:
-    return [e[:2] for e in events], [e[2] if len(e) == 3 else None for e in events]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -75,7 +61,7 @@ def records_only(events: list[tuple]) -> tuple[list[tuple], list]:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_input_kind_equals_records(backend, data):
     schema = data.draw(st.sampled_from(list(SCHEMAS.values())))
-    query = compiled(format_query(data.draw(queries(schema, full=True))), schema)
+    query = compiled_or_discarded(format_query(data.draw(queries(schema, full=True))), schema)
     events = data.draw(streams(schema, max_len=10, tagged=True))
     batch = data.draw(st.sampled_from([1, 3, 16384]))
 
