@@ -151,10 +151,15 @@ def test_memory_profile_samples_every_chunk():
     assert "tECS nodes" in scaling.format_memory(samples)
 
 
+# pycer (cp313 only) lives in its own venv: .ci/run provisions one and points
+# CERCORE_PYCER_PYTHON at it, so these run in CI
+PYCER = peers.find_pycer()
+needs_pycer = pytest.mark.skipif(PYCER is None, reason="no Python 3.13 with pycer here")
+
+
+@needs_pycer
 def test_pycer_peer_when_installed():
-    python = peers.find_pycer()
-    if python is None:
-        pytest.skip("no Python 3.13 with pycer here")
+    python = PYCER
     table = datasets.stock_trace(3_000)
     for name in ("P3", "Q4"):
         (w,) = workloads.select("stocks", [name])
@@ -165,13 +170,12 @@ def test_pycer_peer_when_installed():
             zip(m.start_time.tolist(), m.end_time.tolist())), name
 
 
+@needs_pycer
 def test_pycer_attribute_window_is_exclusive_when_installed():
     """Pins a known difference (README, Performance): pycer drops a complex event whose span
     equals an attribute window exactly; cercore keeps it (CORE §2: end - start <= bound), as
     it does for time windows, where pycer agrees."""
-    python = peers.find_pycer()
-    if python is None:
-        pytest.skip("no Python 3.13 with pycer here")
+    python = PYCER
     import pyarrow as pa
 
     events = pa.table({"event_type": ["LOAD", "LOAD"], "id": [1, 2],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import BACKENDS
 
 import cercore
 
@@ -94,14 +95,12 @@ def test_slack_needs_event_time():
         q.engine(reorder_slack=1)
 
 
-@pytest.mark.parametrize("backend", ["python", "cython"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("text", ["SELECT * FROM S WHERE A : B", "SELECT * FROM S WHERE A ; B",
                                   "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS"])
 def test_backwards_time_without_a_time_window_is_never_silent(backend, text):
     """The schema names event time: a query without a time window still refuses (or counts)
     an event that goes back in time (issue 16 item 17)."""
-    if backend == "cython" and cercore.BACKEND != "cython":
-        pytest.skip("the Cython extension is not built")
     events = [("A", {"k": 0, "ts": 5}), ("B", {"k": 0, "ts": 3}), ("B", {"k": 0, "ts": 6})]
     q = cercore.compile(text, SCHEMA)
     with pytest.raises(cercore.EventError, match="event 1: time goes backwards: ts = 3"):
