@@ -78,6 +78,17 @@ def atoms_of(f: NFormula) -> list[NAtom]:
     return atoms_of(f.left) + atoms_of(f.right)
 
 
+def has_contiguity(f: NFormula) -> bool:
+    """Whether ``f`` uses ``:`` or ``:+`` anywhere."""
+    if isinstance(f, NContig) or (isinstance(f, NIter) and f.contiguous):
+        return True
+    if isinstance(f, (NAtom, NNot)):
+        return False
+    if isinstance(f, NIter):
+        return has_contiguity(f.body)
+    return has_contiguity(f.left) or has_contiguity(f.right)
+
+
 def format_normal(f: NFormula, atom_text) -> str:
     """Readable text; ``atom_text(atom)`` renders one atom."""
     if isinstance(f, NAtom):

@@ -6,12 +6,12 @@
 ``EventInput`` (``source``) is the front door; ``skips`` is the one taxonomy of bad input.
 """
 
-from cercore.input.batch import SKIPPED, Batch
+from cercore.input.batch import SKIPPED, Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
 from cercore.input.decode import EventDecoder
 from cercore.input.order import ReorderBuffer, TimeOrder
 from cercore.input.skips import SkipLog
-from cercore.input.source import BATCH_SIZE, EventInput
+from cercore.input.source import BATCH_SIZE, EventInput, ReadsInput
 
 __all__ = ["BATCH_SIZE", "SKIPPED", "Batch", "Columns", "EventDecoder", "EventInput",
-           "ReorderBuffer", "SkipLog", "StringColumn", "TimeOrder"]
+           "ReadFilter", "ReadsInput", "ReorderBuffer", "SkipLog", "StringColumn", "TimeOrder"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,10 +55,35 @@ class Batch:
     def attribute_dicts(self, schema: Schema) -> list[dict[str, Any] | None]:
         """Every event's attributes as a dict (None for a skipped event): ``event(k)`` for
         the whole batch, converting each column to Python values once."""
-        values = {a: self.columns.python_values(a) for a in self.columns.values}
+        values = {a: v.tolist() for a, v in self.columns.values.items()}
         valid = {a: v.tolist() for a, v in self.columns.valid.items()}
         declared = [[(a, values[a], valid[a]) for a, _ in schema.event_types[n].attributes]
                     for n in schema.type_names]
         return [None if tid == SKIPPED else
                 {a: vals[k] if oks[k] else None for a, vals, oks in declared[tid]}
                 for k, tid in enumerate(self.type_ids.tolist())]
+
+
+class ReadFilter:
+    """Which events of a batch an engine reads: those of its event types, and, when it names
+    streams (FROM), those tagged with one of them or untagged (an untagged event belongs to
+    every stream that declares its type)."""
+
+    def __init__(self, n_types: int, types: Iterable[int], n_streams: int,
+                 streams: Iterable[int] | None = None) -> None:
+        # type id -> read (the extra last entry: SKIPPED, never read)
+        self.types = np.zeros(max(n_types, 1) + 1, dtype=bool)
+        self.types[sorted(types)] = True
+        # stream id + 1 -> read (entry 0: untagged events); None: every stream
+        self.streams = None
+        if streams is not None:
+            self.streams = np.zeros(n_streams + 1, dtype=bool)
+            self.streams[0] = True
+            self.streams[[s + 1 for s in streams]] = True
+
+    def mask(self, batch: Batch) -> np.ndarray:
+        """A fresh bool mask of the batch's events that are read."""
+        read = self.types[batch.type_ids]
+        if batch.streams is not None and self.streams is not None:
+            read &= self.streams[batch.streams + 1]
+        return read

@@ -75,7 +75,3 @@ class Columns:
         """The first ``n`` events."""
         return Columns(n, {a: v[:n] for a, v in self.values.items()},
                        {a: v[:n] for a, v in self.valid.items()})
-
-    def python_values(self, attr: str) -> list:
-        """Column ``attr`` as Python values (nulls as their placeholder)."""
-        return self.values[attr].tolist()

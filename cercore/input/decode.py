@@ -163,24 +163,31 @@ class EventDecoder:
             return tcol[int(k)].as_py()
 
         bad = type_ids == SKIPPED
-        messages: dict[int, EventError] = {}
+        # row -> (reason, the error's maker): an error is built only for the row that raises,
+        # or for the first skipped rows whose messages the skip log keeps
+        problems: dict[int, tuple[str, Any]] = {}
+
+        def unknown_type(k: int) -> EventError:
+            return EventError(f"unknown event type {tname(k)!r}"
+                              + did_you_mean(str(tname(k)), self.declared),
+                              position=first_position + k, field=type_column,
+                              reason=skips.UNKNOWN_TYPE)
+
         for k in np.flatnonzero(bad).tolist():
-            messages[k] = EventError(
-                f"unknown event type {tname(k)!r}" + did_you_mean(str(tname(k)), self.declared),
-                position=first_position + k, field=type_column, reason=skips.UNKNOWN_TYPE)
+            problems[k] = (skips.UNKNOWN_TYPE, unknown_type)
         values: dict[str, Any] = {}
         valid: dict[str, np.ndarray] = {}
         for a, t in self.attr_types.items():
             owners = self.owners[a][type_ids]
             if a not in names:
                 if owners.any():
-                    where = np.flatnonzero(owners)
-                    k = int(where[0])
-                    err = EventError(f"{tname(k)} event lacks attribute {a!r} (no such column)",
-                                     position=first_position + k, field=a,
-                                     reason=skips.MISSING_ATTRIBUTE)
-                    for j in where.tolist():
-                        messages.setdefault(j, err)
+                    def missing(k: int, a=a) -> EventError:
+                        return EventError(f"{tname(k)} event lacks attribute {a!r} (no such "
+                                          "column)", position=first_position + k, field=a,
+                                          reason=skips.MISSING_ATTRIBUTE)
+
+                    for j in np.flatnonzero(owners).tolist():
+                        problems.setdefault(j, (skips.MISSING_ATTRIBUTE, missing))
                     bad |= owners
                 values[a] = (StringColumn(np.zeros(n, np.int32), np.empty(0, object))
                              if t is AttrType.STRING else np.full(n, FILL[t], dtype=DTYPES[t]))
@@ -191,10 +198,14 @@ class EventDecoder:
             ok = owners if ok is None else ok & owners
             if wrong is not None:
                 w = wrong & ok
+
+                def mistyped(k: int, a=a, t=t, col=col) -> EventError:
+                    return EventError(f"attribute {a!r} must be {t.value}, got "
+                                      f"{col[k].as_py()!r}", position=first_position + k,
+                                      field=a, reason=skips.WRONG_TYPE)
+
                 for k in np.flatnonzero(w).tolist():
-                    messages.setdefault(k, EventError(
-                        f"attribute {a!r} must be {t.value}, got {col[k].as_py()!r}",
-                        position=first_position + k, field=a, reason=skips.WRONG_TYPE))
+                    problems.setdefault(k, (skips.WRONG_TYPE, mistyped))
                 bad |= w
                 ok &= ~w
             values[a] = vals
@@ -203,12 +214,13 @@ class EventDecoder:
         if bad.any():
             if self.on_error == "raise":
                 n = int(np.flatnonzero(bad)[0])
-                error = messages[n]
+                error = problems[n][1](n)
                 type_ids = type_ids[:n]
                 cols = Columns(n, values, valid).head(n)
                 return Batch(first_position, n, type_ids, cols, error)
             for k in np.flatnonzero(bad).tolist():
-                self.skips.add(messages[k])
+                reason, make = problems[k]
+                self.skips.add_lazily(reason, lambda make=make, k=k: make(k))
             type_ids = np.where(bad, SKIPPED, type_ids).astype(np.int32)
             for a in valid:
                 valid[a] = valid[a] & ~bad

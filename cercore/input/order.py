@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from cercore.errors import EventError
+from cercore.errors import ConfigError, EventError
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
 from cercore.input.tabular import is_tabular, tabular_rows
@@ -81,7 +81,7 @@ class ReorderBuffer:
 
     def __init__(self, time_attribute: str, slack: int) -> None:
         if slack < 0:
-            raise ValueError("reorder_slack must be >= 0")
+            raise ConfigError(f"reorder_slack must be >= 0, got {slack}")
         self.attr = time_attribute
         self.slack = slack
         self.heap: list[tuple[int, int, str, dict, str | None]] = []

@@ -9,6 +9,7 @@ index the input.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cercore.errors import EventError
@@ -43,3 +44,12 @@ class SkipLog:
         self.by_reason[err.reason or "invalid event"] += 1
         if len(self.examples) < MAX_EXAMPLES:
             self.examples.append(str(err))
+
+    def add_lazily(self, reason: str, make: Callable[[], EventError]) -> None:
+        """``add(make())``, building the error only while examples are still kept (a batch
+        of bad rows must not cost a message each)."""
+        if len(self.examples) < MAX_EXAMPLES:
+            self.add(make())
+        else:
+            self.count += 1
+            self.by_reason[reason] += 1

@@ -49,13 +49,7 @@ class EventInput:
             if time_attribute is None:
                 raise ConfigError("reorder_slack needs event time: the schema names no time "
                                  "attribute and the query has no time window")
-            if int(reorder_slack) < 0:
-                raise ConfigError(f"reorder_slack must be >= 0, got {reorder_slack}")
             self.reorder = ReorderBuffer(time_attribute, int(reorder_slack))
-
-    @property
-    def on_error(self) -> str:
-        return self.decoder.on_error
 
     @property
     def skips(self) -> SkipLog:
@@ -151,3 +145,22 @@ class EventInput:
     def _late(self, record, error: EventError) -> None:
         if not self.decoder.reject(error):
             raise error
+
+
+class ReadsInput:
+    """What an engine that reads through an ``EventInput`` (``self.input``) and checks time
+    with a ``TimeOrder`` (``self.time_order``, or None) tells about its position in the
+    stream."""
+
+    input: EventInput
+    time_order: TimeOrder | None
+
+    @property
+    def position(self) -> int:
+        """The next input position (events received so far)."""
+        return self.input.position
+
+    @property
+    def last_time(self) -> int | None:
+        """The time of the last event read (or of the last watermark), None before any."""
+        return None if self.time_order is None else self.time_order.last

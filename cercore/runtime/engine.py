@@ -11,7 +11,7 @@ import numpy as np
 
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import ConfigError, EventError
-from cercore.input import Batch, EventInput
+from cercore.input import Batch, EventInput, ReadsInput
 from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.evaluator import (
     CONSUME_ANY,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["NO_PARTITION", "Engine"]
 
 
-class Engine:
+class Engine(ReadsInput):
     """Evaluates a compiled query over a stream, incrementally.
 
     Create it with ``CompiledQuery.engine()``. Feed events with ``process`` (an iterable, an
@@ -45,8 +45,6 @@ class Engine:
         self.analysed = query.analysed
         self.schema = query.schema
         self.backend = backend
-        self.type_column = type_column
-        self.stream_column = stream_column  # tabular input: the column naming each event's stream
         self.encoder = LetterEncoder(self.analysed)
         self.det = LazyDeterminiser(query.cea, query.ranking_strategy)
         self.evaluator = self._make_evaluator(backend)
@@ -54,11 +52,12 @@ class Engine:
         self.time_attribute = self.window.attribute if self.window.kind in ("time", "attr") \
             else None
         self.report_time = self.schema.time_attribute
-        self.input = EventInput(self.schema, on_error, type_column, stream_column, reorder_slack,
-                                self.time_attribute or self.report_time)
         # event time never goes backwards: checked on the window's attribute, or without a
         # time window on the schema's time attribute (late events are never accepted silently)
         self.order_attribute = self.time_attribute or self.report_time
+        # stream_column: in tabular input, the column naming each event's stream
+        self.input = EventInput(self.schema, on_error, type_column, stream_column, reorder_slack,
+                                self.order_attribute)
         self.time_order = (self.input.time_order(self.order_attribute)
                            if self.order_attribute is not None else None)
         self.tick = 0  # query-read events so far (EVENTS windows count these)
@@ -118,16 +117,6 @@ class Engine:
         """End of stream: evaluate the events a reorder slack still holds back (no-op
         without one) and return the complex events they complete."""
         return [ce for batch in self.input.flush() for ce in self._run(batch)]
-
-    @property
-    def position(self) -> int:
-        """The next input position (events received so far)."""
-        return self.input.position
-
-    @property
-    def last_time(self) -> int | None:
-        """The time (``order_attribute``) of the last event read (None before any)."""
-        return None if self.time_order is None else self.time_order.last
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -207,16 +196,14 @@ class Engine:
 
     def _prepare(self, batch: Batch, shared: dict | None = None):
         """Letters, times and partitions of a batch, stored; the evaluator's arguments."""
-        letters = self.encoder.encode(batch, shared)
-        read = letters != NOT_READ
+        read = self.encoder.read_mask(batch)
         n_ok, error = (batch.n, None) if self.time_order is None \
-            else self.time_order.check(batch, read)
+            else self.time_order.check(batch, read)  # unmarks (and skips) late events
         error = error or batch.error
         if n_ok < batch.n:
             batch.truncate(n_ok, error)
-            letters = letters[:n_ok]
             read = read[:n_ok]
-        letters[~read] = NOT_READ  # events skipped by the time check
+        letters = self.encoder.encode(batch, shared, read)
         times = self._times(batch, read)
         pids = self.partitions.assign(batch.type_ids, batch.columns, read)
         self.store.add(batch, times, letters, pids)

@@ -21,6 +21,13 @@ MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pa
 UNBOUNDED_PAST = -(1 << 62)  # tau when there is no window: nothing ever falls out of it
 NO_LIMIT = -1
 CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
+# work counter (``work_counts`` key) -> the attribute the hot loop increments
+_WORK_ATTRIBUTES = {"events": "w_events", "transitions": "w_transitions",
+                    "determinisation_misses": "w_misses", "nodes_bottom": "w_bottoms",
+                    "nodes_output": "w_outputs", "nodes_union": "w_unions",
+                    "union_list_inserts": "w_inserts", "union_list_merges": "w_merges",
+                    "step_work_max": "w_step_max", "enumerated": "w_enumerated",
+                    "enumerated_positions": "w_positions", "enumeration_nodes": "w_visited"}
 
 
 class PythonEvaluator:
@@ -143,28 +150,13 @@ class PythonEvaluator:
         - ``enumeration_nodes``: tECS nodes the depth-first enumeration visited.
 
         The counters travel with ``to_state``/pickling and survive backend moves."""
-        return {"events": self.w_events, "transitions": self.w_transitions,
-                "determinisation_misses": self.w_misses, "nodes_bottom": self.w_bottoms,
-                "nodes_output": self.w_outputs, "nodes_union": self.w_unions,
-                "union_list_inserts": self.w_inserts, "union_list_merges": self.w_merges,
-                "step_work_max": self.w_step_max, "enumerated": self.w_enumerated,
-                "enumerated_positions": self.w_positions, "enumeration_nodes": self.w_visited}
+        return {key: getattr(self, attr) for key, attr in _WORK_ATTRIBUTES.items()}
 
     def reset_work_counts(self, counts: dict[str, int] | None = None) -> None:
         """Set every work counter to 0, or to ``counts`` (keys of ``work_counts``)."""
         c = counts or {}
-        self.w_events = c.get("events", 0)
-        self.w_bottoms = c.get("nodes_bottom", 0)
-        self.w_transitions = c.get("transitions", 0)
-        self.w_misses = c.get("determinisation_misses", 0)
-        self.w_outputs = c.get("nodes_output", 0)
-        self.w_unions = c.get("nodes_union", 0)
-        self.w_inserts = c.get("union_list_inserts", 0)
-        self.w_merges = c.get("union_list_merges", 0)
-        self.w_step_max = c.get("step_work_max", 0)
-        self.w_enumerated = c.get("enumerated", 0)
-        self.w_positions = c.get("enumerated_positions", 0)
-        self.w_visited = c.get("enumeration_nodes", 0)
+        for key, attr in _WORK_ATTRIBUTES.items():
+            setattr(self, attr, c.get(key, 0))
 
     # ---- Algorithm 1 ------------------------------------------------------------------------
     def step(self, pid: int, letter: int, pos: int, time: int, tau: int) -> list[int]:

@@ -11,8 +11,9 @@ import numpy as np
 
 from cercore.ceql import ast
 from cercore.ceql.analysis import AnalysedQuery
+from cercore.ceql.normal import has_contiguity
 from cercore.ceql.printer import format_pred
-from cercore.input import Batch
+from cercore.input import Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
 from cercore.predicates import eval_guard, evaluate_leaf
 from cercore.schema import AttrType
@@ -42,9 +43,8 @@ class LetterEncoder:
         self.atoms = analysed.atoms
         self.negations = analysed.negations
         n_types = max(len(analysed.schema.event_types), 1)
-        # type id -> the query reads it (the extra last entry: SKIPPED, never read)
-        self.visible = np.zeros(n_types + 1, dtype=bool)
-        self.visible[sorted(analysed.visible_types)] = True
+        self.reads = ReadFilter(n_types, analysed.visible_types, len(analysed.schema.streams),
+                                analysed.from_streams)
         self.letter_of_key: dict[int, int] = {}
         self.atom_masks: list[int] = []  # letter -> bitmask over atom ids
         self.keys: list[int] = []  # letter -> key, for explain and pickling
@@ -55,12 +55,6 @@ class LetterEncoder:
         stream_bits = len(analysed.schema.streams).bit_length() + 1 if self.stream_keyed else 0
         self.stream_shift = self.type_shift + self.type_bits
         self.vectorised_keys = self.stream_shift + stream_bits <= 62
-        # stream id + 1 -> FROM reads it (entry 0: untagged events, always read)
-        self.from_streams = None
-        if analysed.from_streams is not None:
-            self.from_streams = np.zeros(len(analysed.schema.streams) + 1, dtype=bool)
-            self.from_streams[0] = True
-            self.from_streams[[s + 1 for s in analysed.from_streams]] = True
         # small key spaces intern through a dense table (key -> letter, -1: not seen yet):
         # one gather per batch instead of a sort
         key_bits = self.stream_shift + stream_bits
@@ -101,19 +95,17 @@ class LetterEncoder:
     def read_mask(self, batch: Batch) -> np.ndarray:
         """Which events of the batch the query reads: a type it mentions, from a stream in
         its FROM (or untagged)."""
-        read = self.visible[batch.type_ids]
-        if batch.streams is not None and self.from_streams is not None:
-            # FROM: events tagged with another stream never reach the query
-            read &= self.from_streams[batch.streams + 1]
-        return read
+        return self.reads.mask(batch)
 
-    def encode(self, batch: Batch, shared: dict | None = None) -> np.ndarray:
-        """Letters of a batch (int32); NOT_READ for events the query does not read.
-        ``shared`` caches leaf results by predicate text for this batch, so queries that run
-        together evaluate a predicate they share once."""
+    def encode(self, batch: Batch, shared: dict | None = None,
+               read: np.ndarray | None = None) -> np.ndarray:
+        """Letters of a batch (int32); NOT_READ for events the query does not read (``read``,
+        default ``read_mask(batch)``). ``shared`` caches leaf results by predicate text for
+        this batch, so queries that run together evaluate a predicate they share once."""
         n = batch.n
         letters = np.full(n, NOT_READ, dtype=np.int32)
-        read = self.read_mask(batch)
+        if read is None:
+            read = self.read_mask(batch)
         if not read.any():
             return letters
         if not self.vectorised_keys:
@@ -219,15 +211,4 @@ def inert_letters_skippable(analysed: AnalysedQuery) -> bool:
     engine does."""
     if analysed.strategy is not None or analysed.negations or analysed.query.limit is not None:
         return False
-
-    def contiguous(f) -> bool:
-        from cercore.ceql.normal import NAtom, NContig, NIter
-
-        if isinstance(f, NContig) or (isinstance(f, NIter) and f.contiguous):
-            return True
-        if isinstance(f, NAtom):
-            return False
-        return any(contiguous(getattr(f, name)) for name in ("left", "right", "body")
-                   if hasattr(f, name))
-
-    return not contiguous(analysed.formula)
+    return not has_contiguity(analysed.formula)

@@ -61,13 +61,7 @@ class PartitionIndex:
         pids = np.full(n, NO_PARTITION, dtype=np.int64)
         keys_seen = []  # (first row, key, lut, index in lut) of every distinct key
         fills = []  # (rows, lut, each row's index in lut), filled once ids are known
-        for tid in np.unique(type_ids[read]).tolist():
-            attrs = self.plan[tid]
-            if attrs is None:
-                continue
-            mask = read & (type_ids == tid)
-            for a in attrs:
-                mask &= columns.valid[a]
+        for attrs, mask in self._keyed(type_ids, columns, read):
             rows = np.flatnonzero(mask)
             if not rows.size:
                 continue
@@ -88,18 +82,25 @@ class PartitionIndex:
             pids[rows] = lut[inverse]
         return pids
 
+    def _keyed(self, type_ids: np.ndarray, columns: Columns, read: np.ndarray):
+        """Per event type read in the batch: (its key attributes, the mask of its read events
+        whose key attributes are all present)."""
+        for tid in np.unique(type_ids[read]).tolist():
+            attrs = self.plan[tid]
+            if attrs is None:
+                continue
+            mask = read & (type_ids == tid)
+            for a in attrs:
+                mask &= columns.valid[a]
+            yield attrs, mask
+
     def _assign_coded(self, type_ids: np.ndarray, columns: Columns,
                       read: np.ndarray) -> np.ndarray:
         n = len(type_ids)
         pids = np.full(n, NO_PARTITION, dtype=np.int64)
         codes = np.zeros(n, dtype=np.int64)
         keyed = np.zeros(n, dtype=bool)
-        for tid in np.unique(type_ids[read]).tolist():
-            attrs = self.plan[tid]
-            if attrs is None:
-                continue
-            (a,) = attrs
-            mask = read & (type_ids == tid) & columns.valid[a]
+        for (a,), mask in self._keyed(type_ids, columns, read):
             codes[mask] = self.coded.codes_of(columns.values[a], mask)
             keyed |= mask
         rows = np.flatnonzero(keyed)

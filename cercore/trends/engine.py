@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from cercore.errors import ConfigError, EventError
-from cercore.input import EventInput, skips
+from cercore.input import EventInput, ReadFilter, ReadsInput, skips
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
 
@@ -109,7 +109,7 @@ def _key_reader(attrs: tuple[str, ...]):
     return lambda d: get(d)
 
 
-class TrendEngine:
+class TrendEngine(ReadsInput):
     """Evaluates one compiled trend query over a stream, window by window."""
 
     def __init__(self, plan: TrendPlan, backend: str = "auto", on_error: str = "raise",
@@ -139,15 +139,9 @@ class TrendEngine:
         self._match_plan = self._plan_matching()
         read = read_types(plan)
         self._read = [n in read for n in names]
-        # type id -> read (the extra last entry: a skipped event)
-        self._read_mask = np.array(self._read + [False], dtype=bool)
-        # stream id + 1 -> FROM reads it (entry 0: untagged events); None: no FROM list
-        self._from_streams = None
-        if plan.query.streams:
-            ids = self.schema.stream_ids
-            self._from_streams = np.zeros(len(ids) + 1, dtype=bool)
-            self._from_streams[0] = True
-            self._from_streams[[ids[s] + 1 for s in plan.query.streams]] = True
+        ids = self.schema.stream_ids
+        self._reads = ReadFilter(len(names), (t for t, r in enumerate(self._read) if r),
+                                 len(ids), [ids[s] for s in plan.query.streams] or None)
         self._needs_value = [(f.vars, f.attr, str(f)) for f in plan.fields if f.attr]
 
     def _plan_matching(self) -> list:
@@ -173,16 +167,6 @@ class TrendEngine:
         self._match_plan = self._plan_matching()
 
     # ---- public API ------------------------------------------------------------------------
-    @property
-    def position(self) -> int:
-        """The next input position (events received so far)."""
-        return self.input.position
-
-    @property
-    def last_time(self) -> int | None:
-        """The time of the last event read, or of the last ``advance``."""
-        return None if self.time_order is None else self.time_order.last
-
     @property
     def skips(self) -> skips.SkipLog:
         """Skipped events by reason (``on_error="skip"``)."""
@@ -243,9 +227,7 @@ class TrendEngine:
     # ---- per batch -------------------------------------------------------------------------
     def _run_batch(self, batch) -> Iterator[dict]:
         plan = self.plan
-        read = self._read_mask[batch.type_ids]
-        if batch.streams is not None and self._from_streams is not None:
-            read &= self._from_streams[batch.streams + 1]
+        read = self._reads.mask(batch)
         n_ok, error = (batch.n, None) if self.time_order is None \
             else self.time_order.check(batch, read)
         error = error or batch.error
