@@ -59,6 +59,7 @@ cdef class CythonEvaluator:
     cdef vector[int32_t] slot  # det state -> index in new_states, or -1
     cdef vector[int32_t] new_states
     cdef vector[UList] new_lists
+    cdef vector[UList] spare_lists  # emptied lists kept with their buffers (no malloc per step)
     cdef UList bottom_list
     cdef vector[int64_t] roots
 
@@ -106,6 +107,8 @@ cdef class CythonEvaluator:
     cdef int grow_table(self, int64_t rows, int64_t cols) except -1
     cdef int refresh_states(self) except -1
     cdef void clear_output(self) noexcept
+    cdef void recycle_new_lists(self) noexcept nogil
+    cdef void new_list(self, size_t ns) noexcept nogil
     cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
                     const int64_t[::1] t, int64_t first_position, object epsilon,
                     bint windowed, int64_t limit, int consume) except *

@@ -49,6 +49,7 @@ OUTPUT_CAP = 1 << 16  # positions buffered before returning to Python
 
 cdef int32_t NO_STATE = -1
 cdef int32_t MISSING = -2  # transition table: not computed yet
+cdef size_t MAX_SPARE_LISTS = 4096  # emptied union lists kept for reuse (bounds the pool)
 
 cdef enum:
     DONE = 0
@@ -428,7 +429,7 @@ cdef class CythonEvaluator:
             old.states.swap(self.new_states)
             old.lists.swap(self.new_lists)
             self.new_states.clear()
-            self.new_lists.clear()
+            self.recycle_new_lists()  # the partition's previous lists
         elif old != NULL:
             self.partitions.erase(it)
         # one transition per item: the bottom's list plus every live entry (process_item skips
@@ -441,6 +442,24 @@ cdef class CythonEvaluator:
         if work > self.w_step_max:
             self.w_step_max = work
         return 0
+
+    cdef void new_list(self, size_t ns) noexcept nogil:
+        """Append the empty list ``new_lists[ns]``, reusing a spare buffer if there is one."""
+        self.new_lists.resize(ns + 1)
+        if self.spare_lists.size():
+            self.new_lists[ns].swap(self.spare_lists.back())
+            self.spare_lists.pop_back()
+
+    cdef void recycle_new_lists(self) noexcept nogil:
+        """Empty ``new_lists``, keeping the lists' buffers as spares: one step's lists are
+        the next step's, so a step allocates nothing once the pool is warm."""
+        cdef size_t i
+        for i in range(self.new_lists.size()):
+            if self.new_lists[i].capacity() and self.spare_lists.size() < MAX_SPARE_LISTS:
+                self.new_lists[i].clear()
+                self.spare_lists.resize(self.spare_lists.size() + 1)
+                self.spare_lists.back().swap(self.new_lists[i])
+        self.new_lists.clear()
 
     cdef void process_item(self, int32_t p, UList& ul, int32_t letter, int64_t pos,
                            int64_t tau) noexcept nogil:
@@ -463,7 +482,7 @@ cdef class CythonEvaluator:
                 ns = self.new_states.size()
                 self.slot[q_mark] = <int32_t>ns
                 self.new_states.push_back(q_mark)
-                self.new_lists.resize(ns + 1)
+                self.new_list(ns)
                 self.new_lists[ns].push_back(out)
             else:
                 ul_insert(a, self.new_lists[s], out)

@@ -8,7 +8,9 @@ some predicates and not others; ``--with-output`` drops the never-trading ticker
 paper's CONSUME BY ANY and LIMIT 1000 (S3-shaped, every query reports). Reported: CPU
 seconds of one query alone, of K queries in one
 ``cercore.multi_engine`` pass, and of K separate engines, each over the same Arrow table,
-with the ratio to one query.
+with the ratio to one query, and how many events the K queries' evaluators step together
+relative to the one query's (``steps x one``): the evaluation work that cannot be shared, which
+bounds what one pass can save.
 """
 
 from __future__ import annotations
@@ -65,21 +67,29 @@ def run(args) -> int:
     texts = stock_queries(max(ks), args.with_output)
     compiled = [cercore.compile(t, sch) for t in texts]
 
+    def stepped(engines) -> int:
+        return sum(e.evaluator.work_counts()["events"] for e in engines)
+
     def one():
         return sum(1 for _ in compiled[0].engine(args.backend).process(table))
+
+    alone_engine = compiled[0].engine(args.backend)
+    sum(1 for _ in alone_engine.process(table))
+    alone_steps = max(stepped([alone_engine]), 1)
 
     alone = best_of(one, args.repeat, "cpu")
     n = table.num_rows
     print(f"cercore {cercore.__version__}: {n:,} events, backend {args.backend}, CPU seconds, "
           f"best of {args.repeat}")
     print(f"{'queries':>8}{'one pass s':>12}{'x one query':>13}{'separate s':>12}"
-          f"{'x one query':>13}{'outputs':>10}")
+          f"{'x one query':>13}{'steps x one':>13}{'outputs':>10}")
     for k in ks:
-        count = [0]
+        count = [0, 0]
 
         def together(k=k, count=count):
             engine = cercore.multi_engine(compiled[:k], backend=args.backend)
             count[0] = sum(1 for _ in engine.process(table))
+            count[1] = stepped(engine.engines)
 
         def separate(k=k):
             return sum(sum(1 for _ in q.engine(args.backend).process(table))
@@ -88,5 +98,5 @@ def run(args) -> int:
         t = best_of(together, args.repeat, "cpu")
         s = best_of(separate, args.repeat, "cpu")
         print(f"{k:>8}{t:>12.3f}{t / alone:>12.2f}x{s:>12.3f}{s / alone:>12.2f}x"
-              f"{count[0]:>10,}")
+              f"{count[1] / alone_steps:>12.2f}x{count[0]:>10,}")
     return 0

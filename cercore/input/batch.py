@@ -80,6 +80,8 @@ class ReadFilter:
             self.streams = np.zeros(n_streams + 1, dtype=bool)
             self.streams[0] = True
             self.streams[[s + 1 for s in streams]] = True
+        # equal keys read the same events (queries run together share one mask per key)
+        self.key = (self.types.tobytes(), None if self.streams is None else self.streams.tobytes())
 
     def mask(self, batch: Batch) -> np.ndarray:
         """A fresh bool mask of the batch's events that are read."""

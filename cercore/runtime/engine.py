@@ -45,7 +45,7 @@ class Engine(ReadsInput):
         self.analysed = query.analysed
         self.schema = query.schema
         self.backend = backend
-        self.encoder = LetterEncoder(self.analysed)
+        self.encoder = LetterEncoder(self.analysed, compiled=backend == "cython")
         self.det = LazyDeterminiser(query.cea, query.ranking_strategy)
         self.evaluator = self._make_evaluator(backend)
         self.window = self.analysed.window
@@ -168,6 +168,7 @@ class Engine(ReadsInput):
             clone.evaluator = clone._make_evaluator(backend)
             clone.evaluator.from_state(state)
             clone.backend = backend
+            clone.encoder.compiled = backend == "cython"
         return clone
 
     # ---- per batch ----------------------------------------------------------------------------
@@ -196,7 +197,7 @@ class Engine(ReadsInput):
 
     def _prepare(self, batch: Batch, shared: dict | None = None):
         """Letters, times and partitions of a batch, stored; the evaluator's arguments."""
-        read = self.encoder.read_mask(batch)
+        read = self.encoder.read_mask(batch, shared)
         n_ok, error = (batch.n, None) if self.time_order is None \
             else self.time_order.check(batch, read)  # unmarks (and skips) late events
         error = error or batch.error
@@ -207,10 +208,9 @@ class Engine(ReadsInput):
         times = self._times(batch, read)
         pids = self.partitions.assign(batch.type_ids, batch.columns, read)
         self.store.add(batch, times, letters, pids)
-        active = np.flatnonzero(read & (pids != NO_PARTITION)) if self.partitions.partitioned \
-            else np.flatnonzero(read)
-        if self.skip_inert:
-            active = active[self.encoder.relevant(letters[active])]
+        active = self.encoder.active(read, letters,
+                                     pids if self.partitions.partitioned else None,
+                                     self.skip_inert)
         args = (active, pids, letters, times, batch.first_position, self.window.epsilon,
                 self.window.kind is not None, self.limit, self.consume)
         return args, error, int(np.count_nonzero(read))

@@ -16,16 +16,20 @@ from cercore.ceql.printer import format_pred
 from cercore.input import Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
 from cercore.predicates import eval_guard, evaluate_leaf
+from cercore.runtime.partitions import NO_PARTITION
 from cercore.schema import AttrType
 
-NOT_READ = -1  # letter of an event the query does not read (other stream, skipped)
+# letter of an event the query does not read (other stream, skipped); cercore_fast/letters.pyx
+NOT_READ = -1
 DENSE_BITS = 16  # key spaces up to 2^16 keys intern through a dense lookup table
 
 
 class LetterEncoder:
     """Interns (type id, predicate bits) into letters; knows which atoms each letter satisfies."""
 
-    def __init__(self, analysed: AnalysedQuery) -> None:
+    def __init__(self, analysed: AnalysedQuery, compiled: bool = False) -> None:
+        # compiled: build letters with the Cython passes (cercore_fast.letters), same letters
+        self.compiled = compiled
         self.leaves = analysed.leaves
         self.leaf_texts = [_leaf_text(p) for p in self.leaves]  # identity across queries
         # leaves that read one string attribute only run once per distinct string of a batch
@@ -81,21 +85,39 @@ class LetterEncoder:
             letter = self.letter_of_key[key] = len(self.atom_masks)
             self.atom_masks.append(self.key_mask(key))
             self.keys.append(key)
-            self._relevant = None
         return letter
 
-    def relevant(self, letters: np.ndarray) -> np.ndarray:
-        """Which of ``letters`` satisfy some atom (a letter that satisfies none is inert for
-        queries where ``inert_letters_skippable`` holds)."""
-        table = getattr(self, "_relevant", None)
+    def _relevant_table(self) -> np.ndarray:
+        """letter -> satisfies some atom (uint8)."""
+        table = getattr(self, "_relevant_u8", None)
         if table is None or len(table) != len(self.atom_masks):
-            table = self._relevant = np.array([m != 0 for m in self.atom_masks], dtype=bool)
-        return table[letters]
+            table = self._relevant_u8 = np.array([m != 0 for m in self.atom_masks], dtype=np.uint8)
+        return table
 
-    def read_mask(self, batch: Batch) -> np.ndarray:
+    def active(self, read: np.ndarray, letters: np.ndarray, pids: np.ndarray | None,
+               skip_inert: bool) -> np.ndarray:
+        """Offsets of the events the evaluator steps (int64, in order): read, in a partition
+        (``pids`` not NO_PARTITION, when given) and, with ``skip_inert``, whose letter
+        satisfies some atom (inert letters can be skipped when ``inert_letters_skippable``
+        holds)."""
+        relevant = self._relevant_table() if skip_inert else None
+        if self.compiled:
+            return _compiled().active_events(_bytes(read), letters, relevant, pids)
+        active = np.flatnonzero(read if pids is None else read & (pids != NO_PARTITION))
+        if relevant is not None:
+            active = active[relevant[letters[active]].astype(bool)]
+        return active
+
+    def read_mask(self, batch: Batch, shared: dict | None = None) -> np.ndarray:
         """Which events of the batch the query reads: a type it mentions, from a stream in
-        its FROM (or untagged)."""
-        return self.reads.mask(batch)
+        its FROM (or untagged). ``shared``: the per-batch cache of queries run together."""
+        if shared is None:
+            return self.reads.mask(batch)
+        key = ("read", self.reads.key)
+        read = shared.get(key)
+        if read is None:
+            read = shared[key] = self.reads.mask(batch)
+        return read.copy()  # callers unmark late events in their copy
 
     def encode(self, batch: Batch, shared: dict | None = None,
                read: np.ndarray | None = None) -> np.ndarray:
@@ -111,16 +133,12 @@ class LetterEncoder:
         if not self.vectorised_keys:
             self._encode_rows(batch, read, letters, shared)
             return letters
+        if self.compiled and self.dense is not None:
+            self._encode_compiled(batch, shared, read, letters)
+            return letters
         keys = batch.type_ids.astype(np.int64) << self.type_shift
         cols = batch.columns
-        for attr, leaves in self.string_groups:
-            # the group's bits for each distinct string, then one gather per event (a null
-            # string satisfies no leaf)
-            col = cols.values[attr]
-            per_value = _dictionary_columns(attr, col)
-            part = np.zeros(len(col.dictionary), dtype=np.int64)
-            for k in leaves:
-                part |= self._leaf(k, per_value, shared, attr).astype(np.int64) << k
+        for attr, col, part in self._group_parts(cols, shared):
             keys |= np.where(cols.valid[attr], part[col.codes], 0)
         for k in self.other_leaves:
             keys |= self._leaf(k, cols, shared).astype(np.int64) << k
@@ -130,8 +148,7 @@ class LetterEncoder:
         if self.dense is not None:
             got = self.dense[keys]
             if (got < 0).any():
-                for u in np.unique(keys[got < 0]).tolist():
-                    self.dense[u] = self.letter(u)
+                self._intern(keys[got < 0])
                 got = self.dense[keys]
             letters[read] = got
         else:
@@ -139,6 +156,41 @@ class LetterEncoder:
             lut = np.array([self.letter(int(u)) for u in uniq.tolist()], dtype=np.int32)
             letters[read] = lut[inverse]
         return letters
+
+    def _group_parts(self, cols: Columns, shared: dict | None):
+        """Per string group: (attribute, column, the group's key bits for each distinct
+        string) -- a leaf over one string runs once per distinct value; an event's bits are
+        ``part[code]`` (a null string satisfies no leaf)."""
+        for attr, leaves in self.string_groups:
+            col = cols.values[attr]
+            per_value = _dictionary_columns(attr, col)
+            part = np.zeros(len(col.dictionary), dtype=np.int64)
+            for k in leaves:
+                part |= self._leaf(k, per_value, shared, attr).astype(np.int64) << k
+            yield attr, col, part
+
+    def _intern(self, keys: np.ndarray) -> None:
+        """Letters for keys the dense table has not seen."""
+        for u in np.unique(keys).tolist():
+            self.dense[u] = self.letter(u)
+
+    def _encode_compiled(self, batch: Batch, shared: dict | None, read: np.ndarray,
+                         letters: np.ndarray) -> None:
+        """``encode`` through the Cython passes: the same keys and letters, no temporaries."""
+        fast = _compiled()
+        cols = batch.columns
+        groups = [(np.ascontiguousarray(col.codes, dtype=np.int32), _bytes(cols.valid[attr]),
+                   part) for attr, col, part in self._group_parts(cols, shared)]
+        leaves = [(_bytes(self._leaf(k, cols, shared)), k) for k in self.other_leaves]
+        streams = np.ascontiguousarray(batch.streams, dtype=np.int16) \
+            if self.stream_keyed and batch.streams is not None else None
+        keys = np.empty(batch.n, dtype=np.int64)
+        fast.letter_keys(np.ascontiguousarray(batch.type_ids, dtype=np.int32), self.type_shift,
+                         groups, leaves, streams, self.stream_shift, keys)
+        read8 = _bytes(read)
+        if fast.lookup_letters(read8, keys, self.dense, letters):
+            self._intern(keys[read & (letters < 0)])
+            fast.lookup_letters(read8, keys, self.dense, letters)
 
     def _leaf(self, k: int, cols: Columns, shared: dict | None, scope=None) -> np.ndarray:
         """Leaf ``k`` over ``cols``, through the shared cache when there is one."""
@@ -167,6 +219,17 @@ class LetterEncoder:
     @property
     def n_letters(self) -> int:
         return len(self.atom_masks)
+
+
+def _bytes(mask: np.ndarray) -> np.ndarray:
+    """A bool mask as contiguous uint8, the form the Cython passes read (no copy)."""
+    return np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
+
+
+def _compiled():
+    from cercore_fast import letters
+
+    return letters
 
 
 def _leaf_text(p) -> str:

@@ -9,7 +9,7 @@ end), each tagged with the name of its query.
 
 from __future__ import annotations
 
-import heapq
+import operator
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,9 @@ from cercore.runtime.output import ComplexEvent, MatchArrays
 if TYPE_CHECKING:
     from cercore.query import CompiledQuery
     from cercore.runtime.engine import Engine
+
+
+_END = operator.attrgetter("ce.end")
 
 
 class QueryMatch:
@@ -127,23 +130,30 @@ class MultiEngine:
         """Check time order once for all queries (truncating the batch before a bad event
         in raise mode); the per-batch cache of shared predicate results."""
         error = None
+        shared: dict = {}
         for order, users in self.time_orders:
             read = np.zeros(batch.n, dtype=bool)
-            for e in users:
-                read |= e.encoder.read_mask(batch)
+            for mask in {e.encoder.reads.key: e.encoder.reads for e in users}.values():
+                read |= mask.mask(batch)
             n_ok, err = order.check(batch, read)
             if err is not None:
                 error = err
                 batch.truncate(n_ok, err)
-        return error or batch.error, {}
+        return error or batch.error, shared
 
     def _run(self, batch: Batch) -> Iterator[QueryMatch]:
         error, shared = self._check(batch)
-        found = []
+        found: list[QueryMatch] = []
+        runs = 0  # queries that found something: one run needs no merge
         for name, engine in zip(self.names, self.engines):
-            found.append([QueryMatch(name, ce)
-                          for ce in engine._run(batch, shared, raises=False)])
+            n = len(found)
+            found.extend([QueryMatch(name, ce) for ce in engine._run(batch, shared, raises=False)])
+            runs += len(found) > n
         self.input.consumed(batch, batch.n)
-        yield from heapq.merge(*found, key=lambda m: m.ce.end)
+        if runs > 1:
+            # each query's matches are a sorted run; a stable sort merges the runs in C and
+            # keeps the queries' order for equal ends
+            found.sort(key=_END)
+        yield from found
         if error is not None:
             raise error
