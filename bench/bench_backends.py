@@ -68,7 +68,7 @@ def kernel_inputs(query, table):
     batches = []
     for batch in engine.input.batches(table):
         args, _, n_read = engine._prepare(batch)
-        batches.append(args[:5])  # active, pids, letters, times, first position
+        batches.append(args)
         engine._finish(batch, None, n_read)
     return engine, batches
 
@@ -76,7 +76,6 @@ def kernel_inputs(query, table):
 def kernel_rate(query, table, backend: str, repeat: int) -> tuple[float, int, int]:
     """(events/s, complex events, peak tECS nodes) of the evaluator alone."""
     ref, batches = kernel_inputs(query, table)
-    w = ref.window
     best, count, peak = float("inf"), 0, 0
     for _ in range(repeat):
         engine = query.engine(backend)  # fresh det/encoder/evaluator; letters are interned alike
@@ -85,8 +84,8 @@ def kernel_rate(query, table, backend: str, repeat: int) -> tuple[float, int, in
         ev = engine.evaluator
         count = peak = 0
         t0 = time.perf_counter()
-        for active, pids, letters, times, first in batches:
-            for _ in ev.run(active, pids, letters, times, first, w.epsilon, w.kind is not None):
+        for batch in batches:
+            for _ in ev.run(batch):
                 count += 1
             peak = max(peak, ev.memory_nodes())
         best = min(best, time.perf_counter() - t0)

@@ -19,7 +19,7 @@ cdef struct Table:
 cdef class CythonEvaluator:
     cdef public object det
     cdef public object encoder
-    cdef public bint reclaimed
+    cdef public bint reclaimed  # a reclamation pass ran since the last pop_reclaimed()
     cdef public int64_t last_tau
     cdef public int64_t compact_at
     cdef public int64_t reported  # complex events yielded so far (the engine counts deltas)
@@ -74,7 +74,7 @@ cdef class CythonEvaluator:
     cdef int64_t b_epsilon
     cdef bint b_windowed
     cdef int64_t b_limit  # complex events reported per event; -1: no LIMIT
-    cdef int b_consume  # 0 NONE, 1 ANY, 2 PARTITION
+    cdef int b_consume  # constants.CONSUME_NONE / CONSUME_ANY / CONSUME_PARTITION
     cdef int64_t left  # what LIMIT still allows for the current event
     cdef int64_t cur_pid
     cdef int64_t cur_pos
@@ -110,7 +110,6 @@ cdef class CythonEvaluator:
     cdef void recycle_new_lists(self) noexcept nogil
     cdef void new_list(self, size_t ns) noexcept nogil
     cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
-                    const int64_t[::1] t, int64_t first_position, object epsilon,
-                    bint windowed, int64_t limit, int consume) except *
+                    const int64_t[::1] t, object batch) except *
     cdef int advance_or_raise(self) except -1
     cdef void finish(self) noexcept

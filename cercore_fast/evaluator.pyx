@@ -42,9 +42,15 @@ import numpy as np
 
 from cercore.runtime.state import STATE_FORMAT, WORK_KEYS, EvaluatorState, check_pickled
 
-MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pass
-cdef int64_t C_UNBOUNDED_PAST = -4611686018427387904  # -(1 << 62)
-UNBOUNDED_PAST = C_UNBOUNDED_PAST
+from cercore.runtime import constants
+
+# the shared numbers, read once from their one definition (cercore.runtime.constants)
+MIN_COMPACTION = constants.MIN_COMPACTION
+UNBOUNDED_PAST = constants.UNBOUNDED_PAST
+cdef int64_t C_UNBOUNDED_PAST = constants.UNBOUNDED_PAST
+cdef int64_t INT64_MIN = constants.INT64_MIN
+cdef int CONSUME_NONE = constants.CONSUME_NONE
+cdef int CONSUME_ANY = constants.CONSUME_ANY
 OUTPUT_CAP = 1 << 16  # positions buffered before returning to Python
 
 cdef int32_t NO_STATE = -1
@@ -99,22 +105,22 @@ cdef class CythonEvaluator:
         self.trans = NULL
 
     # ---- per batch ---------------------------------------------------------------------------
-    def run(self, active, pids, letters, times, first_position, epsilon, windowed,
-            limit=-1, consume=0, view=None):
-        """Evaluate the batch's events at offsets ``active`` (in order) and yield
-        (start, end, positions) of every complex event, in the reference backend's order —
-        or, given a ``view`` (the engine's store snapshot), ComplexEvent views built in C.
-        ``limit`` and ``consume`` as in the reference (cercore.runtime.evaluator)."""
-        cdef const int64_t[::1] a = np.ascontiguousarray(active, dtype=np.int64)
-        cdef const int64_t[::1] p = np.ascontiguousarray(pids, dtype=np.int64)
-        cdef const int32_t[::1] l = np.ascontiguousarray(letters, dtype=np.int32)
-        cdef const int64_t[::1] t = np.ascontiguousarray(times, dtype=np.int64)
+    def run(self, batch, view=None):
+        """Evaluate the batch's events at offsets ``batch.active`` (in order; an
+        ``EvaluatorInput``) and yield (start, end, positions) of every complex event, in the
+        reference backend's order — or, given a ``view`` (the engine's store snapshot),
+        ComplexEvent views built in C. ``limit`` and ``consume`` as in the reference
+        (cercore.runtime.evaluator)."""
+        cdef const int64_t[::1] a = np.ascontiguousarray(batch.active, dtype=np.int64)
+        cdef const int64_t[::1] p = np.ascontiguousarray(batch.pids, dtype=np.int64)
+        cdef const int32_t[::1] l = np.ascontiguousarray(batch.letters, dtype=np.int32)
+        cdef const int64_t[::1] t = np.ascontiguousarray(batch.times, dtype=np.int64)
         cdef int code
         cdef Py_ssize_t i, j, lo, hi, n_out
         cdef object tup, v
         if a.shape[0] == 0:
             return
-        self.begin(a, p, l, t, first_position, epsilon, windowed, limit, consume)
+        self.begin(a, p, l, t, batch)
         try:
             while True:
                 code = self.advance_or_raise()
@@ -142,22 +148,21 @@ cdef class CythonEvaluator:
         finally:
             self.finish()
 
-    def run_arrays(self, active, pids, letters, times, first_position, epsilon, windowed,
-                   limit=-1, consume=0):
+    def run_arrays(self, batch):
         """``run`` in bulk: (start, end, offsets, positions) int64 arrays, complex event i having
         positions ``positions[offsets[i]:offsets[i + 1]]``; no Python object per complex
         event."""
-        cdef const int64_t[::1] a = np.ascontiguousarray(active, dtype=np.int64)
-        cdef const int64_t[::1] p = np.ascontiguousarray(pids, dtype=np.int64)
-        cdef const int32_t[::1] l = np.ascontiguousarray(letters, dtype=np.int32)
-        cdef const int64_t[::1] t = np.ascontiguousarray(times, dtype=np.int64)
+        cdef const int64_t[::1] a = np.ascontiguousarray(batch.active, dtype=np.int64)
+        cdef const int64_t[::1] p = np.ascontiguousarray(batch.pids, dtype=np.int64)
+        cdef const int32_t[::1] l = np.ascontiguousarray(batch.letters, dtype=np.int32)
+        cdef const int64_t[::1] t = np.ascontiguousarray(batch.times, dtype=np.int64)
         cdef int code
         cdef list starts = [], ends = [], offs = [], poss = []
         cdef int64_t base = 0
         if a.shape[0] == 0:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, np.zeros(1, dtype=np.int64), empty
-        self.begin(a, p, l, t, first_position, epsilon, windowed, limit, consume)
+        self.begin(a, p, l, t, batch)
         try:
             while True:
                 code = self.advance_or_raise()
@@ -186,8 +191,7 @@ cdef class CythonEvaluator:
         return np.concatenate(starts), np.concatenate(ends), offsets, positions
 
     cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
-                    const int64_t[::1] t, int64_t first_position, object epsilon,
-                    bint windowed, int64_t limit, int consume) except *:
+                    const int64_t[::1] t, object batch) except *:
         self.min_compaction = MIN_COMPACTION
         self.refresh_states()
         self.b_active = &a[0]
@@ -196,11 +200,11 @@ cdef class CythonEvaluator:
         self.b_times = &t[0]
         self.b_n = a.shape[0]
         self.b_i = 0
-        self.b_first = first_position
-        self.b_epsilon = epsilon if epsilon is not None else 0
-        self.b_windowed = windowed
-        self.b_limit = limit
-        self.b_consume = consume
+        self.b_first = batch.first_position
+        self.b_epsilon = batch.epsilon
+        self.b_windowed = batch.windowed
+        self.b_limit = batch.limit
+        self.b_consume = batch.consume
         self.enumerating = False
 
     cdef int advance_or_raise(self) except -1:
@@ -248,10 +252,10 @@ cdef class CythonEvaluator:
                         self.st_depth.push_back(0)
                     continue
                 self.enumerating = False
-                if self.b_consume != 0 and self.roots.size():
+                if self.b_consume != CONSUME_NONE and self.roots.size():
                     self.consume_after()
                 # the event is fully enumerated: reclamation may run now
-                if (self.b_windowed or self.b_consume != 0) \
+                if (self.b_windowed or self.b_consume != CONSUME_NONE) \
                         and self.arena.size >= self.compact_at:
                     if self.reclaim(self.cur_tau) < 0:
                         return NOMEM
@@ -260,7 +264,12 @@ cdef class CythonEvaluator:
                 return DONE
             k = self.b_active[self.b_i]
             t = self.b_times[k]
-            tau = t - self.b_epsilon if self.b_windowed else C_UNBOUNDED_PAST
+            if not self.b_windowed:
+                tau = C_UNBOUNDED_PAST
+            elif t < INT64_MIN + self.b_epsilon:  # t - epsilon would wrap: saturate
+                tau = INT64_MIN
+            else:
+                tau = t - self.b_epsilon
             pos = self.b_first + k
             rc = self.step(self.b_pids[k], self.b_letters[k], pos, t, tau)
             if rc == 1:
@@ -556,7 +565,7 @@ cdef class CythonEvaluator:
         if not matched:
             return
         # the partition(s) start afresh: no partial match, no strategy history
-        if self.b_consume == 1:
+        if self.b_consume == CONSUME_ANY:
             self.partitions.clear()
             self.pre.clear()
         else:
@@ -598,6 +607,12 @@ cdef class CythonEvaluator:
         self.reclaimed = True
         self.last_tau = tau
         return 0
+
+    def pop_reclaimed(self):
+        """Whether a reclamation pass ran since the last call."""
+        cdef bint reclaimed = self.reclaimed
+        self.reclaimed = False
+        return reclaimed
 
     def live_partitions(self):
         cdef set out = set()

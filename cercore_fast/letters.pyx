@@ -11,7 +11,10 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
 import numpy as np
 
-cdef int32_t NOT_READ = -1  # cercore.runtime.letters.NOT_READ
+from cercore.runtime import constants
+
+cdef int32_t NOT_READ = constants.NOT_READ
+cdef int64_t NO_PARTITION = constants.NO_PARTITION
 
 
 def letter_keys(const int32_t[::1] type_ids, int type_shift, list groups, list leaves,
@@ -80,7 +83,7 @@ def active_events(const uint8_t[::1] read, const int32_t[::1] letters, relevant,
     for i in range(n):
         if not read[i]:
             continue
-        if check_pid and pid[i] == -1:
+        if check_pid and pid[i] == NO_PARTITION:
             continue
         if check_rel and not rel[letters[i]]:
             continue

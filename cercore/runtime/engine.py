@@ -5,7 +5,7 @@ complex events. One engine evaluates one compiled query over one stream.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -13,19 +13,19 @@ from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import ConfigError, EventError
 from cercore.input import Batch, EventInput, ReadsInput
 from cercore.runtime.bindings import BindingSolver
-from cercore.runtime.evaluator import (
+from cercore.runtime.constants import (
     CONSUME_ANY,
     CONSUME_NONE,
     CONSUME_PARTITION,
     NO_LIMIT,
+    NO_PARTITION,
+    NOT_READ,
 )
-from cercore.runtime.letters import NOT_READ, LetterEncoder, inert_letters_skippable
+from cercore.runtime.interface import CompiledPlan, Evaluator, EvaluatorInput
+from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
 from cercore.runtime.output import ComplexEvent, MatchArrays
-from cercore.runtime.partitions import NO_PARTITION, PartitionIndex
+from cercore.runtime.partitions import PartitionIndex
 from cercore.runtime.store import EventStore
-
-if TYPE_CHECKING:
-    from cercore.query import CompiledQuery
 
 __all__ = ["NO_PARTITION", "Engine"]
 
@@ -38,7 +38,7 @@ class Engine(ReadsInput):
     each event completes, as soon as it arrives.
     """
 
-    def __init__(self, query: CompiledQuery, backend: str = "python", on_error: str = "raise",
+    def __init__(self, query: CompiledPlan, backend: str = "python", on_error: str = "raise",
                  type_column: str = "event_type", reorder_slack: int | None = None,
                  stream_column: str | None = None) -> None:
         self.query = query
@@ -74,7 +74,7 @@ class Engine(ReadsInput):
         self.consume = {None: CONSUME_NONE, "NONE": CONSUME_NONE, "ANY": CONSUME_ANY,
                         "PARTITION": CONSUME_PARTITION}[q.consume]
 
-    def _make_evaluator(self, backend: str):
+    def _make_evaluator(self, backend: str) -> Evaluator:
         if backend == "cython":
             from cercore_fast.evaluator import CythonEvaluator
 
@@ -180,7 +180,7 @@ class Engine(ReadsInput):
         evaluator = self.evaluator
         before = evaluator.reported
         try:
-            yield from evaluator.run(*args, view=self.store.view(self._bindings))
+            yield from evaluator.run(args, view=self.store.view(self._bindings))
         finally:
             self.n_complex_events += evaluator.reported - before
         self._finish(batch, error if raises else None, n_read)
@@ -189,14 +189,16 @@ class Engine(ReadsInput):
                     raises: bool = True) -> MatchArrays:
         args, error, n_read = self._prepare(batch, shared)
         view = self.store.view(self._bindings)
-        start, end, offsets, positions = self.evaluator.run_arrays(*args)
+        start, end, offsets, positions = self.evaluator.run_arrays(args)
         self.n_complex_events += len(start)
         out = MatchArrays(start, end, offsets, positions, view.times(start), view.times(end))
         self._finish(batch, error if raises else None, n_read)
         return out
 
-    def _prepare(self, batch: Batch, shared: dict | None = None):
-        """Letters, times and partitions of a batch, stored; the evaluator's arguments."""
+    def _prepare(self, batch: Batch, shared: dict | None = None
+                 ) -> tuple[EvaluatorInput, EventError | None, int]:
+        """Letters, times and partitions of a batch, stored: the evaluator's input, the
+        batch's error (raised after its good events) and how many events the query reads."""
         read = self.encoder.read_mask(batch, shared)
         n_ok, error = (batch.n, None) if self.time_order is None \
             else self.time_order.check(batch, read)  # unmarks (and skips) late events
@@ -211,13 +213,13 @@ class Engine(ReadsInput):
         active = self.encoder.active(read, letters,
                                      pids if self.partitions.partitioned else None,
                                      self.skip_inert)
-        args = (active, pids, letters, times, batch.first_position, self.window.epsilon,
-                self.window.kind is not None, self.limit, self.consume)
+        args = EvaluatorInput(active, pids, letters, times, batch.first_position,
+                              self.window.epsilon or 0, self.window.kind is not None,
+                              self.limit, self.consume)
         return args, error, int(np.count_nonzero(read))
 
     def _finish(self, batch: Batch, error: EventError | None, n_read: int) -> None:
-        if self.evaluator.reclaimed:
-            self.evaluator.reclaimed = False
+        if self.evaluator.pop_reclaimed():
             self.partitions.forget(self.evaluator.live_partitions())
             self.store.prune(self.evaluator.last_tau)
         self.input.consumed(batch, batch.n)

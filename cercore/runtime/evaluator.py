@@ -13,14 +13,18 @@ from collections.abc import Iterator
 import numpy as np
 
 from cercore.automata.determinize import NO_STATE, LazyDeterminiser
+from cercore.runtime.constants import (
+    CONSUME_ANY,
+    CONSUME_NONE,
+    MIN_COMPACTION,
+    UNBOUNDED_PAST,
+    window_start,
+)
+from cercore.runtime.interface import EvaluatorInput
 from cercore.runtime.letters import LetterEncoder
 from cercore.runtime.output import ComplexEvent
 from cercore.runtime.tecs import BOTTOM, NIL, OUTPUT, NodeArena
 
-MIN_COMPACTION = 1 << 14  # arena size below which reclamation is not worth a pass
-UNBOUNDED_PAST = -(1 << 62)  # tau when there is no window: nothing ever falls out of it
-NO_LIMIT = -1
-CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2
 # work counter (``work_counts`` key) -> the attribute the hot loop increments
 _WORK_ATTRIBUTES = {"events": "w_events", "transitions": "w_transitions",
                     "determinisation_misses": "w_misses", "nodes_bottom": "w_bottoms",
@@ -43,16 +47,14 @@ class PythonEvaluator:
         self.pre: dict[int, int] = {}  # partition -> pre state, where not the initial state
         self.partitions: dict[int, dict[int, list[int]]] = {}
         self.compact_at = MIN_COMPACTION
-        self.reclaimed = False  # set when a reclamation pass ran; the engine resets it
+        self.reclaimed = False  # a reclamation pass ran since the last pop_reclaimed()
         self.reported = 0  # complex events yielded so far (the engine counts deltas)
         self.last_tau = UNBOUNDED_PAST
         self.reset_work_counts()
 
     # ---- per batch ------------------------------------------------------------------------------
-    def run(self, active: np.ndarray, pids: np.ndarray, letters: np.ndarray, times: np.ndarray,
-            first_position: int, epsilon: int, windowed: bool, limit: int = NO_LIMIT,
-            consume: int = CONSUME_NONE, view=None) -> Iterator:
-        """Evaluate the batch's events at offsets ``active`` (in order) and yield
+    def run(self, batch: EvaluatorInput, view=None) -> Iterator:
+        """Evaluate the batch's events at offsets ``batch.active`` (in order) and yield
         (start, end, positions) of every complex event as soon as its last event is read —
         or, given a ``view`` (the engine's store snapshot), ``ComplexEvent`` views.
 
@@ -60,12 +62,14 @@ class PythonEvaluator:
         the enumeration order). ``consume``: after an event that completes a complex event
         (within the window, reported or not), discard every partial match (CONSUME_ANY) or
         those of the event's partition (CONSUME_PARTITION)."""
+        (active, pids, letters, times, first_position, epsilon, windowed, limit,
+         consume) = batch
         step, enumerate_ = self.step, self.enumerate
         make = ComplexEvent.view
         reclaiming = windowed or consume != CONSUME_NONE
         for k in active.tolist():
             t = int(times[k])
-            tau = t - epsilon if windowed else UNBOUNDED_PAST
+            tau = window_start(t, epsilon) if windowed else UNBOUNDED_PAST
             pos = first_position + k
             pid = int(pids[k])
             finals = step(pid, int(letters[k]), pos, t, tau)
@@ -93,9 +97,7 @@ class PythonEvaluator:
             if reclaiming and len(self.arena) >= self.compact_at:
                 self.reclaim(tau)
 
-    def run_arrays(self, active: np.ndarray, pids: np.ndarray, letters: np.ndarray,
-                   times: np.ndarray, first_position: int, epsilon: int, windowed: bool,
-                   limit: int = NO_LIMIT, consume: int = CONSUME_NONE
+    def run_arrays(self, batch: EvaluatorInput
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``run`` in bulk: (start, end, offsets, positions) int64 arrays; complex event i has
         positions ``positions[offsets[i]:offsets[i + 1]]``."""
@@ -103,8 +105,7 @@ class PythonEvaluator:
         ends: list[int] = []
         offsets = [0]
         positions: list[int] = []
-        for start, end, pos in self.run(active, pids, letters, times, first_position, epsilon,
-                                        windowed, limit, consume):
+        for start, end, pos in self.run(batch):
             starts.append(start)
             ends.append(end)
             positions.extend(pos)
@@ -290,6 +291,11 @@ class PythonEvaluator:
         self.compact_at = max(MIN_COMPACTION, 2 * len(self.arena))
         self.reclaimed = True
         self.last_tau = tau
+
+    def pop_reclaimed(self) -> bool:
+        """Whether a reclamation pass ran since the last call."""
+        reclaimed, self.reclaimed = self.reclaimed, False
+        return reclaimed
 
     def live_partitions(self) -> set[int]:
         return set(self.partitions) | set(self.pre)

@@ -16,11 +16,9 @@ from cercore.ceql.printer import format_pred
 from cercore.input import Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
 from cercore.predicates import eval_guard, evaluate_leaf
-from cercore.runtime.partitions import NO_PARTITION
+from cercore.runtime.constants import NO_PARTITION, NOT_READ
 from cercore.schema import AttrType
 
-# letter of an event the query does not read (other stream, skipped); cercore_fast/letters.pyx
-NOT_READ = -1
 DENSE_BITS = 16  # key spaces up to 2^16 keys intern through a dense lookup table
 
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from cercore.errors import ConfigError, EventError
 from cercore.input import Batch, EventInput
 from cercore.input.order import TimeOrder
+from cercore.runtime.engine import Engine
+from cercore.runtime.interface import CompiledPlan
 from cercore.runtime.output import ComplexEvent, MatchArrays
-
-if TYPE_CHECKING:
-    from cercore.query import CompiledQuery
-    from cercore.runtime.engine import Engine
-
 
 _END = operator.attrgetter("ce.end")
 
@@ -59,7 +56,7 @@ class MultiEngine:
     mapping name -> query, all over the same schema.
     """
 
-    def __init__(self, queries: Mapping[str, CompiledQuery], backend: str = "python",
+    def __init__(self, queries: Mapping[str, CompiledPlan], backend: str = "python",
                  on_error: str = "raise", type_column: str = "event_type",
                  reorder_slack: int | None = None, stream_column: str | None = None) -> None:
         if not queries:
@@ -69,10 +66,8 @@ class MultiEngine:
             raise ConfigError("queries evaluated together must share one schema")
         self.schema = first.schema
         self.names = list(queries)
-        self.engines: list[Engine] = [q.engine(backend, on_error=on_error,
-                                               type_column=type_column,
-                                               stream_column=stream_column)
-                                      for q in queries.values()]
+        self.engines = [Engine(q, backend, on_error, type_column, stream_column=stream_column)
+                        for q in queries.values()]
         self.backend = self.engines[0].backend
         windows = {e.order_attribute for e in self.engines} - {None}
         self.input = EventInput(self.schema, on_error, type_column, stream_column,

@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from cercore.input.columns import Columns, StringColumn
+from cercore.runtime.constants import NO_PARTITION
 from cercore.schema import AttrType, Schema
-
-NO_PARTITION = -1
 
 
 class PartitionIndex:

@@ -1,0 +1,22 @@
+"""Numbers the engine and both evaluator backends share, defined once: the Cython kernels
+(``cercore_fast/*.pyx``) read them from this module when they are imported."""
+
+from __future__ import annotations
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+# window start (tau) when the query has no window: every run's start is >= it, none expires
+UNBOUNDED_PAST = INT64_MIN
+NO_LIMIT = -1  # LIMIT absent: every complex event of an event is reported
+CONSUME_NONE, CONSUME_ANY, CONSUME_PARTITION = 0, 1, 2  # CONSUME BY (absent / ANY / PARTITION)
+NOT_READ = -1  # letter of an event the query does not read (other type or stream, skipped)
+NO_PARTITION = -1  # partition id of an event without its PARTITION BY key
+MIN_COMPACTION = 1 << 14  # tECS arena size below which reclamation is not worth a pass
+
+
+def window_start(time: int, epsilon: int) -> int:
+    """The oldest start time a run may have at ``time`` under a window of ``epsilon``:
+    ``time - epsilon``, saturated at INT64_MIN (times and windows are int64; the difference
+    of two may not be)."""
+    return max(time - epsilon, INT64_MIN)

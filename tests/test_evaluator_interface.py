@@ -1,0 +1,90 @@
+"""The engine <-> evaluator contract (cercore.runtime.interface): both backends satisfy it, the
+engine uses nothing else, and window arithmetic cannot wrap at the ends of int64 (issue 16,
+item 2: times near INT64_MIN, and runs starting far in the past without a window)."""
+
+from __future__ import annotations
+
+import pytest
+from strategies import SCHEMAS
+from support import BACKENDS
+
+import cercore
+from cercore.runtime import constants
+from cercore.runtime.interface import Evaluator
+
+MEMBERS = {name for name in dir(Evaluator) if not name.startswith("_")} | {
+    "backend", "reported", "last_tau"}
+
+
+class OnlyTheInterface:
+    """An evaluator seen through the interface only: any other member is an AttributeError."""
+
+    def __init__(self, evaluator) -> None:
+        self._evaluator = evaluator
+
+    def __getattr__(self, name: str):
+        if name not in MEMBERS:
+            raise AttributeError(f"the engine used {name!r}, which Evaluator does not declare")
+        return getattr(self._evaluator, name)
+
+
+def event(t: str, ts: int, k: int = 0) -> tuple[str, dict]:
+    attrs = {"v": 1, "w": 0.0, "s": "a", "b": True, "k": k, "g": 0, "ts": ts}
+    keep = {a for a, _ in SCHEMAS["seconds"].event_types[t].attributes}
+    return t, {a: v for a, v in attrs.items() if a in keep}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_both_backends_satisfy_the_interface(backend):
+    engine = cercore.compile("SELECT * FROM S WHERE A ; B", SCHEMAS["seconds"]).engine(backend)
+    assert isinstance(engine.evaluator, Evaluator)
+    for name in MEMBERS:
+        assert hasattr(engine.evaluator, name), name
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM S, T WHERE A ; B+ ; D PARTITION BY [k] WITHIN 5 SECONDS",
+    "SELECT * FROM S WHERE A ; B WITHIN 2 SECONDS CONSUME BY ANY LIMIT 1",
+    "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 2 SECONDS CONSUME BY PARTITION",
+    "SELECT * FROM S WHERE A ; B WITHIN 4 EVENTS",
+])
+def test_the_engine_uses_only_the_interface(backend, query):
+    events = [event("ABD"[i % 3], i // 2, i % 2) for i in range(40_000)]
+    compiled = cercore.compile(query, SCHEMAS["seconds"])
+    expected = [(ce.start, ce.end, ce.positions) for ce in compiled.engine(backend).process(events)]
+    engine = compiled.engine(backend)
+    engine.evaluator = OnlyTheInterface(engine.evaluator)
+    got = [(ce.start, ce.end, ce.positions, ce.bindings) for ce in engine.process(events)]
+    assert [g[:3] for g in got] == expected and expected
+    arrays = compiled.engine(backend)
+    arrays.evaluator = OnlyTheInterface(arrays.evaluator)
+    assert len(arrays.process_arrays(events)) == len(expected)
+    assert engine.stats["complex_events"] == len(expected)
+
+
+MIN, MAX = constants.INT64_MIN, constants.INT64_MAX
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("query,times,expected", [
+    # window start t - epsilon below INT64_MIN: saturates, the run is inside the window
+    ("SELECT * FROM S WHERE A ; B WITHIN 10 SECONDS", [MIN, MIN + 3], [(0, 1)]),
+    ("SELECT * FROM S WHERE A ; B WITHIN 2 SECONDS", [MIN, MIN + 3], []),
+    # huge windows: a span of exactly epsilon fits (inclusive), one more does not
+    (f"SELECT * FROM S WHERE A ; B WITHIN {1 << 62} SECONDS", [MIN, MIN + (1 << 62)], [(0, 1)]),
+    (f"SELECT * FROM S WHERE A ; B WITHIN {1 << 62} SECONDS", [MIN, MIN + (1 << 62) + 1], []),
+    (f"SELECT * FROM S WHERE A ; B WITHIN {1 << 62} SECONDS", [MIN, MIN, MAX], []),
+    ("SELECT * FROM S WHERE A ; B WITHIN 5 SECONDS", [MAX - 5, MAX], [(0, 1)]),
+    # no window: runs that start before -2^62 (the old "unbounded past") are reported
+    ("SELECT * FROM S WHERE A ; B", [MIN, -(1 << 62) - 1, MAX], [(0, 2)]),
+    ("SELECT * FROM S WHERE A ; C", [MIN, MIN + 1, MIN + 2], [(0, 2)]),
+])
+def test_window_arithmetic_at_the_ends_of_int64(backend, query, times, expected):
+    types = "ACB" if len(times) == 3 else "AB"
+    if "A ; C" in query:
+        types = "ABC"
+    events = [event(t, ts) for t, ts in zip(types, times)]
+    got = [(ce.start, ce.end) for ce in
+           cercore.compile(query, SCHEMAS["seconds"]).engine(backend).process(events)]
+    assert got == expected
