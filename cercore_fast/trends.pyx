@@ -88,14 +88,20 @@ def _clause(plan, adj):
     return (adj.pred_var, adj.succ_var, _OPS[op], left.attr, right.attr)
 
 
+def uncompiled_reason(plan):
+    """Why the kernel does not compile ``plan`` (the reference then runs it), or None."""
+    if any(_clause(plan, a) is None for a in plan.adjacent):
+        return ("a predicate on adjacent events other than P.a op NEXT(S).b over numbers")
+    if len(plan.vars) > MAX_VARS:
+        return f"more than {MAX_VARS} variables"
+    if plan.semantics == "next" and plan.next_algorithm == "paper":
+        return "the paper's algorithm for skip-till-next-match (next_algorithm='paper')"
+    return None
+
+
 def make_aggregators(plan):
-    """The compiled ``Kernel`` of the plan when it compiles, else the reference's
-    ``Aggregators``."""
-    clauses = [_clause(plan, a) for a in plan.adjacent]
-    if (any(c is None for c in clauses) or len(plan.vars) > MAX_VARS
-            or (plan.semantics == "next" and plan.next_algorithm == "paper")):
-        return reference.Aggregators(plan)
-    return Kernel(plan, clauses)
+    """The compiled ``Kernel`` of the plan; only for plans ``uncompiled_reason`` accepts."""
+    return Kernel(plan, [_clause(plan, a) for a in plan.adjacent])
 
 
 cdef void *_resize(void *p, size_t nbytes) except NULL:

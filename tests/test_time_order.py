@@ -109,3 +109,52 @@ def test_backwards_time_without_a_time_window_is_never_silent(backend, text):
     got = [ce.positions for ce in engine.process(events)]
     assert got == [(0, 2)]
     assert engine.stats["skipped_by_reason"] == {"time goes backwards": 1}
+
+
+# ---- watermarks: advance(t) --------------------------------------------------------------
+def ab(*spec):
+    return [(t, {"k": 0, "ts": ts}) for t, ts in spec]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_advance_releases_what_the_slack_holds_and_makes_earlier_events_late(backend):
+    q = cercore.compile(QUERIES[0], SCHEMA)
+    engine = q.engine(backend, reorder_slack=10)
+    assert list(engine.process(ab(("A", 5), ("B", 7), ("A", 6)))) == []  # all held back
+    released = engine.advance(7)
+    assert sorted((ce.start, ce.end) for ce in released) == [(0, 2), (1, 2)]
+    assert engine.last_time == 7
+    with pytest.raises(cercore.EventError, match="too late"):
+        engine.push("B", {"k": 0, "ts": 6})
+    skipping = q.engine(backend, reorder_slack=10, on_error="skip")
+    list(skipping.process(ab(("A", 5))))
+    skipping.advance(9)
+    assert skipping.push("B", {"k": 0, "ts": 8}) == []
+    assert skipping.stats["skipped_by_reason"] == {"late beyond the reorder slack": 1}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_advance_without_slack_and_its_errors(backend):
+    q = cercore.compile(QUERIES[0], SCHEMA)
+    engine = q.engine(backend)
+    list(engine.process(ab(("A", 1))))
+    assert engine.advance(3) == [] and engine.last_time == 3
+    with pytest.raises(cercore.EventError, match="time goes backwards"):
+        engine.push("B", {"k": 0, "ts": 2})
+    with pytest.raises(cercore.EventError, match=r"advance\(2\) is before"):
+        engine.advance(2)
+    with pytest.raises(cercore.ConfigError, match="integer time"):
+        engine.advance(2.5)
+    untimed = cercore.compile("SELECT * FROM S WHERE A ; B",
+                              cercore.Schema.parse(DECL)).engine(backend)
+    with pytest.raises(cercore.ConfigError, match="needs event time"):
+        untimed.advance(1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_multi_engine_advance(backend):
+    multi = cercore.multi_engine(QUERIES[:2], SCHEMA, backend=backend, reorder_slack=10)
+    assert list(multi.process(ab(("A", 5), ("B", 7)))) == []
+    assert [(m.query, m.start, m.end) for m in multi.advance(7)] == [("q0", 0, 1), ("q1", 0, 1)]
+    with pytest.raises(cercore.EventError):
+        multi.push("B", {"k": 0, "ts": 6})

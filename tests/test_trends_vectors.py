@@ -281,9 +281,17 @@ def test_explain_names_granularity_and_reason():
                                              ("WHERE NEXT(A).y > B.x", True),
                                              ("WHERE B.x + 1 < NEXT(A).y", False)])
 def test_cython_kernel_compiles_simple_adjacent_predicates(where, compiled):
+    """What the kernel does not compile runs on the reference, and says so."""
     fast = pytest.importorskip("cercore_fast.trends")
     q = compile_trend(f"RETURN COUNT(*) PATTERN {PAT} {where}", SCHEMA)
-    assert isinstance(fast.make_aggregators(q.plan), fast.Kernel) == compiled
+    assert (fast.uncompiled_reason(q.plan) is None) == compiled
+    engine = q.engine("cython")
+    assert engine.backend == ("cython" if compiled else "python")
+    assert (engine.stats["backend_note"] is None) == compiled
+    assert isinstance(engine.aggregators, fast.Kernel) == compiled
+    assert ("backend: cython" in q.explain("cython")) == compiled
+    if not compiled:
+        assert "does not cover a predicate on adjacent events" in q.explain("cython")
     events = stream(RUNNING, b2={"x": 1}, b6={"x": 10}, a3={"y": 5}, a4={"y": 5},
                     a7={"y": 5}, a1={"y": 5})
     assert q.run(events, backend="cython") == q.run(events, backend="python")

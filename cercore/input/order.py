@@ -132,6 +132,14 @@ class ReorderBuffer:
         """Release everything still buffered (end of stream)."""
         return list(self._release_all())
 
+    def advance(self, t: int) -> list[tuple[str, dict, str | None]]:
+        """A watermark: no event earlier than ``t`` follows. Release the buffered events up to
+        ``t``; later events before ``t`` are too late."""
+        released = list(self._release(t))
+        if self.released_time is None or t > self.released_time:
+            self.released_time = t
+        return released
+
 
 def records_of(events: Any, type_column: str, declared: dict[str, dict],
                stream: str | None = None, stream_column: str | None = None) -> Iterator:

@@ -100,6 +100,11 @@ class EventInput:
         if self.reorder is not None:
             yield from self._record_batches(iter(self.reorder.flush()))
 
+    def advance(self, t: int) -> Iterator[Batch]:
+        """A watermark at time ``t``: the events a reorder slack holds up to ``t``."""
+        if self.reorder is not None:
+            yield from self._record_batches(iter(self.reorder.advance(t)))
+
     def _arrow_batches(self, table, stream: str | None) -> Iterator[Batch]:
         col = self.stream_column
         chunks = table.to_batches(max_chunksize=self.batch_size) \
@@ -164,3 +169,26 @@ class ReadsInput:
     def last_time(self) -> int | None:
         """The time of the last event read (or of the last watermark), None before any."""
         return None if self.time_order is None else self.time_order.last
+
+    def _watermark(self, t: int) -> Iterator[Batch]:
+        """``advance(t)``'s input side: check ``t``, release what a reorder slack holds up to
+        it (as batches for the engine to evaluate), then no event before ``t`` is accepted."""
+        t = checked_watermark(t, self.time_order)
+        yield from self.input.advance(t)
+        self.time_order.last = max(t, self.time_order.last if self.time_order.last is not None
+                                   else t)
+
+
+def checked_watermark(t: Any, order: TimeOrder | None) -> int:
+    """``t`` as a watermark for a stream whose time ``order`` is checked: an int not before
+    the last event's time (ConfigError without event time, EventError when it goes back)."""
+    if order is None:
+        raise ConfigError("advance() needs event time: the schema names no time attribute "
+                          "(without one, time is the input position)")
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
+        raise ConfigError(f"advance() takes an integer time, not {t!r}")
+    t = int(t)
+    if order.last is not None and t < order.last:
+        raise EventError(f"advance({t}) is before the last event's time {order.last}",
+                         field=order.attribute)
+    return t

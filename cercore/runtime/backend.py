@@ -25,8 +25,10 @@ BACKEND = "cython" if CYTHON_AVAILABLE else "python"
 
 
 def resolve_backend(requested: str) -> str:
-    """Map ``"auto" | "python" | "cython"`` to the backend that will run."""
-    from cercore.errors import CercoreError
+    """Map ``"auto" | "python" | "cython"`` to the backend that will run (every engine:
+    CEQL, multi-query and trend). ConfigError for an unknown name, or "cython" when the
+    extension is not built or ``CERCORE_PURE_PYTHON`` is set."""
+    from cercore.errors import ConfigError
 
     if requested == "auto":
         return BACKEND
@@ -36,6 +38,6 @@ def resolve_backend(requested: str) -> str:
         if not CYTHON_AVAILABLE:
             reason = ("CERCORE_PURE_PYTHON is set" if PURE_PYTHON
                       else "the cercore_fast extension is not built")
-            raise CercoreError(f"backend 'cython' requested but {reason}")
+            raise ConfigError(f"backend 'cython' requested but {reason}")
         return "cython"
-    raise CercoreError(f"unknown backend {requested!r}; use 'auto', 'python' or 'cython'")
+    raise ConfigError(f"unknown backend {requested!r}; use 'auto', 'python' or 'cython'")

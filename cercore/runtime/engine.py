@@ -118,6 +118,12 @@ class Engine(ReadsInput):
         without one) and return the complex events they complete."""
         return [ce for batch in self.input.flush() for ce in self._run(batch)]
 
+    def advance(self, t: int) -> list[ComplexEvent]:
+        """A watermark: no event earlier than time ``t`` follows. Evaluates the events a
+        reorder slack holds up to ``t`` and returns the complex events they complete; from
+        now on an event before ``t`` is late (raised, or skipped and counted)."""
+        return [ce for batch in self._watermark(t) for ce in self._run(batch)]
+
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: events received, read by the query, skipped (with reasons), complex events,

@@ -18,6 +18,7 @@ import numpy as np
 from cercore.errors import ConfigError, EventError
 from cercore.input import Batch, EventInput
 from cercore.input.order import TimeOrder
+from cercore.input.source import checked_watermark
 from cercore.runtime.engine import Engine
 from cercore.runtime.interface import CompiledPlan
 from cercore.runtime.output import ComplexEvent, MatchArrays
@@ -97,6 +98,15 @@ class MultiEngine:
     def flush(self) -> list[QueryMatch]:
         """End of stream: the events a reorder slack still holds back."""
         return [m for batch in self.input.flush() for m in self._run(batch)]
+
+    def advance(self, t: int) -> list[QueryMatch]:
+        """A watermark at time ``t`` for every query (see ``Engine.advance``)."""
+        for order, _ in self.time_orders or [(None, None)]:
+            t = checked_watermark(t, order)
+        out = [m for batch in self.input.advance(t) for m in self._run(batch)]
+        for order, _ in self.time_orders:
+            order.last = max(t, order.last if order.last is not None else t)
+        return out
 
     def process_arrays(self, events: Any, stream: str | None = None) -> dict[str, MatchArrays]:
         """``process`` in bulk: query name -> ``MatchArrays``."""

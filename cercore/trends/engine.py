@@ -25,26 +25,25 @@ from typing import Any
 
 import numpy as np
 
-from cercore.errors import ConfigError, EventError
+from cercore.errors import EventError
 from cercore.input import EventInput, ReadFilter, ReadsInput, skips
+from cercore.runtime.backend import resolve_backend
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
 
 
-def resolve_backend(backend: str) -> str:
-    """"python" | "cython" | "auto" (Cython when the extension is built)."""
-    if backend not in ("auto", "python", "cython"):
-        raise ConfigError(f"backend must be 'auto', 'python' or 'cython', not {backend!r}")
-    if backend == "python":
-        return backend
-    try:
-        import cercore_fast.trends  # noqa: F401
-    except ImportError:
-        if backend == "cython":
-            raise
-        return "python"
-    from cercore.runtime.backend import BACKEND
-    return "cython" if backend == "cython" or BACKEND == "cython" else "python"
+def trend_backend(plan: TrendPlan, requested: str) -> tuple[str, str | None]:
+    """The backend that will run ``plan`` ("auto" | "python" | "cython", resolved as for
+    CEQL queries), and why it is the reference when the compiled kernel does not cover the
+    plan's shape (None otherwise)."""
+    backend = resolve_backend(requested)
+    if backend == "cython":
+        from cercore_fast.trends import uncompiled_reason
+
+        reason = uncompiled_reason(plan)
+        if reason is not None:
+            return "python", f"the compiled kernel does not cover {reason}"
+    return backend, None
 
 
 def aggregators(plan: TrendPlan, backend: str):
@@ -117,7 +116,8 @@ class TrendEngine(ReadsInput):
                  stream_column: str | None = None) -> None:
         self.plan = plan
         self.schema = plan.schema
-        self.backend = resolve_backend(backend)
+        # backend_note: why the reference runs although Cython was available (else None)
+        self.backend, self.backend_note = trend_backend(plan, backend)
         self.aggregators = aggregators(plan, self.backend)
         self.time_attribute = self.schema.time_attribute
         self.type_column = type_column
@@ -189,17 +189,12 @@ class TrendEngine(ReadsInput):
         """A watermark: no event earlier than time ``t`` will follow, so every window ending
         at or before ``t`` closes now; its rows. Lets a quiet stream (or a heartbeat) emit
         results without waiting for the next event."""
-        if self.time_attribute is None:
-            raise ValueError("advance() needs a time attribute: without one, time is the "
-                             "input position")
-        if self.last_time is not None and t < self.last_time:
-            raise ValueError(f"advance({t}) is before the last event's time {self.last_time}")
+        rows = [row for batch in self._watermark(t) for row in self._run_batch(batch)]
         if self.pending_time is not None and t > self.pending_time:
             self._apply_pending()
-        self.time_order.last = t
         if self.plan.window is None:
-            return []
-        return self._close_until(t)
+            return rows
+        return rows + self._close_until(self.last_time)
 
     def flush(self) -> list[dict]:
         """End of stream: the events a reorder slack still holds, then the rows of every
@@ -212,6 +207,16 @@ class TrendEngine(ReadsInput):
         """The aggregate vector of one window of one partition given all its events
         ``(time, vars, attrs)`` at once, in time order (the Spark batch path)."""
         return reference.aggregate_with(self.aggregators, events)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """Counters: events received, skipped (with reasons), the backend (and
+        ``backend_note``: why the reference runs, if it does), and what the engine holds
+        (``state_size()``)."""
+        log = self.input.skips
+        return {"events": self.position, "skipped": log.count,
+                "skipped_by_reason": dict(log.by_reason), "backend": self.backend,
+                "backend_note": self.backend_note, **self.state_size()}
 
     def state_size(self) -> dict[str, int]:
         """What the engine holds: open windows, their aggregators, the events stored by

@@ -142,7 +142,7 @@ def run(args) -> int:
         print("cercore-bench cogra: window sizes and --windows must be positive",
               file=sys.stderr)
         return 2
-    from cercore.trends.engine import resolve_backend
+    from cercore.runtime.backend import resolve_backend
 
     backend = resolve_backend(args.backend)
     results = []

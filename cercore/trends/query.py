@@ -7,7 +7,7 @@ from typing import Any
 from cercore.schema import Schema
 from cercore.trends import ast
 from cercore.trends.analysis import SEMANTICS_TEXT, TrendPlan, analyse
-from cercore.trends.engine import TrendEngine, resolve_backend
+from cercore.trends.engine import TrendEngine, trend_backend
 from cercore.trends.parse import parse_trend_query
 
 
@@ -94,8 +94,8 @@ class CompiledTrendQuery:
                 state += (" + the stored T_e events of the window" if p.semantics == "any"
                           else " + the T_e events still waiting for their successor")
         lines.append(f"state per (window, partition): {state}")
-        chosen = resolve_backend(backend)
-        lines.append(f"backend: {chosen}")
+        chosen, note = trend_backend(self.plan, backend)
+        lines.append(f"backend: {chosen}" + (f" ({note})" if note else ""))
         lines.append("counts: exact -- " + (
             "int64 with overflow checks; a window that would overflow goes on with Python "
             "integers" if chosen == "cython" else "Python integers"))
