@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cercore.automata.cea import CEA, SKIP, compile_cea, strict
 from cercore.ceql.analysis import AnalysedQuery, analyse
@@ -14,6 +14,9 @@ from cercore.predicates import format_guard
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.output import ComplexEvent
 from cercore.schema import Schema
+
+if TYPE_CHECKING:
+    from cercore.trends.query import CompiledTrendQuery
 
 
 class CompiledQuery:
@@ -51,11 +54,14 @@ class CompiledQuery:
     def warnings(self) -> list[str]:
         return list(self.analysed.warnings)
 
-    def engine(self, backend: str = "auto", on_error: str = "raise",
+    def engine(self, backend: str = "auto", *, on_error: str = "raise",
                type_column: str = "event_type", reorder_slack: int | None = None,
                stream_column: str | None = None):
-        """A fresh engine. ``backend``: "auto" | "python" | "cython"; ``on_error``: "raise"
-        (EventError on a bad event) or "skip" (skip it and count it in ``engine.stats``);
+        """A fresh engine: ``process(events)`` yields complex events as they complete,
+        ``push(type, attrs)`` takes one event, ``advance(t)`` is a watermark, ``flush()`` ends
+        the stream, ``stats`` counts. ``backend``: "auto" | "python" | "cython";
+        ``on_error``: "raise" (EventError on a bad event) or "skip" (skip it and count it in
+        ``engine.stats``);
         ``reorder_slack``: buffer events and evaluate them in time order, tolerating events up
         to that much late (in the time attribute's units; see cercore.input.order);
         ``stream_column``: in tabular input, the column naming each event's stream."""
@@ -63,6 +69,12 @@ class CompiledQuery:
 
         return Engine(self, resolve_backend(backend), on_error, type_column, reorder_slack,
                       stream_column)
+
+    def run(self, events: Any, *, backend: str = "auto", on_error: str = "raise",
+            reorder_slack: int | None = None) -> list[ComplexEvent]:
+        """Every complex event over ``events`` (the whole stream)."""
+        engine = self.engine(backend, on_error=on_error, reorder_slack=reorder_slack)
+        return list(engine.process(events)) + engine.flush()
 
     # ---- explain --------------------------------------------------------------------------
     def atom_text(self, atom) -> str:
@@ -121,20 +133,33 @@ _STRATEGY_TEXT = {
 }
 
 
-def compile(query: str, schema: Schema | str, **schema_options: Any) -> CompiledQuery:
+def compile(query: str, schema: Schema | str, *, next_algorithm: str | None = None,
+            **schema_options: Any) -> CompiledQuery | CompiledTrendQuery:
     """Parse, check and compile ``query`` against ``schema`` (a Schema or declaration text;
-    ``schema_options`` such as ``time_attribute=`` apply when it is text)."""
-    return CompiledQuery(query, Schema.coerce(schema, **schema_options))
+    ``schema_options`` such as ``time_attribute=`` apply when it is text). A CEQL query
+    (``SELECT ...``) gives a ``CompiledQuery``, a trend aggregation query (``RETURN ...
+    PATTERN ...``) a ``CompiledTrendQuery``; both have ``engine()``, ``run()`` and
+    ``explain()``. ``next_algorithm`` is a trend query option (see
+    ``cercore.trends.compile_trend``)."""
+    from cercore.trends.parse import is_trend_query
+    from cercore.trends.query import CompiledTrendQuery
+
+    schema = Schema.coerce(schema, **schema_options)
+    if isinstance(query, str) and is_trend_query(query):
+        return CompiledTrendQuery(query, schema, next_algorithm or "exact")
+    if next_algorithm is not None:
+        raise ConfigError("next_algorithm applies to trend queries (RETURN ... PATTERN ...), "
+                          "not to CEQL queries")
+    return CompiledQuery(query, schema)
 
 
 def run(query: str, schema: Schema | str, events: Iterable | Any, *, backend: str = "auto",
         on_error: str = "raise", reorder_slack: int | None = None,
-        **schema_options: Any) -> list[ComplexEvent]:
-    """Compile ``query`` and evaluate it over ``events`` (the whole stream); return every
-    complex event."""
-    engine = compile(query, schema, **schema_options).engine(backend, on_error,
-                                                              reorder_slack=reorder_slack)
-    return list(engine.process(events)) + engine.flush()
+        **schema_options: Any) -> list[ComplexEvent] | list[dict]:
+    """Compile ``query`` and evaluate it over ``events`` (the whole stream): every complex
+    event of a CEQL query, every result row of a trend query."""
+    return compile(query, schema, **schema_options).run(
+        events, backend=backend, on_error=on_error, reorder_slack=reorder_slack)
 
 
 def multi_engine(queries: Sequence[CompiledQuery | str] | Mapping[str, CompiledQuery | str],

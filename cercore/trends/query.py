@@ -31,7 +31,7 @@ class CompiledTrendQuery:
         head = ["window_start", "window_end"] if self.plan.window else []
         return head + list(self.plan.group_by) + [str(a) for a, _, _ in self.plan.aggregates]
 
-    def engine(self, backend: str = "auto", on_error: str = "raise",
+    def engine(self, backend: str = "auto", *, on_error: str = "raise",
                type_column: str = "event_type", reorder_slack: int | None = None,
                stream_column: str | None = None) -> TrendEngine:
         """A fresh engine: ``process(events)`` yields rows as windows close, ``advance(t)``
@@ -41,9 +41,10 @@ class CompiledTrendQuery:
         return TrendEngine(self.plan, backend, on_error, type_column, reorder_slack,
                            stream_column)
 
-    def run(self, events: Any, backend: str = "auto", on_error: str = "raise") -> list[dict]:
+    def run(self, events: Any, *, backend: str = "auto", on_error: str = "raise",
+            reorder_slack: int | None = None) -> list[dict]:
         """Every result row over ``events`` (the whole stream)."""
-        return self.engine(backend, on_error).run(events)
+        return self.engine(backend, on_error=on_error, reorder_slack=reorder_slack).run(events)
 
     def explain(self, backend: str = "auto") -> str:
         """The automaton, the predicate classes, the window and the granularity choice."""
@@ -114,4 +115,4 @@ def run_trend(text: str, schema: Schema | str, events: Any, *, backend: str = "a
               next_algorithm: str = "exact", **schema_options: Any) -> list[dict]:
     """Compile ``text`` and return every result row over ``events``."""
     return compile_trend(text, schema, next_algorithm=next_algorithm,
-                         **schema_options).run(events, backend)
+                         **schema_options).run(events, backend=backend)
