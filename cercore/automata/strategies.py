@@ -1,7 +1,7 @@
 """Selection strategies NEXT, LAST and MAX as automata (Foundations §6.4, App. C.3), built lazily.
 
-The definitions (notes/seed-003-foundations.md §4.2, the corrected ones) compare every complex
-event that ends at the same event, over the whole (partition's) stream: NEXT keeps the
+The definitions (Foundations §4, as its examples and App. C.3 intend; docs/DESIGN.md) compare
+every complex event that ends at the same event, over the whole (partition's) stream: NEXT keeps the
 ≤next-maximum, LAST the ≤last-maximum, MAX the ⊆-maximal ones. The constructions simulate the
 base automaton from the start of the stream, so they need the run that has not started yet:
 the *pre-run*, sitting in the initial state q0 with a TRUE/∘ self-loop.

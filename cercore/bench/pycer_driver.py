@@ -5,8 +5,8 @@ event file, in its own interpreter; print one JSON line with what it found and h
                                         [--clock wall|cpu]
 
 It uses only the standard library and pycer (no cercore), so it runs in a bare 3.13 venv.
-Building pycer's event objects is excluded from the timing (the notes measured ~5.5 µs per event
-for it); timed: ``send_events`` plus ``get_output`` on a fresh server, best of R.
+Building pycer's event objects is excluded from the timing (about 5.5 µs per event
+on this machine); timed: ``send_events`` plus ``get_output`` on a fresh server, best of R.
 The JSON line is the last line of stdout (pycer prints a logging note first).
 Output: ``{"events", "complex_events", "seconds", "intervals"}`` where ``intervals`` are the
 sorted [start, end] pairs pycer printed (window time domain: attribute values for

@@ -1,8 +1,9 @@
 """Distributed CER with predicate-based push-pull plans (PrePP; Purtzel, Akili, Weidlich,
-DEBS 2022, as corrected in the project's notes): network model, queries in PrePP's fragment,
-plans, the cost model in the paper's literal and the sink-aware mode, planners, a
-discrete-event network simulator evaluating at the sink with the cercore engine, rate and
-selectivity estimation, generators, and a Spark batch realisation (``cercore.network.spark``).
+DEBS 2022; corrections to the printed paper in docs/network.md): network model, queries in
+PrePP's fragment, plans, the cost model in the paper's literal and the sink-aware mode,
+planners, a discrete-event network simulator evaluating at the sink with the cercore engine,
+rate and selectivity estimation, generators, and a Spark batch realisation
+(``cercore.network.spark``).
 See docs/network.md."""
 
 from cercore.network.cost import (

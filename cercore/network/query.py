@@ -254,7 +254,7 @@ class NetQuery:
         """R(q) by the paper's inductive formulas. ``pair_sigma(a, b)`` gives σ_{a,b}.
         ``literal=True`` applies σ(o_c) over every pair under each operator (re-applying the
         inner pairs, as printed); the default applies each pair once, at the lowest operator
-        that joins it (the note's pitfall 3)."""
+        that joins it (the printed formulas count inner pairs again; docs/network.md)."""
         return _rate(self.root, rate, pair_sigma, literal)[0]
 
     def __str__(self) -> str:

@@ -2,7 +2,7 @@
 
 Pure Python (no pyspark import), so the choice can be explained and tested anywhere.
 
-The three plans (shared/notes/seed-001-aggregates.md §2.2, §2.3, §2.5):
+The three plans ("Aggregates are all you need", §4 T-CER, keyed and ordered evaluation):
 
 * **keyed** — PARTITION BY: one engine per key, each over its key's events in (time, seq)
   order. Exact whenever nothing crosses keys: the engine evaluates partitions independently,
@@ -11,7 +11,7 @@ The three plans (shared/notes/seed-001-aggregates.md §2.2, §2.3, §2.5):
   in one key discards runs in all keys) or WITHIN n EVENTS (it counts the events of all keys).
 * **tcer** — the T-CER construction for queries whose matches span at most ε (WITHIN,
   inclusive): overlapping slices [l, l + WS) with l = k·WA, WS = WA + D_C − 1 and D_C = ε + 1
-  (WITHIN is ≤, T-CER's span bound is <: the note's pitfall 1). Each slice runs a fresh engine;
+  (WITHIN is ≤, T-CER's span bound is <, hence the + 1). Each slice runs a fresh engine;
   a match is kept only by the slice l* = ⌊start / WA⌋·WA (the last slice that holds it), so it
   is reported exactly once. Exact when the matches found in a slice do not depend on what came
   before the slice: ALL/ANY/STRICT, no CONSUME BY, no LIMIT. The slice coordinate is the

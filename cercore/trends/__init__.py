@@ -1,4 +1,5 @@
-"""Trend aggregation (COGRA, Poppe et al. SIGMOD 2019, as corrected by notes/seed-002):
+"""Trend aggregation (COGRA, Poppe et al. SIGMOD 2019; where cercore departs
+from the printed paper is in docs/trends.md):
 COUNT/SUM/MIN/MAX/AVG over every trend a Kleene pattern matches, computed without building
 the trends.
 

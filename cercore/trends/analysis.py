@@ -379,7 +379,7 @@ def choose_granularity(plan: TrendPlan) -> None:
     elif plan.semantics == "next" and plan.next_algorithm == "paper":
         plan.granularity = "pattern-grained"
         plan.reason = ("skip-till-next-match, paper compatibility mode (Algorithm 3: last "
-                       "matched event only); may undercount, see note seed-002 §3.3")
+                       "matched event only); may undercount, see docs/trends.md")
     elif plan.semantics == "next":
         plan.event_grained = te
         if te:

@@ -6,8 +6,8 @@ partitions to GROUP BY groups.
 Events are not kept: each timestamp group of a partition updates the aggregators of the
 ``ceil(size / slide)`` windows that contain it and is dropped, so memory is O(open windows x
 partitions x l) for the type- and pattern-grained algorithms, plus the stored events of the
-event-grained variables of the mixed granularity (inherent to it, note seed-002 §3.2). Events
-with equal timestamps form one group (strict temporal order, pitfall 2), so the engine holds
+event-grained variables of the mixed granularity (inherent to it, COGRA §5). Events
+with equal timestamps form one group (COGRA §2.1: events are strictly ordered), so the engine holds
 the current timestamp's events until time moves on.
 
 A window's result rows are emitted once time passes its end (or at ``flush``). Only

@@ -107,7 +107,7 @@ def compile_trend(text: str, schema: Schema | str, *, next_algorithm: str = "exa
                   **schema_options: Any) -> CompiledTrendQuery:
     """Parse, check and plan a trend aggregation query. ``next_algorithm="paper"`` runs
     skip-till-next-match with the paper's Algorithm 3 (compatibility mode; it can undercount,
-    see the note seed-002 §3.3) instead of the exact waiting-set algorithm."""
+    see docs/trends.md) instead of the exact waiting-set algorithm for Definition 2.6."""
     return CompiledTrendQuery(text, Schema.coerce(schema, **schema_options), next_algorithm)
 
 

@@ -1,7 +1,7 @@
 """Pure-Python reference aggregators (exact: Python ints never overflow).
 
 One aggregator holds the online state of ONE window of ONE partition -- COGRA's runtime
-executor (note seed-002 §2): events update it and are discarded, so its size is O(l) for the
+executor (COGRA §3): events update it and are discarded, so its size is O(l) for the
 type- and pattern-grained algorithms and O(l + stored events) for the event-grained variables
 of the mixed granularity. It is fed the filtered, partitioned stream ``I`` one timestamp group
 at a time: ``update(group)`` with ``group`` the events at one timestamp, in arrival order, as
@@ -12,8 +12,8 @@ aggregate vector over every trend ending in the window so far: ``[COUNT(*), fiel
 
 Events with equal timestamps are never adjacent (strict order), so each timestamp group is one
 update: every new aggregate is computed from the state *before* the group, then the group's
-updates are applied (note seed-002, pitfall 2; this also gives the snapshot semantics that
-renamed variables need, pitfall 8).
+updates are applied (COGRA §2.1 assumes a strict order; its example of a variable renamed
+"B+ ; B" needs the same snapshot updates).
 
 ``cercore_fast.trends`` is the compiled twin; it promotes a window to these classes (via
 ``restore``) when its int64 arithmetic would overflow.
@@ -136,7 +136,7 @@ class AnyAggregator:
 
 
 class NextAggregator:
-    """Exact skip-till-next-match (note seed-002 §3.3): a waiting set of trend ends that have
+    """Exact skip-till-next-match (COGRA Definition 2.6): a waiting set of trend ends that have
     not met their successor yet. The first later event ANY-adjacent to a waiting end takes it
     (every such event at that timestamp), and the end stops waiting. Per-variable sums for
     variables outside T_e, waiting events for T_e."""
@@ -193,8 +193,9 @@ class NextAggregator:
 class NextPaperAggregator:
     """The paper's Algorithm 3 under skip-till-next-match (compatibility mode): only the last
     matched event is kept. It undercounts when a later event is not adjacent to the last
-    matched one (note seed-002 §3.3, examples 7-8). Timestamps are not batched: an event is
-    adjacent to the last matched one only if strictly later, which ``time`` tracks."""
+    matched one (COGRA §6, Algorithm 3, against Definition 2.6; docs/trends.md). Timestamps
+    are not batched: an event is adjacent to the last matched one only if strictly later,
+    which ``time`` tracks."""
 
     def __init__(self, plan: TrendPlan) -> None:
         self.plan = plan
