@@ -29,7 +29,6 @@ COORD = PREFIX + "coord"    # T-CER slice coordinate (time or position)
 WM = PREFIX + "wm"          # streaming: event time as a timestamp, for the watermark
 US = PREFIX + "us"          # streaming: that timestamp in microseconds
 
-OUTPUT_FIELDS = ("partition", "start", "end", "start_time", "end_time", "positions")
 
 
 @dataclass

@@ -20,7 +20,6 @@ from cercore.trends import ast
 
 SEMANTICS_TEXT = {"any": "skip-till-any-match", "next": "skip-till-next-match",
                   "contiguous": "contiguous"}
-AGG_FUNCS = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 
 
 @dataclass
