@@ -158,3 +158,32 @@ def test_multi_engine_advance(backend):
     assert [(m.query, m.start, m.end) for m in multi.advance(7)] == [("q0", 0, 1), ("q1", 0, 1)]
     with pytest.raises(cercore.EventError):
         multi.push("B", {"k": 0, "ts": 6})
+
+
+# ---- a read type without the window's attribute (issue 16, item 4) ----------------------
+PARTIAL = "CREATE STREAM S { EVENT A { x:int, v:int }, EVENT B { x:int }, EVENT C { v:int } }"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_type_without_the_window_attribute_is_read_but_not_timed(backend):
+    """C lacks x: its events are part of the stream (they break ``:``) but carry no time, so
+    they are neither rejected nor skipped, and never widen a window."""
+    events = [("C", {"v": 0}), ("A", {"x": 1, "v": 0}), ("C", {"v": 3}), ("B", {"x": 2}),
+              ("C", {"v": 1}), ("B", {"x": 9})]
+    for query, expected in [("SELECT * FROM S WHERE A ; B WITHIN 5 [x]", [(1, 3)]),
+                            ("SELECT * FROM S WHERE A : B WITHIN 5 [x]", []),
+                            ("SELECT * FROM S WHERE A ; C ; B WITHIN 5 EVENTS",
+                             [(1, 3), (1, 5), (1, 5)])]:
+        q = cercore.compile(query, PARTIAL)
+        for on_error in ("raise", "skip"):
+            engine = q.engine(backend, on_error=on_error)
+            assert [(ce.start, ce.end) for ce in engine.process(events)] == expected, query
+            assert engine.stats["skipped"] == 0
+        multi = cercore.multi_engine([q], backend=backend)
+        assert [(m.start, m.end) for m in multi.process(events)] == expected
+    adjacent = cercore.compile("SELECT * FROM S WHERE A : B WITHIN 5 [x]", PARTIAL)
+    assert [(ce.start, ce.end) for ce in adjacent.engine(backend).process(
+        [("A", {"x": 1, "v": 0}), ("B", {"x": 2})])] == [(0, 1)]
+    windowed = cercore.compile("SELECT * FROM S WHERE A ; B WITHIN 5 [x]", PARTIAL)
+    with pytest.raises(cercore.EventError, match="time goes backwards"):
+        list(windowed.engine(backend).process(events + [("B", {"x": 8})]))

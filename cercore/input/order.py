@@ -29,16 +29,28 @@ from cercore.errors import ConfigError, EventError
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
 from cercore.input.tabular import is_tabular, tabular_rows
+from cercore.runtime.constants import INT64_MIN
 from cercore.runtime.output import Event
 
 
 class TimeOrder:
-    """The last event time seen, and the check that batches do not go back before it."""
+    """The last event time seen, and the check that batches do not go back before it.
 
-    def __init__(self, attribute: str, reject) -> None:
+    Only events of the types that declare the time attribute (``carriers``, a bool lookup by
+    type id; None: every type) carry a time: the others -- types a query reads without using
+    them, such as a declared type lacking the window's attribute -- are not checked, and take
+    the time of the last event before them that has one (``times``)."""
+
+    def __init__(self, attribute: str, reject, carriers: np.ndarray | None = None) -> None:
         self.attribute = attribute
         self.reject = reject  # EventDecoder.reject: True when a bad event is skipped
+        self.carriers = carriers  # type id -> declares the attribute (last entry: SKIPPED)
         self.last: int | None = None
+        self.before: int | None = None  # ``last`` before the latest check (for ``times``)
+
+    def timed(self, batch: Batch, read: np.ndarray) -> np.ndarray:
+        """The events of ``read`` whose type carries a time."""
+        return read if self.carriers is None else read & self.carriers[batch.type_ids]
 
     def check(self, batch: Batch, read: np.ndarray) -> tuple[int, EventError | None]:
         """Check the time of the events marked in ``read`` (a bool mask, updated in place:
@@ -47,8 +59,8 @@ class TimeOrder:
         attr = self.attribute
         vals = batch.columns.values[attr]
         ok = batch.columns.valid[attr]
-        last = self.last
-        idx = np.flatnonzero(read)
+        last = self.before = self.last
+        idx = np.flatnonzero(self.timed(batch, read))
         if not idx.size:
             return batch.n, None
         tv = vals[idx]
@@ -74,6 +86,22 @@ class TimeOrder:
             batch.type_ids[k] = SKIPPED
         self.last = last
         return batch.n, None
+
+    def times(self, batch: Batch, read: np.ndarray) -> np.ndarray:
+        """The time of every event of a checked batch (int64): its own where its type carries
+        one, else that of the last read event before it with one (of earlier batches, or
+        INT64_MIN before any), so times never go back and an event without a time widens no
+        window."""
+        values = batch.columns.values[self.attribute].astype(np.int64, copy=False)
+        if self.carriers is None:
+            return values
+        timed = self.timed(batch, read)
+        if timed.all() or not read.any():
+            return values
+        carried = np.where(timed, values, INT64_MIN)
+        if self.before is not None and len(carried):
+            carried[0] = max(int(carried[0]), self.before)
+        return np.maximum.accumulate(carried)
 
 
 class ReorderBuffer:

@@ -56,8 +56,13 @@ class EventInput:
         return self.decoder.skips
 
     def time_order(self, attribute: str) -> TimeOrder:
-        """A time-order check on ``attribute`` that skips or raises as this input does."""
-        return TimeOrder(attribute, self.decoder.reject)
+        """A time-order check on ``attribute`` that skips or raises as this input does, over
+        the events of the types that declare it."""
+        carriers = np.zeros(len(self.schema.type_names) + 1, dtype=bool)
+        for name in self.schema.type_names:
+            et = self.schema.event_types[name]
+            carriers[et.id] = et.has(attribute)
+        return TimeOrder(attribute, self.decoder.reject, None if carriers[:-1].all() else carriers)
 
     def consumed(self, batch: Batch, n: int) -> None:
         """The engine evaluated the first ``n`` events of ``batch``."""

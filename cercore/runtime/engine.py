@@ -60,6 +60,7 @@ class Engine(ReadsInput):
                                 self.order_attribute)
         self.time_order = (self.input.time_order(self.order_attribute)
                            if self.order_attribute is not None else None)
+        self.checks_time = True  # False when a MultiEngine checks the shared time order
         self.tick = 0  # query-read events so far (EVENTS windows count these)
         self.partitions = PartitionIndex(self.schema, self.analysed.partition_by)
         self.store = EventStore(self.schema, self.report_time,
@@ -206,7 +207,7 @@ class Engine(ReadsInput):
         """Letters, times and partitions of a batch, stored: the evaluator's input, the
         batch's error (raised after its good events) and how many events the query reads."""
         read = self.encoder.read_mask(batch, shared)
-        n_ok, error = (batch.n, None) if self.time_order is None \
+        n_ok, error = (batch.n, None) if self.time_order is None or not self.checks_time \
             else self.time_order.check(batch, read)  # unmarks (and skips) late events
         error = error or batch.error
         if n_ok < batch.n:
@@ -236,7 +237,6 @@ class Engine(ReadsInput):
     def _times(self, batch: Batch, read: np.ndarray) -> np.ndarray:
         if self.window.kind == "events":
             return self.tick + np.cumsum(read, dtype=np.int64) - 1
-        attr = self.order_attribute
-        if attr is not None:
-            return batch.columns.values[attr].astype(np.int64, copy=False)
+        if self.time_order is not None:
+            return self.time_order.times(batch, read)
         return np.zeros(batch.n, dtype=np.int64)

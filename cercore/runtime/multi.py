@@ -79,9 +79,10 @@ class MultiEngine:
         self.time_orders: list[tuple[TimeOrder, list[Engine]]] = []
         for attr in sorted(windows):
             users = [e for e in self.engines if e.order_attribute == attr]
-            self.time_orders.append((self.input.time_order(attr), users))
-        for e in self.engines:
-            e.time_order = None
+            order = self.input.time_order(attr)
+            self.time_orders.append((order, users))
+            for e in users:
+                e.time_order, e.checks_time = order, False
 
     # ---- public API ---------------------------------------------------------------------
     def process(self, events: Any, stream: str | None = None) -> Iterator[QueryMatch]:
