@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cercore.errors import ConfigError, EventError
+from cercore.errors import CercoreError, ConfigError, EventError
 from cercore.input.batch import Batch
 from cercore.input.decode import UNKNOWN_STREAM, EventDecoder, string_codes
 from cercore.input.order import RAW, ReorderBuffer, TimeOrder, records_of
@@ -164,6 +164,42 @@ class ReadsInput:
 
     input: EventInput
     time_order: TimeOrder | None
+    # inside a batch (a process() generator suspended in it) / a batch was left half done
+    _busy = False
+    _abandoned = False
+
+    def _usable(self) -> None:
+        """Refuse to start anything while a batch is half done: new input, a watermark, the
+        end of the stream, a pickle or a backend move would see (or freeze) an engine whose
+        evaluator has stepped part of a batch that its input position does not cover."""
+        if self._busy:
+            raise CercoreError(
+                "this engine is in the middle of a batch: a process() generator is suspended "
+                "in it; exhaust or close it before feeding, advancing, flushing, pickling or "
+                "moving the engine")
+        if self._abandoned:
+            raise CercoreError(
+                "a process() generator of this engine was closed (or failed) in the middle of "
+                "a batch, so the engine has evaluated part of it; start a new engine or restore "
+                "a checkpoint taken between batches")
+
+    def _guarded(self, batch_output: Iterator) -> Iterator:
+        """Run one batch's generator: refused while another is half done; if it stops before
+        the batch is finished (closed, or an error other than a bad event's), the engine is
+        left refusing further use instead of continuing from an inconsistent state."""
+        self._usable()
+        self._busy = True
+        finished = False
+        try:
+            yield from batch_output
+            finished = True
+        except CercoreError:
+            finished = True  # raised once the batch's good events are evaluated: consistent
+            raise
+        finally:
+            self._busy = False
+            if not finished:
+                self._abandoned = True
 
     @property
     def position(self) -> int:

@@ -95,8 +95,9 @@ class Engine(ReadsInput):
 
         With a reorder slack, events are evaluated once the slack has passed them; call
         ``flush()`` at the end of the stream to evaluate what is still buffered."""
+        self._usable()
         for batch in self.input.batches(events, stream):
-            yield from self._run(batch)
+            yield from self._guarded(self._run(batch))
 
     def process_arrays(self, events: Any, stream: str | None = None) -> MatchArrays:
         """``process`` in bulk: every complex event of ``events`` as numpy arrays (see
@@ -104,6 +105,7 @@ class Engine(ReadsInput):
         complex event. Not available with a reorder slack."""
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")
+        self._usable()
         return MatchArrays.concat([self._run_arrays(b)
                                    for b in self.input.batches(events, stream)])
 
@@ -117,13 +119,15 @@ class Engine(ReadsInput):
     def flush(self) -> list[ComplexEvent]:
         """End of stream: evaluate the events a reorder slack still holds back (no-op
         without one) and return the complex events they complete."""
-        return [ce for batch in self.input.flush() for ce in self._run(batch)]
+        self._usable()
+        return [ce for batch in self.input.flush() for ce in self._guarded(self._run(batch))]
 
     def advance(self, t: int) -> list[ComplexEvent]:
         """A watermark: no event earlier than time ``t`` follows. Evaluates the events a
         reorder slack holds up to ``t`` and returns the complex events they complete; from
         now on an event before ``t`` is late (raised, or skipped and counted)."""
-        return [ce for batch in self._watermark(t) for ce in self._run(batch)]
+        self._usable()
+        return [ce for batch in self._watermark(t) for ce in self._guarded(self._run(batch))]
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -155,7 +159,8 @@ class Engine(ReadsInput):
     # ---- pickling and backend moves ------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         """The evaluator pickles itself in the backend-neutral format
-        (``cercore.runtime.state``)."""
+        (``cercore.runtime.state``). Refused while a batch is half done (see ``_usable``)."""
+        self._usable()
         return self.__dict__.copy()
 
     def __setstate__(self, state: dict[str, Any]) -> None:

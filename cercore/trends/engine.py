@@ -158,6 +158,7 @@ class TrendEngine(ReadsInput):
 
     # ---- pickling: the compiled tests are rebuilt from the plan ----------------------------
     def __getstate__(self) -> dict[str, Any]:
+        self._usable()
         state = self.__dict__.copy()
         del state["_match_plan"]
         return state
@@ -177,8 +178,9 @@ class TrendEngine(ReadsInput):
         Arrow table, in time order -- or within the reorder slack); yield the rows of every
         window that closes. ``stream`` tags every event with that stream (tabular input may
         name each event's stream in ``stream_column``); FROM reads only its streams."""
+        self._usable()
         for batch in self.input.batches(events, stream):
-            yield from self._run_batch(batch)
+            yield from self._guarded(self._run_batch(batch))
 
     def push(self, event_type: str, attributes: dict[str, Any],
              stream: str | None = None) -> list[dict]:
@@ -189,7 +191,9 @@ class TrendEngine(ReadsInput):
         """A watermark: no event earlier than time ``t`` will follow, so every window ending
         at or before ``t`` closes now; its rows. Lets a quiet stream (or a heartbeat) emit
         results without waiting for the next event."""
-        rows = [row for batch in self._watermark(t) for row in self._run_batch(batch)]
+        self._usable()
+        rows = [row for batch in self._watermark(t)
+                for row in self._guarded(self._run_batch(batch))]
         if self.pending_time is not None and t > self.pending_time:
             self._apply_pending()
         if self.plan.window is None:
@@ -199,7 +203,9 @@ class TrendEngine(ReadsInput):
     def flush(self) -> list[dict]:
         """End of stream: the events a reorder slack still holds, then the rows of every
         window still open."""
-        rows = [row for batch in self.input.flush() for row in self._run_batch(batch)]
+        self._usable()
+        rows = [row for batch in self.input.flush()
+                for row in self._guarded(self._run_batch(batch))]
         self._apply_pending()
         return rows + self._close_until(None)
 
