@@ -186,10 +186,11 @@ def cmd_run(args) -> int:
                   f"{PROG}: warning: {w}", file=sys.stderr)
     if args.input == "-":
         table = read_events(sys.stdin.buffer, schema, args.input_format or "csv",
-                            type_column=args.type_column, stream_column=args.stream_column)
+                            type_column=args.type_column, stream_column=args.stream_column,
+                            on_error=args.on_error)
     else:
         table = read_events(args.input, schema, args.input_format, type_column=args.type_column,
-                            stream_column=args.stream_column)
+                            stream_column=args.stream_column, on_error=args.on_error)
     options = dict(backend=args.backend, on_error=args.on_error, type_column=args.type_column,
                    reorder_slack=args.reorder_slack, stream_column=args.stream_column)
     engine = (next(iter(queries.values())).engine(**options) if len(queries) == 1

@@ -61,7 +61,8 @@ def guess_format(path: str | os.PathLike) -> str:
 
 # ---- reading -------------------------------------------------------------------------------
 def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str | None = None,
-                type_column: str = "event_type", stream_column: str | None = None):
+                type_column: str = "event_type", stream_column: str | None = None, *,
+                on_error: str = "raise"):
     """Read an event file into a ``pyarrow.Table`` typed by ``schema``.
 
     ``path`` is a file name or a binary file object (then ``format`` is required). ``format`` is
@@ -69,7 +70,15 @@ def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str
     ``EventError`` for a column no event type declares, a missing type column, or a value that
     does not convert (naming the line or row and the column). ``stream_column`` names an
     optional string column with each event's stream (see ``CompiledQuery.engine``).
+
+    With ``on_error="skip"``, a CSV or JSON row whose values do not convert (or a malformed
+    line) does not fail the file: the row stays in place with its problem in the column
+    ``cercore.input.REJECT_COLUMN``, and an engine run with ``on_error="skip"`` skips that
+    event and counts it as "unreadable in the file" (with ``"raise"``, it raises there), so
+    positions still index the file's rows.
     """
+    if on_error not in ("raise", "skip"):
+        raise CercoreError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     if format is None:
         if not isinstance(path, (str, os.PathLike)):
             raise CercoreError("read_events: give format= when reading from a file object")
@@ -86,8 +95,10 @@ def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str
                                f"choose another {role} column")
     if stream_column is not None:  # read like a string attribute that no event type declares
         types = {**types, stream_column: AttrType.STRING}
-    reader = {"csv": _read_csv, "jsonl": _read_jsonl, "parquet": _read_parquet}[format]
-    return reader(path, types, type_column)
+    if format == "parquet":  # typed columns: a bad value is a file-level problem
+        return _read_parquet(path, types, type_column)
+    reader = {"csv": _read_csv, "jsonl": _read_jsonl}[format]
+    return reader(path, types, type_column, on_error == "skip")
 
 
 def _name(path) -> str:
@@ -109,7 +120,7 @@ def _check_columns(columns: list[str], types: dict[str, AttrType], type_column: 
                          + ", ".join(repr(c) for c in columns), field=type_column)
 
 
-def _read_csv(path, types: dict[str, AttrType], type_column: str):
+def _read_csv(path, types: dict[str, AttrType], type_column: str, lenient: bool = False):
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -135,6 +146,9 @@ def _read_csv(path, types: dict[str, AttrType], type_column: str):
     try:
         return pacsv.read_csv(io.BytesIO(data), read_options=read, convert_options=convert)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        if lenient:
+            return _rows_table(_csv_rows(data, header, types, type_column, where), header,
+                               types, type_column)
         _diagnose_csv(data, header, types, type_column, where)
         raise EventError(f"{where}: {exc}") from None
 
@@ -142,6 +156,15 @@ def _read_csv(path, types: dict[str, AttrType], type_column: str):
 def _diagnose_csv(data: bytes, header: list[str], types: dict[str, AttrType], type_column: str,
                   where: str) -> None:
     """Find the first bad cell with the csv module (slow path, only after Arrow failed)."""
+    for _, problem in _csv_rows(data, header, types, type_column, where):
+        if problem is not None:
+            raise problem
+
+
+def _csv_rows(data: bytes, header: list[str], types: dict[str, AttrType], type_column: str,
+              where: str) -> Iterator[tuple[dict[str, Any], EventError | None]]:
+    """Every data row with the csv module (slow path, only after Arrow failed): its values
+    (converted; None where empty or bad) and the row's first problem, if any."""
     text = data.decode("utf-8-sig", "replace")
     reader = csv.reader(io.StringIO(text, newline=""))
     next(reader, None)
@@ -150,14 +173,52 @@ def _diagnose_csv(data: bytes, header: list[str], types: dict[str, AttrType], ty
         if not row:
             continue
         if len(row) != len(header):
-            raise EventError(f"{where}, line {line}: expected {len(header)} fields, "
-                             f"found {len(row)}")
+            yield {}, EventError(f"{where}, line {line}: expected {len(header)} fields, "
+                                 f"found {len(row)}")
+            continue
+        values: dict[str, Any] = {}
+        problem = None
         for col, cell in zip(header, row):
-            if col == type_column or cell == "":
-                continue
-            if not _cell_ok(cell, types[col]):
-                raise EventError(f"{where}, line {line} (row {row_number}), column {col!r}: "
-                                 f"cannot read {cell!r} as {types[col].value}", field=col)
+            if cell == "":
+                values[col] = None
+            elif col == type_column:
+                values[col] = cell
+            elif _cell_ok(cell, types[col]):
+                values[col] = _cell_value(cell, types[col])
+            else:
+                values[col] = None
+                problem = problem or EventError(
+                    f"{where}, line {line} (row {row_number}), column {col!r}: cannot read "
+                    f"{cell!r} as {types[col].value}", field=col)
+        yield values, problem
+
+
+def _cell_value(cell: str, t: AttrType) -> Any:
+    if t is AttrType.STRING:
+        return cell
+    if t is AttrType.BOOL:
+        return cell in _TRUE
+    return int(cell) if t is AttrType.INT else float(cell)
+
+
+def _rows_table(rows: Iterable[tuple[dict[str, Any], EventError | None]], columns: list[str],
+                types: dict[str, AttrType], type_column: str):
+    """A table of converted rows; a row with a problem keeps its place, nulled, with the
+    problem's message in REJECT_COLUMN."""
+    import pyarrow as pa
+
+    from cercore.input import REJECT_COLUMN
+
+    data: dict[str, list] = {c: [] for c in columns}
+    rejected: list[str | None] = []
+    for values, problem in rows:
+        for c in columns:
+            data[c].append(None if problem is not None else values.get(c))
+        rejected.append(None if problem is None else str(problem))
+    arrays = {c: pa.array(data[c], type=pa.string() if c == type_column
+                          else _arrow_type(types[c])) for c in columns}
+    arrays[REJECT_COLUMN] = pa.array(rejected, type=pa.string())
+    return pa.table(arrays)
 
 
 def _cell_ok(cell: str, t: AttrType) -> bool:
@@ -172,9 +233,7 @@ def _cell_ok(cell: str, t: AttrType) -> bool:
     return t is not AttrType.INT or -(2**63) <= int(cell) < 2**63
 
 
-def _read_jsonl(path, types: dict[str, AttrType], type_column: str):
-    import pyarrow as pa
-
+def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: bool = False):
     where = _name(path)
     data = path.read() if hasattr(path, "read") else Path(path).read_bytes()
     text = decode_utf8(data, where) if isinstance(data, bytes) else data
@@ -191,41 +250,53 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str):
     else:
         records = _json_lines(text, where)
         unit = "line"
-    columns: dict[str, list] = {type_column: []}
-    n = 0
+    rows: list[tuple[dict[str, Any], EventError | None]] = []
+    columns = [type_column]  # in order of first appearance
     for number, obj in records:
-        if not isinstance(obj, dict):
-            raise EventError(f"{where}, {unit} {number}: expected a JSON object, "
-                             f"got {type(obj).__name__}")
-        for key in obj:
+        values, problem = _json_row(obj, types, type_column, f"{where}, {unit} {number}")
+        if problem is not None and not lenient:
+            raise problem
+        for key in values:
             if key not in columns:
-                if key != type_column and key not in types:
-                    raise EventError(f"{where}, {unit} {number}: column {key!r} is not an "
-                                     "attribute of any event type" + did_you_mean(key, types),
-                                     field=key)
-                columns[key] = [None] * n
-        for key, values in columns.items():
-            v = obj.get(key)
-            if v is not None:
-                if key == type_column:
-                    if not isinstance(v, str):
-                        raise EventError(f"{where}, {unit} {number}: {type_column!r} must be a "
-                                         f"string, got {v!r}", field=key)
-                else:
-                    v = _json_value(v, types[key])
-                    if v is _BAD:
-                        raise EventError(
-                            f"{where}, {unit} {number}, column {key!r}: cannot read "
-                            f"{obj[key]!r} as {types[key].value}", field=key)
-            values.append(v)
-        n += 1
-    if n and all(v is None for v in columns[type_column]):
+                columns.append(key)
+        rows.append((values, problem))
+    if rows and all(v.get(type_column) is None for v, p in rows if p is None) \
+            and any(p is None for _, p in rows):
         raise EventError(f"{where}: no {type_column!r} key (the event type) in any object",
                          field=type_column)
-    arrays = {type_column: pa.array(columns.pop(type_column), type=pa.string())}
-    for key in sorted(columns, key=list(types).index):
-        arrays[key] = pa.array(columns[key], type=_arrow_type(types[key]))
-    return pa.table(arrays)
+    ordered = [type_column] + sorted(columns[1:], key=list(types).index)
+    table = _rows_table(rows, ordered, types, type_column)
+    return table if any(p is not None for _, p in rows) else table.drop_columns(
+        [table.column_names[-1]])
+
+
+def _json_row(obj: Any, types: dict[str, AttrType], type_column: str, where: str
+              ) -> tuple[dict[str, Any], EventError | None]:
+    """One JSON object's values, converted, and its first problem (values of a bad row are
+    dropped; a key no event type declares fails the file)."""
+    if isinstance(obj, EventError):  # a malformed line
+        return {}, obj
+    if not isinstance(obj, dict):
+        return {}, EventError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    values: dict[str, Any] = {}
+    for key, v in obj.items():
+        if key != type_column and key not in types:
+            raise EventError(f"{where}: column {key!r} is not an attribute of any event type"
+                             + did_you_mean(key, types), field=key)
+        if v is None:
+            values[key] = None
+        elif key == type_column:
+            if not isinstance(v, str):
+                return {}, EventError(f"{where}: {type_column!r} must be a string, got {v!r}",
+                                      field=key)
+            values[key] = v
+        else:
+            converted = _json_value(v, types[key])
+            if converted is _BAD:
+                return {}, EventError(f"{where}, column {key!r}: cannot read {v!r} as "
+                                      f"{types[key].value}", field=key)
+            values[key] = converted
+    return values, None
 
 
 def decode_utf8(data: bytes, where: str) -> str:
@@ -239,16 +310,18 @@ def decode_utf8(data: bytes, where: str) -> str:
 
 
 def _json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) per non-blank line; an EventError in place of the object
+    for a malformed line (the caller raises it, or keeps the row as rejected)."""
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             yield number, json.loads(line)
         except json.JSONDecodeError as exc:
-            raise EventError(f"{where}, line {number}: invalid JSON ({exc.msg}, "
-                             f"column {exc.colno})") from None
+            yield number, EventError(f"{where}, line {number}: invalid JSON ({exc.msg}, "
+                                     f"column {exc.colno})")
         except RecursionError:
-            raise EventError(f"{where}, line {number}: JSON nested too deeply") from None
+            yield number, EventError(f"{where}, line {number}: JSON nested too deeply")
 
 
 _BAD = object()

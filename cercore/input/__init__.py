@@ -8,10 +8,11 @@
 
 from cercore.input.batch import SKIPPED, Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
-from cercore.input.decode import EventDecoder
+from cercore.input.decode import REJECT_COLUMN, EventDecoder, Rejected
 from cercore.input.order import ReorderBuffer, TimeOrder
 from cercore.input.skips import SkipLog
 from cercore.input.source import BATCH_SIZE, EventInput, ReadsInput
 
-__all__ = ["BATCH_SIZE", "SKIPPED", "Batch", "Columns", "EventDecoder", "EventInput",
-           "ReadFilter", "ReadsInput", "ReorderBuffer", "SkipLog", "StringColumn", "TimeOrder"]
+__all__ = ["BATCH_SIZE", "REJECT_COLUMN", "SKIPPED", "Batch", "Columns", "EventDecoder",
+           "EventInput", "ReadFilter", "ReadsInput", "Rejected", "ReorderBuffer", "SkipLog",
+           "StringColumn", "TimeOrder"]

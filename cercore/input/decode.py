@@ -34,6 +34,21 @@ _MISSING = object()
 _EXACT = {AttrType.INT: int, AttrType.DOUBLE: float, AttrType.STRING: str, AttrType.BOOL: bool}
 
 
+# A file reader that skips bad rows (cercore.io, on_error="skip") keeps each one in place, so
+# positions still index the file, and names its problem in this column; the decoder rejects
+# the row with that message (raised, or skipped and counted as UNREADABLE) in stream order.
+REJECT_COLUMN = "__cercore_rejected__"
+
+
+class Rejected:
+    """A record standing for a row a reader rejected (the records form of REJECT_COLUMN)."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
 class EventDecoder:
     """Validates input events against the schema and lays them out as columns."""
 
@@ -111,6 +126,8 @@ class EventDecoder:
     def _split(rec, pos: int) -> tuple[str, dict]:
         if isinstance(rec, Event):
             return rec.type, rec.attributes
+        if isinstance(rec, Rejected):
+            raise EventError(rec.message, position=pos, reason=skips.UNREADABLE)
         if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[1], dict):
             return rec
         raise EventError("expected a (type, attributes) pair or an Event, got "
@@ -152,7 +169,8 @@ class EventDecoder:
             dup = next(c for c in names if names.count(c) > 1)
             raise EventError(f"the input has two columns named {dup!r}", field=dup)
         for c in names:
-            if c != type_column and c not in self.attr_types and c not in ignore:
+            if c != type_column and c not in self.attr_types and c not in ignore \
+                    and c != REJECT_COLUMN:
                 raise EventError(f"column {c!r} is not an attribute of any event type"
                                  + did_you_mean(c, self.attr_types), field=c)
         n = table.num_rows
@@ -175,6 +193,17 @@ class EventDecoder:
 
         for k in np.flatnonzero(bad).tolist():
             problems[k] = (skips.UNKNOWN_TYPE, unknown_type)
+        if REJECT_COLUMN in names:  # rows a reader rejected come first: their cells are nulled
+            rejects = _array(table.column(REJECT_COLUMN))
+            rejected = ~np.asarray(rejects.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+
+            def unreadable(k: int, rejects=rejects) -> EventError:
+                return EventError(rejects[k].as_py(), position=first_position + k,
+                                  reason=skips.UNREADABLE)
+
+            for k in np.flatnonzero(rejected).tolist():
+                problems[k] = (skips.UNREADABLE, unreadable)
+            bad = bad | rejected
         values: dict[str, Any] = {}
         valid: dict[str, np.ndarray] = {}
         for a, t in self.attr_types.items():

@@ -28,6 +28,7 @@ import numpy as np
 from cercore.errors import ConfigError, EventError
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
+from cercore.input.decode import REJECT_COLUMN, Rejected
 from cercore.input.tabular import is_tabular, tabular_rows
 from cercore.runtime.constants import INT64_MIN
 from cercore.runtime.output import Event
@@ -176,6 +177,10 @@ def records_of(events: Any, type_column: str, declared: dict[str, dict],
     type's declared attributes and any other non-null cell (which the decoder rejects)."""
     if is_tabular(events):
         for row in tabular_rows(events):
+            rejected = row.pop(REJECT_COLUMN, None)
+            if rejected is not None:
+                yield Rejected(rejected), RAW, None
+                continue
             typ = row.pop(type_column, None)
             tag = row.pop(stream_column, None) if stream_column is not None else None
             own = declared.get(typ, {}) if isinstance(typ, str) else {}

@@ -29,10 +29,10 @@ def run_command(args, text: str, schema: Schema) -> int:
     query = compile_trend(text, schema)
     if args.input == "-":
         table = read_events(sys.stdin.buffer, schema, args.input_format or "csv",
-                            type_column=args.type_column)
+                            type_column=args.type_column, on_error=args.on_error)
     else:
         table = read_events(args.input, schema, args.input_format,
-                            type_column=args.type_column)
+                            type_column=args.type_column, on_error=args.on_error)
     engine = query.engine(backend=args.backend, on_error=args.on_error,
                           type_column=args.type_column)
     rows = list(engine.process(table)) + engine.flush()
