@@ -6,6 +6,9 @@ leaves with AND/OR/NOT into *guards*. Semantics (DESIGN.md "Filters"):
 - a leaf that reads a missing or null attribute is false, and so is one whose arithmetic is
   undefined (division or modulo by zero); ``NOT`` is plain boolean negation of the leaf;
 - ``int / int`` and ``int % int`` truncate toward zero (C semantics); any double makes it double;
+- integer arithmetic is exact: int64 where no result can leave int64, else Python integers
+  (``volume * 9223372036854775807 > 0`` holds for every positive volume; literals beyond int64
+  are exact too);
 - strings compare exactly, ``LIKE`` is an unanchored regular-expression search.
 
 String columns arrive dictionary-encoded (``StringColumn``): a comparison with a constant,
@@ -88,21 +91,73 @@ def _expr(e: ast.Expr, cols: Columns) -> tuple[object, object]:
     a, b = _plain(a), _plain(b)
     ok = np.logical_and(oka, okb)
     a_arr, b_arr = np.asarray(a), np.asarray(b)
+    if _integral(a_arr) and _integral(b_arr):
+        if e.op in ("/", "%"):
+            zero = b_arr == 0
+            ok = np.logical_and(ok, np.logical_not(zero))
+            b_arr = np.where(zero, 1, b_arr)
+        return _int_op(e.op, a_arr, b_arr), ok
     if e.op == "+":
         return a_arr + b_arr, ok
     if e.op == "-":
         return a_arr - b_arr, ok
     if e.op == "*":
         return a_arr * b_arr, ok
-    both_int = a_arr.dtype.kind in "iu" and b_arr.dtype.kind in "iu"
     zero = b_arr == 0
     ok = np.logical_and(ok, np.logical_not(zero))
-    safe_b = np.where(zero, 1, b_arr)
-    if both_int:
-        q = np.abs(a_arr) // np.abs(safe_b) * np.sign(a_arr) * np.sign(safe_b)
-        return (q if e.op == "/" else a_arr - safe_b * q), ok
+    safe_b = np.where(zero, 1, b_arr).astype(np.float64)
     a_f = a_arr.astype(np.float64)
     return (a_f / safe_b if e.op == "/" else np.fmod(a_f, safe_b)), ok
+
+
+_INT64_MIN = np.iinfo(np.int64).min
+
+
+def _integral(x: np.ndarray) -> bool:
+    """int64 values, or Python integers (an object array: exact results and big literals)."""
+    if x.dtype.kind in "iu":
+        return True
+    return x.dtype == object and all(isinstance(v, int) and not isinstance(v, bool)
+                                     for v in x.ravel().tolist())
+
+
+def _int_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a op b`` over integers, exactly: in int64 when no operand or result leaves it, else in
+    Python integers (an object array; slow, and only where int64 would have wrapped)."""
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        a, b = a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)
+        with np.errstate(over="ignore"):
+            if op == "+":
+                r = a + b
+                if not (((a ^ r) & (b ^ r)) < 0).any():
+                    return r
+            elif op == "-":
+                r = a - b
+                if not (((a ^ b) & (a ^ r)) < 0).any():
+                    return r
+            elif op == "*":
+                if not (np.abs(a.astype(np.float64) * b.astype(np.float64)) >= 2.0**62).any():
+                    return a * b
+            elif not ((a == _INT64_MIN).any() or (b == _INT64_MIN).any()):
+                q = np.abs(a) // np.abs(b) * np.sign(a) * np.sign(b)
+                return q if op == "/" else a - b * q
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    pairs = zip(np.broadcast_to(a, shape).ravel().tolist(),
+                np.broadcast_to(b, shape).ravel().tolist(), strict=True)
+    out = np.empty(len(np.broadcast_to(a, shape).ravel()), dtype=object)
+    out[:] = [_py_int_op(op, int(x), int(y)) for x, y in pairs]
+    return out.reshape(shape)
+
+
+def _py_int_op(op: str, x: int, y: int) -> int:
+    if op == "+":
+        return x + y
+    if op == "-":
+        return x - y
+    if op == "*":
+        return x * y
+    q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)  # truncate toward zero
+    return q if op == "/" else x - y * q
 
 
 def _broadcast(x, n: int, dtype=None) -> np.ndarray:
@@ -134,7 +189,8 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
         elif isinstance(b, StringColumn) and isinstance(a, str):
             res = np.asarray(cmp(a, b.dictionary), dtype=bool)[b.codes]
         else:
-            res = cmp(_broadcast(_plain(a), n), _broadcast(_plain(b), n))
+            res = np.asarray(cmp(_broadcast(_plain(a), n), _broadcast(_plain(b), n)),
+                             dtype=bool)
         return np.logical_and(np.logical_and(res, oka), okb)
     if isinstance(p, ast.Like):
         v, ok = _expr(p.operand, cols)

@@ -303,8 +303,8 @@ def windows(draw, schema: Schema, allow_none: bool = True) -> ast.Window | None:
     if kind == "attr":
         return ast.AttrWindow(draw(st.sampled_from([0, 1, 2, 3, 4, 1.5])), "ts")
     if schema.time_unit == "s":
-        return ast.TimeWindow(draw(st.sampled_from([0.0, 1.0, 2.0, 3.0, 1.5])))
-    return ast.TimeWindow(draw(st.sampled_from([0.001, 0.002, 0.003, 0.0015, 0.0])))
+        return ast.TimeWindow(draw(st.sampled_from([0, 1, 2, 3, 1.5])))
+    return ast.TimeWindow(draw(st.sampled_from([0.001, 0.002, 0.003, 0.0015, 0])))
 
 
 @st.composite

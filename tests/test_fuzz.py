@@ -4,12 +4,14 @@ with bad events, files with broken rows and bytes, and CLI invocations -- on bot
 Asserted every time: only ``CercoreError`` subclasses escape; Python and Cython give the same
 complex events (or the same error); skipping bad events equals evaluating the cleaned stream
 (the good events at their own positions); the CLI exits 0 or 2 and never prints a traceback.
-Seeded (``derandomize``) and bounded, so CI runs the same campaign each time.
+Seeded (``derandomize``) and bounded, so CI runs the same campaign each time;
+``CERCORE_FUZZ_SCALE=k`` runs a k times larger, randomised one.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 
@@ -24,7 +26,9 @@ import cercore
 from cercore.ceql.printer import format_query
 from cercore.cli import main
 
-FUZZ = settings(max_examples=250, deadline=None, derandomize=True,
+# CERCORE_FUZZ_SCALE=k multiplies the campaign (CI runs k = 1; a release campaign k = 100)
+SCALE = int(os.environ.get("CERCORE_FUZZ_SCALE", "1"))
+FUZZ = settings(max_examples=250 * SCALE, deadline=None, derandomize=SCALE == 1,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 # pieces a hostile query splices in: huge and odd literals, deep nesting, stray syntax
@@ -181,7 +185,7 @@ def hostile_files(draw) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=60 * SCALE, deadline=None, derandomize=SCALE == 1,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=hostile_files(), on_error=st.sampled_from(["raise", "skip"]),
        fmt=st.sampled_from(["csv", "jsonl", "parquet"]))
@@ -202,7 +206,10 @@ def test_hostile_files_through_the_cli(tmp_path_factory, capsys, data, on_error,
     ["run", "SELECT * FROM S WHERE A", "--schema", "CREATE STREAM", "--input", "-"],
     ["run", "SELECT * FROM S WHERE A", "--schema", DECL, "--reorder-slack", "-1"],
     ["run", "SELECT * FROM S WHERE A", "--schema", DECL, "--backend", "bogus"],
-    ["explain", "SELECT * FROM S WHERE A AS a FILTER a[v > " + "-" * 300 + "1]", "--schema", DECL],
+    ["explain", "SELECT * FROM S WHERE A AS a FILTER a[" + "(" * 400 + "v > 1" + ")" * 400 + "]",
+     "--schema", DECL],
+    ["explain", "SELECT * FROM S WHERE A AS a FILTER a[v > " + "- " * 300 + "1]", "--schema", DECL],
+    ["explain", "SELECT * FROM S WHERE " + " ; ".join(["A"] * 600), "--schema", DECL],
     ["explain", "RETURN COUNT(*) PATTERN A+ WITHIN 1e400 SLIDE 1", "--schema", DECL],
 ])
 def test_hostile_command_lines_exit_cleanly(argv):

@@ -115,8 +115,11 @@ def test_within(text, window):
     assert type(w.seconds if isinstance(w, A.TimeWindow) else 0) in (float, int)
 
 
-def test_time_window_seconds_is_float():
-    assert isinstance(parse_query("SELECT * WHERE A WITHIN 2 SECONDS").within.seconds, float)
+def test_time_window_seconds_are_exact():
+    """Whole seconds stay ints, so a large window is not rounded; fractions are floats."""
+    seconds = parse_query("SELECT * WHERE A WITHIN 99999999999999999 HOURS").within.seconds
+    assert seconds == 99999999999999999 * 3600 and isinstance(seconds, int)
+    assert parse_query("SELECT * WHERE A WITHIN 1.5 SECONDS").within.seconds == 1.5
 
 
 def test_partition_by_single_group():

@@ -20,6 +20,7 @@ from cercore.ceql import ast
 from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq, atoms_of
 from cercore.errors import CEQLSemanticError
 from cercore.predicates import Guard, guard_and
+from cercore.runtime.constants import INT64_MAX
 from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
 
 MAX_FILTER_DISJUNCTS = 256
@@ -72,6 +73,14 @@ class AnalysedQuery:
         return out
 
 
+@dataclass(frozen=True)
+class Spot:
+    """A place in the query text (1-based), for errors about names the AST keeps no place of."""
+
+    line: int | None
+    column: int | None
+
+
 class _Analyser:
     def __init__(self, query: ast.Query, schema: Schema, text: str | None) -> None:
         self.q = query
@@ -89,6 +98,19 @@ class _Analyser:
     def error(self, msg: str, node=None, hint: str | None = None) -> CEQLSemanticError:
         return CEQLSemanticError(msg, line=getattr(node, "line", None),
                                  column=getattr(node, "column", None), text=self.text, hint=hint)
+
+    def spot(self, clause: str, name: str | None) -> Spot:
+        """Where ``name`` (or, when None, the value) follows the clause matching the regex
+        ``clause`` in the query text: the names of FROM, PARTITION BY and LIMIT keep no
+        position in the AST. Falls back to the query's own position."""
+        m = re.search(clause, self.text or "", re.IGNORECASE)
+        if m is not None:
+            target = r"\S" if name is None else rf"(?<![\w.]){re.escape(name)}(?![\w])"
+            hit = re.compile(target).search(self.text, m.end())
+            if hit is not None:
+                before = self.text[:hit.start()]
+                return Spot(before.count("\n") + 1, hit.start() - before.rfind("\n"))
+        return Spot(self.q.line, self.q.column)
 
     # ---- clauses ----------------------------------------------------------------------
     def run(self) -> AnalysedQuery:
@@ -113,7 +135,12 @@ class _Analyser:
     def check_clauses(self) -> None:
         q = self.q
         if q.limit is not None and q.limit < 0:
-            raise self.error("LIMIT needs a non-negative number of complex events", q)
+            raise self.error("LIMIT needs a non-negative number of complex events",
+                             self.spot(r"\bLIMIT\b", None))
+        if q.limit is not None and q.limit > INT64_MAX:
+            raise self.error(f"LIMIT is too large: at most {INT64_MAX}",
+                             self.spot(r"\bLIMIT\b", None),
+                             "leave LIMIT out to report every complex event")
 
     def resolve_projection(self) -> frozenset[int] | None:
         """SELECT x, y: the atoms binding a projected variable (event-type names are variables
@@ -145,7 +172,7 @@ class _Analyser:
         for s in self.q.streams:
             if s not in self.schema.streams:
                 raise self.error(f"unknown stream {s!r}" + did_you_mean(s, self.schema.streams),
-                                 self.q)
+                                 self.spot(r"\bFROM\b", s))
             visible.update(self.schema.streams[s].event_types)
         return visible
 
@@ -160,7 +187,7 @@ class _Analyser:
         if isinstance(w, ast.EventsWindow):
             if w.count < 0:
                 raise self.error("WITHIN needs a non-negative number of events", w)
-            return WindowSpec("events", int(w.count))
+            return WindowSpec("events", self.within_int64(w.count, "events", w))
         if isinstance(w, ast.TimeWindow):
             attr = self.schema.time_attribute
             if attr is None:
@@ -169,7 +196,9 @@ class _Analyser:
                     "mark one attribute primary_time in the declaration, or pass "
                     "time_attribute=... (CLI: --time-attribute)")
             units = w.seconds * TIME_UNITS_PER_SECOND[self.schema.time_unit]
-            return WindowSpec("time", math.floor(round(units, 6)), attr)
+            if isinstance(units, float) and math.isfinite(units):
+                units = math.floor(round(units, 6))
+            return WindowSpec("time", self.within_int64(units, self.schema.time_unit, w), attr)
         attr = w.attribute
         t = self.attr_types.get(attr)
         if t is None:
@@ -182,7 +211,19 @@ class _Analyser:
         if lacking:
             raise self.error(f"WITHIN [{attr}]: event type(s) {', '.join(lacking)} have no "
                              f"attribute {attr!r}", w)
-        return WindowSpec("attr", math.floor(w.amount), attr)
+        amount = w.amount
+        if isinstance(amount, float) and math.isfinite(amount):
+            amount = math.floor(amount)
+        return WindowSpec("attr", self.within_int64(amount, f"of {attr}", w), attr)
+
+    def within_int64(self, amount: int | float, unit: str, w) -> int:
+        """A window length checked against int64 (times are int64: a longer window could
+        not be told from no window, and the kernels' arithmetic would overflow)."""
+        if isinstance(amount, float) or not 0 <= amount <= INT64_MAX:
+            raise self.error(f"WITHIN is too large: at most {INT64_MAX} {unit} (event times and "
+                             "window lengths are int64)", w,
+                             "leave WITHIN out for an unbounded window")
+        return int(amount)
 
     def resolve_partition(self) -> tuple[tuple[str, ...], ...]:
         declared = {a for n in self.visible for a, _ in self.schema.event_types[n].attributes}
@@ -190,7 +231,8 @@ class _Analyser:
             for a in group:
                 if a not in declared:
                     raise self.error(f"unknown attribute {a!r} in PARTITION BY"
-                                     + did_you_mean(a, declared), self.q)
+                                     + did_you_mean(a, declared),
+                                     self.spot(r"\bPARTITION\s+BY\b", a))
         used = {self.schema.type_names[t] for a in self.atoms for t in a.types}
         for group in self.q.partition_by:
             lacking = sorted(n for n in used
@@ -267,7 +309,7 @@ class _Analyser:
                 raise self.error(f"LIKE needs a string, not {t}", p)
             try:
                 re.compile(p.pattern)
-            except re.error as e:
+            except (re.error, OverflowError, RecursionError) as e:  # x{99999999999}: overflow
                 raise self.error(f"invalid regular expression {p.pattern!r}: {e}", p) from None
         elif isinstance(p, ast.InSet):
             t = self.expr_type(p.operand, var, types)
@@ -358,12 +400,14 @@ class _Analyser:
             finally:
                 self.enclosing_vars.pop()
         if isinstance(f, ast.Filter):
-            alternatives = _dnf(f.filter)
-            if len(alternatives) > MAX_FILTER_DISJUNCTS:
-                raise self.error(f"this FILTER expands to {len(alternatives)} alternatives "
+            count = _dnf_size(f.filter)  # counted before the expansion it limits
+            if count > MAX_FILTER_DISJUNCTS:
+                shown = str(count) if count < 10**12 else f"about 10^{len(str(count)) - 1}"
+                raise self.error(f"this FILTER expands to {shown} alternatives "
                                  f"(more than {MAX_FILTER_DISJUNCTS})", f,
                                  "merge OR-ed conditions on one variable into one bracket: "
                                  "x[a OR b]")
+            alternatives = _dnf(f.filter)
             out: NFormula | None = None
             for conj in alternatives:
                 extra = tuple((af.var, self.guard_of(af.pred)) for af in conj)
@@ -430,6 +474,23 @@ def _atomic_filters(fe: ast.FilterExpr) -> list[ast.AtomicFilter]:
     if isinstance(fe, ast.AtomicFilter):
         return [fe]
     return _atomic_filters(fe.left) + _atomic_filters(fe.right)
+
+
+def _dnf_size(fe: ast.FilterExpr) -> int:
+    """How many alternatives ``_dnf`` would build, without building them (iteratively: a
+    long chain must not exhaust the recursion limit)."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[ast.FilterExpr, bool]] = [(fe, False)]
+    while stack:
+        node, done = stack.pop()
+        if isinstance(node, ast.AtomicFilter):
+            sizes[id(node)] = 1
+        elif not done:
+            stack += [(node, True), (node.left, False), (node.right, False)]
+        else:
+            left, right = sizes[id(node.left)], sizes[id(node.right)]
+            sizes[id(node)] = left + right if isinstance(node, ast.FilterOr) else left * right
+    return sizes[id(fe)]
 
 
 def _dnf(fe: ast.FilterExpr) -> list[list[ast.AtomicFilter]]:

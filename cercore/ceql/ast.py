@@ -295,9 +295,10 @@ class EventsWindow:
 
 @dataclass(frozen=True)
 class TimeWindow:
-    """``WITHIN 1 HOURS 30 MINUTES ...``; ``seconds`` is the total (fractions allowed)."""
+    """``WITHIN 1 HOURS 30 MINUTES ...``; ``seconds`` is the total: an int when whole (exact,
+    however large), else a float."""
 
-    seconds: float
+    seconds: int | float
     line: int | None = _pos()
     column: int | None = _pos()
 

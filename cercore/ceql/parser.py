@@ -20,7 +20,7 @@ import re
 import threading
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import (
     LarkError,
     UnexpectedInput,
@@ -125,7 +125,42 @@ def _parse(text: str, start: str):
     raise err
 
 
+# Deepest parse tree the later stages (transform, analysis, automaton, printer) walk safely
+# within Python's recursion limit: about 250 chained atoms or 125 nested parentheses.
+MAX_TREE_DEPTH = 256
+
+
+def check_depth(tree, text: str) -> None:
+    """Refuse, before any recursive stage runs, a parse tree deeper than MAX_TREE_DEPTH,
+    pointing at where the nesting goes too deep (counted without recursion)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_TREE_DEPTH:
+            tok = _first_token(node)
+            raise CEQLSyntaxError(
+                f"the query is nested too deeply (more than {MAX_TREE_DEPTH} levels: about "
+                f"{MAX_TREE_DEPTH - 6} chained atoms or conditions, or {MAX_TREE_DEPTH // 2 - 3} "
+                "nested parentheses)", line=getattr(tok, "line", None),
+                column=getattr(tok, "column", None), text=text,
+                hint="split the query, or group repeated alternatives into one condition")
+        stack.extend((c, depth + 1) for c in node.children if isinstance(c, Tree))
+
+
+def _first_token(node) -> Token | None:
+    """The first token under ``node`` (iteratively, depth first)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Token):
+            return n
+        if isinstance(n, Tree):
+            stack.extend(reversed(n.children))
+    return None
+
+
 def _transform(tree, text: str):
+    check_depth(tree, text)
     try:
         return ToAst(text).transform(tree)
     except VisitError as e:
@@ -783,7 +818,7 @@ class ToAst(Transformer):
         return ("@within", ast.AttrWindow(number_value(num), attr.value, **meta_pos(meta)))
 
     def within_time(self, meta, ch):
-        total = 0.0
+        total: int | float = 0
         seen: dict[str, Token] = {}
         for amount, unit, tok in (c for c in ch if isinstance(c, tuple)):
             if unit in seen:
@@ -791,7 +826,10 @@ class ToAst(Transformer):
                                   hint="write each unit once, e.g. WITHIN 1 HOURS 30 MINUTES")
             seen[unit] = tok
             total += amount * UNIT_SECONDS[unit]
-        return ("@within", ast.TimeWindow(float(total), **meta_pos(meta)))
+        # whole seconds are exact ints (a float would round a large window)
+        seconds = total if isinstance(total, int) else \
+            int(total) if float(total).is_integer() else float(total)
+        return ("@within", ast.TimeWindow(seconds, **meta_pos(meta)))
 
     def time_span(self, meta, ch):
         num, unit = ch[0], ch[1]

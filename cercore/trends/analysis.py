@@ -9,12 +9,14 @@ every consecutive pair ``(u, v)`` has ``u in preds[v]``.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cercore.errors import CEQLSemanticError
+from cercore.runtime.constants import INT64_MAX
 from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
 from cercore.trends import ast
 
@@ -352,6 +354,9 @@ class _Analyser:
 
         def units(amount, unit) -> int:
             x = amount * per_s if unit == "s" else amount
+            if isinstance(x, float) and not math.isfinite(x) or x > INT64_MAX:
+                raise self.error(f"window sizes are at most {INT64_MAX} "
+                                 f"{self.schema.time_unit} (times are int64); got {amount}", w)
             if x <= 0 or x != int(x):
                 raise self.error(f"window sizes must be positive whole numbers of "
                                  f"{self.schema.time_unit}; got {x}", w)

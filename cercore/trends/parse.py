@@ -51,6 +51,7 @@ def parse_trend_query(text: str) -> ast.TrendQuery:
         raise _TrendErrorReport(e, ip, tokens, text, "query").build() from None
     except LarkError as e:  # pragma: no cover - defensive
         raise CEQLSyntaxError(f"cannot parse: {e}", text=text) from None
+    ceql_parser.check_depth(tree, text)
     try:
         return _ToTrendAst(text).transform(tree)
     except VisitError as e:
