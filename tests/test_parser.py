@@ -501,6 +501,6 @@ def test_every_keyword_is_reserved_but_quotable(keyword):
 def test_keyword_list_matches_the_grammar():
     """Error messages print keywords from cercore.ceql.printer.KEYWORDS: it must name exactly
     the grammar's keyword terminals."""
-    from cercore.ceql import parser
+    from cercore.ceql import grammar
 
-    assert parser.grammar_keywords() == set(parser._KEYWORD_TERMINALS)
+    assert grammar.grammar_keywords() == set(grammar._KEYWORD_TERMINALS)

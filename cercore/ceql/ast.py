@@ -20,52 +20,52 @@ def _pos():
     return field(default=None, compare=False, repr=False, kw_only=True)
 
 
+@dataclass(frozen=True)
+class Node:
+    """Base of every node: where it starts in the source (keyword-only, outside equality)."""
+
+    line: int | None = _pos()
+    column: int | None = _pos()
+
+
 # ---------------------------------------------------------------------------------------
 # Value expressions and predicates (inside X[...])
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Literal:
+class Literal(Node):
     """A constant: int, float, str or bool."""
 
     value: int | float | str | bool
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class AttrRef:
+class AttrRef(Node):
     """An attribute of the event being tested, e.g. ``price``."""
 
     name: str
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class BinOp:
+class BinOp(Node):
     """Arithmetic: op in ``+ - * / %``."""
 
     op: str
     left: Expr
     right: Expr
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Neg:
+class Neg(Node):
     """Unary minus."""
 
     operand: Expr
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 Expr = Literal | AttrRef | BinOp | Neg
 
 
 @dataclass(frozen=True)
-class Compare:
+class Compare(Node):
     """``left op right`` with op in ``< <= > >= == !=``.
 
     The parser reads ``=`` as ``==`` and ``<>`` as ``!=``.
@@ -74,83 +74,65 @@ class Compare:
     op: str
     left: Expr
     right: Expr
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Like:
+class Like(Node):
     """``expr LIKE 'regex'``: unanchored regular-expression search."""
 
     operand: Expr
     pattern: str
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class InSet:
+class InSet(Node):
     """``expr [NOT] IN {v1, v2, a..b}``. ``items`` holds Literals and Ranges."""
 
     operand: Expr
     items: tuple[Literal | Range, ...]
     negated: bool = False
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Range:
+class Range(Node):
     """Inclusive range ``lo..hi`` (inside IN) or ``IN RANGE(lo, hi)``."""
 
     lo: Expr
     hi: Expr
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class InRange:
+class InRange(Node):
     """``expr [NOT] IN RANGE(lo, hi)``, inclusive."""
 
     operand: Expr
     lo: Expr
     hi: Expr
     negated: bool = False
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class PredAnd:
+class PredAnd(Node):
     left: Pred
     right: Pred
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class PredOr:
+class PredOr(Node):
     left: Pred
     right: Pred
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class PredNot:
+class PredNot(Node):
     operand: Pred
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class PredConst:
+class PredConst(Node):
     """TRUE / FALSE (appears after rewriting, and as literals ``true``/``false``)."""
 
     value: bool
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 Pred = Compare | Like | InSet | InRange | PredAnd | PredOr | PredNot | PredConst
@@ -160,29 +142,23 @@ Pred = Compare | Like | InSet | InRange | PredAnd | PredOr | PredNot | PredConst
 # Filters: X[P] joined by AND / OR
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class AtomicFilter:
+class AtomicFilter(Node):
     """``X[P]``: every event bound to variable X satisfies P."""
 
     var: str
     pred: Pred
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class FilterAnd:
+class FilterAnd(Node):
     left: FilterExpr
     right: FilterExpr
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class FilterOr:
+class FilterOr(Node):
     left: FilterExpr
     right: FilterExpr
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 FilterExpr = AtomicFilter | FilterAnd | FilterOr
@@ -192,80 +168,64 @@ FilterExpr = AtomicFilter | FilterAnd | FilterOr
 # CEL formulas
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class EventAtom:
+class EventAtom(Node):
     """An event type, optionally qualified by its stream (``S>R``)."""
 
     event_type: str
     stream: str | None = None
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class As:
+class As(Node):
     """``φ AS X``: X collects every position of φ."""
 
     formula: Formula
     var: str
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Filter:
+class Filter(Node):
     """``φ FILTER F``."""
 
     formula: Formula
     filter: FilterExpr
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Or:
+class Or(Node):
     left: Formula
     right: Formula
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Seq:
+class Seq(Node):
     """``φ1 ; φ2`` (skip-till-any-match sequencing)."""
 
     left: Formula
     right: Formula
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Contig:
+class Contig(Node):
     """``φ1 : φ2`` (φ2 starts at the position right after φ1 ends)."""
 
     left: Formula
     right: Formula
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Iter:
+class Iter(Node):
     """``φ+`` (``contiguous=False``) or ``φ:+`` (``contiguous=True``)."""
 
     formula: Formula
     contiguous: bool = False
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class Not:
+class Not(Node):
     """``NOT(φ)``: one event that does not match φ (an atom, possibly filtered)."""
 
     formula: Formula
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 Formula = EventAtom | As | Filter | Or | Seq | Contig | Iter | Not
@@ -275,42 +235,34 @@ Formula = EventAtom | As | Filter | Or | Seq | Contig | Iter | Not
 # Query clauses
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class ProjectionItem:
+class ProjectionItem(Node):
     """``x`` or ``x[a, b]`` in the SELECT list."""
 
     var: str
     attributes: tuple[str, ...] | None = None
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class EventsWindow:
+class EventsWindow(Node):
     """``WITHIN n EVENTS``."""
 
     count: int
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class TimeWindow:
+class TimeWindow(Node):
     """``WITHIN 1 HOURS 30 MINUTES ...``; ``seconds`` is the total: an int when whole (exact,
     however large), else a float."""
 
     seconds: int | float
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class AttrWindow:
+class AttrWindow(Node):
     """``WITHIN n [attr]``: difference of ``attr`` between the last and first event ≤ n."""
 
     amount: int | float
     attribute: str
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 Window = EventsWindow | TimeWindow | AttrWindow
@@ -320,7 +272,7 @@ CONSUME_POLICIES = ("ANY", "PARTITION", "NONE")
 
 
 @dataclass(frozen=True)
-class Query:
+class Query(Node):
     """A whole CEQL query.
 
     ``projection`` is ``"*"``, ``"NONE"`` or a tuple of ProjectionItem.
@@ -337,34 +289,26 @@ class Query:
     within: Window | None = None
     consume: str | None = None
     limit: int | None = None
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 # ---------------------------------------------------------------------------------------
 # Declarations
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class AttrDecl:
+class AttrDecl(Node):
     """``name:type``; type is ``int|double|string|bool|primary_time`` (lower case)."""
 
     name: str
     type: str
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class EventDecl:
+class EventDecl(Node):
     name: str
     attributes: tuple[AttrDecl, ...]
-    line: int | None = _pos()
-    column: int | None = _pos()
 
 
 @dataclass(frozen=True)
-class StreamDecl:
+class StreamDecl(Node):
     name: str
     events: tuple[EventDecl, ...]
-    line: int | None = _pos()
-    column: int | None = _pos()

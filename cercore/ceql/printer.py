@@ -20,7 +20,7 @@ from cercore.ceql import ast
 __all__ = ["format_query", "format_formula", "format_filter", "format_pred", "format_expr",
            "format_name", "format_literal", "KEYWORDS"]
 
-#: Reserved words of CEQL (upper case). ``cercore.ceql.parser`` checks this matches the grammar.
+#: Reserved words of CEQL (upper case). ``cercore.ceql.grammar`` checks this matches the grammar.
 KEYWORDS = frozenset("""
     SELECT FROM WHERE FILTER AS OR AND NOT PARTITION BY WITHIN EVENTS HOUR HOURS MINUTE MINUTES
     SECOND SECONDS CONSUME LIMIT ALL ANY NEXT LAST MAX STRICT NONE LIKE IN RANGE TRUE FALSE

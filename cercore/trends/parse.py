@@ -13,7 +13,8 @@ import re
 from lark import Lark, Token, v_args
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
-from cercore.ceql import parser as ceql_parser
+from cercore.ceql import diagnostics, grammar, transform
+from cercore.ceql.parser import check_depth
 from cercore.errors import CEQLError, CEQLSyntaxError
 from cercore.trends import ast
 
@@ -21,7 +22,7 @@ __all__ = ["parse_trend_query", "is_trend_query"]
 
 def trend_parser() -> Lark:
     """The LALR parser for the grammar's ``trend_query`` start symbol (built once)."""
-    return ceql_parser.grammar_parser("trend_query")
+    return grammar.grammar_parser("trend_query")
 
 
 _LEADING = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)
@@ -51,7 +52,7 @@ def parse_trend_query(text: str) -> ast.TrendQuery:
         raise _TrendErrorReport(e, ip, tokens, text, "query").build() from None
     except LarkError as e:  # pragma: no cover - defensive
         raise CEQLSyntaxError(f"cannot parse: {e}", text=text) from None
-    ceql_parser.check_depth(tree, text)
+    check_depth(tree, text)
     try:
         return _ToTrendAst(text).transform(tree)
     except VisitError as e:
@@ -100,12 +101,12 @@ _SOURCE = {"COLON": ".", "TREND_SEMANTICS": "skip-till-any-match", "GROUP_BY": "
            "AVG": "AVG"}
 
 
-class _TrendErrorReport(ceql_parser.ErrorReport):
+class _TrendErrorReport(diagnostics.ErrorReport):
     """The CEQL error report, with the trend parser's expected tokens and trend hints."""
 
     def __init__(self, e, ip, tokens, text, start):
         super().__init__(e, ip, tokens, text, start)
-        self.expected = sorted({_SOURCE.get(t) or ceql_parser.source_form(t, self.end_text)
+        self.expected = sorted({_SOURCE.get(t) or diagnostics.source_form(t, self.end_text)
                                 for t in self.acc})
         if "TREND_SEMANTICS" in self.acc:
             self.expected = sorted(set(self.expected) | {"skip-till-next-match", "contiguous"})
@@ -135,11 +136,11 @@ class _TrendErrorReport(ceql_parser.ErrorReport):
 
 
 def _p(meta) -> dict:
-    return ceql_parser.meta_pos(meta)
+    return transform.meta_pos(meta)
 
 
 @v_args(meta=True)
-class _ToTrendAst(ceql_parser.ToAst):
+class _ToTrendAst(transform.ToAst):
     """Trend rules -> cercore.trends.ast; names, comparison operators, FROM, PARTITION BY
     groups and time spans are read by the CEQL transformer it extends."""
 
@@ -175,15 +176,15 @@ class _ToTrendAst(ceql_parser.ToAst):
         return ast.Aggregate("COUNT", **_p(meta))
 
     def agg_count(self, meta, ch):
-        return ast.Aggregate("COUNT", ceql_parser.name_tokens(ch)[0].value, **_p(meta))
+        return ast.Aggregate("COUNT", transform.name_tokens(ch)[0].value, **_p(meta))
 
     def agg_attr(self, meta, ch):
-        var, attr = ceql_parser.name_tokens(ch)
+        var, attr = transform.name_tokens(ch)
         return ast.Aggregate(ch[0].value.upper(), var.value, attr.value, **_p(meta))
 
     # -- patterns ----------------------------------------------------------------------------
     def tp_atom(self, meta, ch):
-        names = ceql_parser.name_tokens(ch)
+        names = transform.name_tokens(ch)
         return ast.PAtom(names[0].value, names[1].value if len(names) > 1 else None,
                          **_p(meta))
 
@@ -254,10 +255,10 @@ class _ToTrendAst(ceql_parser.ToAst):
         return ch
 
     def trend_span_units(self, meta, ch):
-        return (ceql_parser.number_value(ch[0]), "raw")
+        return (transform.number_value(ch[0]), "raw")
 
     def trend_span(self, meta, ch):
-        return (sum(amount * ceql_parser.UNIT_SECONDS[unit] for amount, unit, _ in ch), "s")
+        return (sum(amount * transform.UNIT_SECONDS[unit] for amount, unit, _ in ch), "s")
 
     def trend_window(self, meta, ch):
         size, unit = next(c for c in ch if isinstance(c, tuple))
@@ -282,7 +283,7 @@ class _ToTrendAst(ceql_parser.ToAst):
         return ast.Compare(op, left, right, **_p(meta))
 
     def tc_equiv(self, meta, ch):
-        return ast.Equiv(tuple(n.value for n in ceql_parser.name_tokens(ch)), **_p(meta))
+        return ast.Equiv(tuple(n.value for n in transform.name_tokens(ch)), **_p(meta))
 
     def t_binop(self, meta, ch):
         left, op, right = ch
@@ -295,24 +296,24 @@ class _ToTrendAst(ceql_parser.ToAst):
         return ast.Negate(operand, **_p(meta))
 
     def t_number(self, meta, ch):
-        return ast.Const(ceql_parser.number_value(ch[0]), **ceql_parser.token_pos(ch[0]))
+        return ast.Const(transform.number_value(ch[0]), **transform.token_pos(ch[0]))
 
     def t_string(self, meta, ch):
-        return ast.Const(ceql_parser.unquote(ch[0].value), **ceql_parser.token_pos(ch[0]))
+        return ast.Const(transform.unquote(ch[0].value), **transform.token_pos(ch[0]))
 
     def t_true(self, meta, ch):
-        return ast.Const(True, **ceql_parser.token_pos(ch[0]))
+        return ast.Const(True, **transform.token_pos(ch[0]))
 
     def t_false(self, meta, ch):
-        return ast.Const(False, **ceql_parser.token_pos(ch[0]))
+        return ast.Const(False, **transform.token_pos(ch[0]))
 
     def t_symbol(self, meta, ch):
-        return ast.Const(ch[0].value, symbol=True, **ceql_parser.token_pos(ch[0]))
+        return ast.Const(ch[0].value, symbol=True, **transform.token_pos(ch[0]))
 
     def t_ref(self, meta, ch):
-        var, attr = ceql_parser.name_tokens(ch)
-        return ast.Ref(var.value, attr.value, **ceql_parser.token_pos(var))
+        var, attr = transform.name_tokens(ch)
+        return ast.Ref(var.value, attr.value, **transform.token_pos(var))
 
     def t_next_ref(self, meta, ch):
-        var, attr = ceql_parser.name_tokens(ch)
+        var, attr = transform.name_tokens(ch)
         return ast.Ref(var.value, attr.value, True, **_p(meta))

@@ -1,0 +1,45 @@
+"""The CEQL grammar (``grammar.lark``): one LALR parser per set of start symbols, built on first
+use and shared -- CEQL queries and declarations, and the trend-aggregation form
+(``cercore.trends.parse``)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from lark import Lark
+
+from cercore.ceql.printer import KEYWORDS
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+_parsers: dict[tuple[str, ...], Lark] = {}
+_parser_lock = threading.Lock()
+
+
+def grammar_parser(*start: str) -> Lark:
+    """The LALR parser of ``grammar.lark`` for these start symbols (built on first use, then
+    shared): ``("query", "declarations")`` for CEQL, ``("trend_query",)`` for trends."""
+    parser = _parsers.get(start)
+    if parser is None:
+        with _parser_lock:
+            parser = _parsers.get(start)
+            if parser is None:
+                parser = _parsers[start] = Lark.open(
+                    str(GRAMMAR_PATH), parser="lalr", start=list(start),
+                    propagate_positions=True, maybe_placeholders=False, cache=False)
+    return parser
+
+
+def get_parser() -> Lark:
+    """The CEQL parser (queries and declarations)."""
+    return grammar_parser("query", "declarations")
+
+
+def grammar_keywords() -> set[str]:
+    """The keyword terminals the grammar defines (tests keep ``KEYWORDS`` in step)."""
+    return {t.name for t in get_parser().terminals if t.name in _KEYWORD_TERMINALS}
+
+
+# Keyword terminal name -> its source text.
+_KEYWORD_TERMINALS = {k: k for k in KEYWORDS if k not in ("HOUR", "MINUTE", "SECOND")}
