@@ -26,8 +26,8 @@ from cercore.errors import CercoreError
 from cercore.io import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
-    decode_utf8,
     read_events,
+    text_or_file,
     write_complex_events,
 )
 from cercore.trends.parse import is_trend_query
@@ -69,15 +69,6 @@ def stock_trace(schema: cercore.Schema | None = None, limit: int | None = None):
 
 
 # ---- helpers ------------------------------------------------------------------------------
-def text_or_file(value: str) -> str:
-    """``value`` itself, or the contents of the file it names."""
-    if value == "-":
-        return sys.stdin.read()
-    if "\n" not in value and len(value) < 4096 and os.path.isfile(value):
-        return decode_utf8(Path(value).read_bytes(), value)
-    return value
-
-
 def load_schema(args) -> cercore.Schema:
     return cercore.Schema.parse(text_or_file(args.schema), time_attribute=args.time_attribute,
                                 time_unit=args.time_unit)

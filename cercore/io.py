@@ -299,6 +299,16 @@ def _json_row(obj: Any, types: dict[str, AttrType], type_column: str, where: str
     return values, None
 
 
+def text_or_file(value: str) -> str:
+    """``value`` itself (query or declaration text), or the contents of the file it names
+    (``-``: standard input)."""
+    if value == "-":
+        return sys.stdin.read()
+    if "\n" not in value and len(value) < 4096 and os.path.isfile(value):
+        return decode_utf8(Path(value).read_bytes(), value)
+    return value
+
+
 def decode_utf8(data: bytes, where: str) -> str:
     """``data`` as UTF-8 text (a BOM allowed), or an EventError naming the bad byte."""
     try:

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 import cercore
+from cercore.bench import core as core_experiment
 from cercore.errors import CercoreError
 from cercore.runtime.backend import CYTHON_AVAILABLE
 
@@ -285,14 +286,12 @@ def _json_default(x):
 
 # --- entry point -------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from cercore import benchcli
-
     p = argparse.ArgumentParser(prog="cercore-bench", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="`cercore-bench EXPERIMENT --help` tells more.")
     sub = p.add_subparsers(dest="experiment", metavar="EXPERIMENT")
     core = sub.add_parser("core", help="the demo queries on the bundled stock trace (default)")
-    benchcli.add_core_arguments(core)
+    core_experiment.add_core_arguments(core)
     add_suite_arguments(sub.add_parser(
         "suite", help="the paper's workloads on its datasets, every backend (+ pycer), "
                       "JSON/CSV/PNG"))
@@ -314,8 +313,7 @@ def _plugin_help(module: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cercore import benchcli
-
+    """Entry point of ``cercore-bench``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help"):
         argv = ["core", *argv]  # `cercore-bench --events 5000` keeps working
@@ -327,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_suite(args)
         if args.experiment == "scaling":
             return run_scaling(args)
-        return benchcli.run_core(args)
+        return core_experiment.run_core(args)
     except CercoreError as exc:
         print(f"cercore-bench: error: {exc}", file=sys.stderr)
         return 2

@@ -80,7 +80,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def load_query(args) -> NetQuery:
-    from cercore.cli import text_or_file
+    from cercore.io import text_or_file
 
     text = text_or_file(args.query).strip()
     if text[:7].upper() == "PATTERN":

@@ -14,13 +14,11 @@ vectors cross Spark pickled (base64 text), so counts stay exact Python ints howe
 from __future__ import annotations
 
 import base64
-import decimal
 import json
 import pickle
 from typing import Any
 
-from cercore.errors import CercoreError
-from cercore.schema import AttrType
+from cercore.spark.trend_rows import exact_value, row_schema
 from cercore.trends import reference
 from cercore.trends.engine import TrendEngine, read_types, result_row
 from cercore.trends.query import CompiledTrendQuery
@@ -118,50 +116,6 @@ def run_spark(query: CompiledTrendQuery, events: Any, spark, *, backend: str = "
         rows.append(row)
     head = ["window_start"] if query.plan.window else []
     return sorted(rows, key=lambda r: [r[c] for c in head + list(query.plan.group_by)])
-
-
-def _spark_types():
-    from pyspark.sql import types as T
-
-    return {AttrType.INT: T.LongType(), AttrType.DOUBLE: T.DoubleType(),
-            AttrType.STRING: T.StringType(), AttrType.BOOL: T.BooleanType()}
-
-
-def row_schema(query: CompiledTrendQuery, exact: str):
-    """(the Spark schema of a result row, the names of its exact-integer columns)."""
-    from pyspark.sql import types as T
-
-    plan = query.plan
-    types = plan.schema.attribute_types()
-    spark_types = _spark_types()
-    exact_type = T.DecimalType(38, 0) if exact == "decimal" else T.StringType()
-    fields, exact_columns = [], []
-    if plan.window is not None:
-        fields += [("window_start", T.LongType()), ("window_end", T.LongType())]
-    fields += [(a, spark_types[types[a]]) for a in plan.group_by]
-    for agg, slot, _ in plan.aggregates:
-        kind = "cnt" if slot == 0 else plan.fields[slot - 1].kind
-        if agg.func == "AVG":
-            fields.append((str(agg), T.DoubleType()))
-        elif kind == "cnt" or (kind == "sum" and types[agg.attr] is AttrType.INT):
-            fields.append((str(agg), exact_type))
-            exact_columns.append(str(agg))
-        elif kind == "sum":
-            fields.append((str(agg), T.DoubleType()))
-        else:
-            fields.append((str(agg), spark_types[types[agg.attr]]))
-    return T.StructType([T.StructField(n, t, nullable=True) for n, t in fields]), exact_columns
-
-
-def exact_value(column: str, v: int, exact: str):
-    """An exact integer as Spark gets it: ``decimal(38,0)`` (an error beyond 38 digits) or
-    its decimal text."""
-    if exact == "string":
-        return str(v)
-    if abs(v) >= 10 ** 38:
-        raise CercoreError(f"{column} = {v} has more than 38 digits, beyond Spark's "
-                           "decimal(38,0): use aggregate(..., exact='string')")
-    return decimal.Decimal(v)
 
 
 def _with_keep_flag(struct):

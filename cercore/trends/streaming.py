@@ -28,7 +28,7 @@ from cercore.errors import CercoreError
 from cercore.schema import TIME_UNITS_PER_SECOND
 from cercore.spark.job import GROUP, SEQ
 from cercore.spark.streaming import WatermarkBuffer, ms_after, with_event_time
-from cercore.trends.spark import exact_value, row_schema
+from cercore.spark.trend_rows import exact_value, row_schema
 
 STATE_VERSION = 1
 
