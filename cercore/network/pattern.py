@@ -67,6 +67,22 @@ def parse_pattern(text: str, time_attribute: str = "t") -> NetQuery:
     return _Builder(text, time_attribute).build(tree)
 
 
+def net_query(query: NetQuery | str, schema=None) -> NetQuery:
+    """``query`` as a :class:`NetQuery`: as it is, parsed from PrePP notation
+    (``PATTERN ...``), or mapped from CEQL text checked against ``schema`` (a Schema or
+    declaration text; see :mod:`cercore.network.from_ceql`)."""
+    if isinstance(query, NetQuery):
+        return query
+    text = query.strip()
+    if text[:7].upper() == "PATTERN":
+        return parse_pattern(text)
+    if schema is None:
+        raise NetworkError("a CEQL query needs --schema (schema= in Python), or write it in "
+                           "PrePP notation: PATTERN ...")
+    from cercore.network.from_ceql import query_from_ceql
+    return query_from_ceql(text, schema)
+
+
 def _syntax_error(exc: UnexpectedInput, text: str) -> CEQLSyntaxError:
     expected: list[str] = []
     if isinstance(exc, UnexpectedToken | UnexpectedEOF):

@@ -1,290 +1,54 @@
-"""PrePP on Spark, for batch (issue 8 point 6), and the estimators at scale.
-
-Spark has no executor-to-executor push/pull primitive, so a plan is realised as ordered,
-predicate-carrying **semi-join reductions** over a DataFrame of all events (columns ``node``,
-``event_type``, the time column, ``uid`` and the attributes); the driver plays the sink:
-
-* push step ρ: the ρ events of the other nodes are collected at the sink;
-* pull step (Ψ, ρ): the sink evaluates the partial matches over 𝒜(s) with the cercore engine,
-  keeps the distinct Ψ combinations of those matches (the requests), **broadcasts** them, and
-  each ε ∈ ρ is reduced by ``events_ε.join(broadcast(requests), <window ∧ order ∧ predicates
-  between ε and Ψ>, "left_semi")`` — only the surviving rows (the responses) reach the sink;
-* the sink finally evaluates the whole query with the cercore engine.
-
-Transmission is read from Spark's own SQL metrics of the executed plans: ``numOutputRows`` of
-the ``BroadcastExchange`` (request rows) and of the semi join (responses); pushes are the rows
-the sink collects. (Adaptive execution is switched off while a step runs so the metrics
-sit on a plain plan tree.) Request rows count Ψ *combinations* broadcast once, where the
-network simulator counts Ψ events per destination node.
-
-Single-type filters are applied where the events are, before any step (as in the simulator):
-a filtered-out event is never transmitted. With OR, each pulled type is reduced once per
-branch that contains it, with that branch's requests, order and predicates; an event several
-branches need is sent once (responses count distinct events).
-
-Estimators: :func:`estimate_rates_spark` (``groupBy(event_type, node).count()``) and
-:func:`estimate_pairwise_spark` (window self-joins), matching :mod:`cercore.network.estimate`.
-"""
+"""Deprecated path, kept for one release: PrePP on Spark lives in ``cercore.spark.network`` --
+``cercore.spark.run_plan(events, query, *, plan, network=None, spark=None, ...)`` and the
+estimators ``cercore.spark.estimate_rates`` / ``cercore.spark.estimate_pairwise``. The
+functions here keep the old argument order and warn."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import dataclass, field
-from typing import Any
-
-from cercore.network.errors import NetworkError
-from cercore.network.evaluate import QueryEvaluator, schema_for
+from cercore.deprecation import deprecated
 from cercore.network.network import Network
 from cercore.network.plan import Plan
-from cercore.network.query import NetEvent, NetQuery
+from cercore.network.query import NetQuery
+from cercore.spark import network as spark_network
+from cercore.spark.network import SparkPlanRun
 
-_OPS = {"==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__",
-        ">=": "__ge__"}
+__all__ = ["SparkPlanRun", "apply_filters", "estimate_pairwise_spark", "estimate_rates_spark",
+           "events_dataframe", "run_plan_spark"]
 
 
-def events_dataframe(spark, traces: dict[Hashable, list[NetEvent]], time_attribute: str = "t"):
-    """A DataFrame of the local traces (node as string)."""
-    rows = [{"node": str(n), "event_type": e.type, time_attribute: e.t, "uid": e.uid, **e.attrs}
-            for n, tr in traces.items() for e in tr]
-    if not rows:
-        raise NetworkError("no events")
-    import pandas as pd
-    return spark.createDataFrame(pd.DataFrame(rows))
+def events_dataframe(spark, traces, time_attribute: str = "t"):
+    """Deprecated: ``cercore.spark.events_dataframe(traces, spark=spark)``."""
+    deprecated("cercore.network.spark.events_dataframe(spark, traces)",
+               "cercore.spark.events_dataframe(traces, spark=spark)")
+    return spark_network.events_dataframe(traces, spark=spark, time_attribute=time_attribute)
 
 
 def apply_filters(query: NetQuery, events, backend: str = "auto"):
-    """``events`` without the rows that fail their type's single-type filter, evaluated on the
-    executors by the cercore engine (``passes_filters``); rows of unfiltered types pass."""
-    from pyspark.sql import functions as F
-
-    from cercore.network.evaluate import passes_filters
-
-    filtered = sorted(query.filter_map)
-    ta = query.time_attribute
-
-    def keep(batches):
-        for pdf in batches:
-            rows = pdf.to_dict("records")
-            evs = [NetEvent(int(r["uid"]), r["event_type"], int(r[ta]), r["node"],
-                            {k: v for k, v in r.items()
-                             if k not in ("node", "event_type", "uid", ta) and v == v})
-                   for r in rows]  # (v == v: NaN cells are missing attributes)
-            kept = {e.uid for e in passes_filters(query, evs, schema_for(query, evs), backend)} \
-                if evs else set()
-            yield pdf[[u in kept for u in pdf["uid"]]]
-
-    mine = events.filter(F.col("event_type").isin(filtered))
-    rest = events.filter(~F.col("event_type").isin(filtered))
-    return rest.unionByName(mine.mapInPandas(keep, schema=events.schema))
-
-
-def _to_events(rows, time_attribute: str) -> list[NetEvent]:
-    out = []
-    for r in rows:
-        d = r.asDict()
-        attrs = {k: v for k, v in d.items()
-                 if k not in ("node", "event_type", "uid", time_attribute)}
-        out.append(NetEvent(int(d["uid"]), d["event_type"], int(d[time_attribute]), d["node"],
-                            attrs))
-    return out
-
-
-def _metric(df, node_name: str, metric: str = "numOutputRows") -> int:
-    """Sum of ``metric`` over the executed plan nodes whose name contains ``node_name``."""
-    total, todo = 0, [df._jdf.queryExecution().executedPlan()]
-    while todo:
-        p = todo.pop()
-        if node_name in p.nodeName():
-            m = p.metrics()
-            if m.contains(metric):
-                total += int(m.apply(metric).value())
-        kids = p.children()
-        todo.extend(kids.apply(i) for i in range(kids.size()))
-    return total
-
-
-@dataclass
-class SparkPlanRun:
-    """Result of running a plan as semi-join reductions."""
-
-    matches: set[frozenset[int]]
-    pushed: int = 0
-    request_rows: int = 0
-    responses: int = 0
-    per_step: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def transmitted(self) -> int:
-        return self.pushed + self.request_rows + self.responses
+    """Deprecated: ``cercore.spark.network.apply_filters(events, query, backend=...)``."""
+    deprecated("cercore.network.spark.apply_filters(query, events)",
+               "cercore.spark.network.apply_filters(events, query)")
+    return spark_network.apply_filters(events, query, backend=backend)
 
 
 def run_plan_spark(spark, query: NetQuery, plan: Plan, events, network: Network | None = None,
                    backend: str = "auto") -> SparkPlanRun:
-    """Execute ``plan`` over the events DataFrame ``events`` (see module docstring)."""
-    from pyspark.sql import functions as F
-
-    plan.validate(query, network)
-    if query.filters:
-        events = apply_filters(query, events, backend)
-    ta = query.time_attribute
-    sink = str(plan.sink)
-    at_sink: list[NetEvent] = []
-    schema = None
-    run = SparkPlanRun(set())
-    previous = spark.conf.get("spark.sql.adaptive.enabled")
-    spark.conf.set("spark.sql.adaptive.enabled", "false")
-    try:
-        for i, step in enumerate(plan.steps):
-            types = sorted(step.acquire)
-            mine = events.filter(F.col("event_type").isin(types))
-            local = _to_events(mine.filter(F.col("node") == sink).collect(), ta)
-            remote = mine.filter(F.col("node") != sink)
-            info: dict[str, Any] = {"step": i + 1, "local": len(local)}
-            if step.is_push:
-                got_df = remote
-                rows = got_df.collect()
-                info["pushed"] = len(rows)
-                run.pushed += len(rows)
-            else:
-                schema = schema or schema_for(query, at_sink + local)
-                requests = _request_rows(query, plan, i, at_sink, schema, backend)
-                info["request_rows"] = sum(len(r) for r in requests.values())
-                info["broadcast_rows"] = info["semi_join_rows"] = 0
-                got: dict[int, Any] = {}  # uid -> row: an event several branches need, once
-                for t in types:
-                    side = remote.filter(F.col("event_type") == t).alias("e")
-                    for branch in query.branches:
-                        if t not in branch.types:
-                            continue
-                        psi = sorted(branch.types & step.pull_set)
-                        if not psi:  # this branch needs every t event: no request narrows it
-                            part = side.collect()
-                            info["unconditional"] = info.get("unconditional", 0) + len(part)
-                        else:
-                            reqs = requests.get((branch, tuple(psi)))
-                            if not reqs:
-                                continue
-                            cond = _join_condition(query, branch, t, psi, F)
-                            got_df = side.join(F.broadcast(spark.createDataFrame(reqs)
-                                                           .alias("r")), cond, "left_semi")
-                            part = got_df.collect()
-                            info["broadcast_rows"] += _metric(got_df, "BroadcastExchange")
-                            info["semi_join_rows"] += _metric(got_df, "Join")
-                        for r in part:
-                            got[int(r["uid"])] = r
-                rows = list(got.values())
-                run.request_rows += info["broadcast_rows"]
-                # responses: the distinct events sent (one branch's semi join when OR-free)
-                run.responses += len(rows)
-                info["responses"] = len(rows)
-            at_sink += local + _to_events(rows, ta)
-            run.per_step.append(info)
-    finally:
-        spark.conf.set("spark.sql.adaptive.enabled", previous)
-    at_sink.sort(key=lambda e: e.key)
-    schema = schema or schema_for(query, at_sink)
-    final = QueryEvaluator(query, schema, backend=backend)
-    run.matches = {frozenset(e.uid for e in m) for m in final.feed(at_sink)}
-    return run
-
-
-def _request_rows(query: NetQuery, plan: Plan, i: int, at_sink: list[NetEvent], schema,
-                  backend: str) -> dict[tuple, list[dict]]:
-    """Per (branch, its Ψ types): the distinct Ψ combinations of the sink's partial matches
-    over 𝒜(s_i) of that branch, one wide row each (``<type>__t``, ``<type>__uid``,
-    ``<type>__<attr>``)."""
-    avail, pull = plan.available(i), plan.steps[i].pull_set
-    ev = QueryEvaluator(query, schema, avail, backend=backend)
-    matches = ev.feed(sorted((e for e in at_sink if e.type in avail), key=lambda e: e.key))
-    out: dict[tuple, list[dict]] = {}
-    for branch in query.branches:
-        psi = sorted(branch.types & pull)
-        if not psi or (branch, tuple(psi)) in out:
-            continue
-        shape = branch.types & avail
-        attrs = {p.left_attr if p.left == t else p.right_attr
-                 for t in psi for p in query.predicates if t in (p.left, p.right)}
-        seen, rows = set(), []
-        for m in matches:
-            if frozenset(e.type for e in m) != shape or not branch.order_ok(m):
-                continue
-            by = {e.type: e for e in m}
-            key = tuple(by[t].uid for t in psi)
-            if key in seen:
-                continue
-            seen.add(key)
-            row = {}
-            for t in psi:
-                e = by[t]
-                row[f"{t}__t"] = e.t
-                row[f"{t}__uid"] = e.uid
-                for a in sorted(attrs):
-                    row[f"{t}__{a}"] = e.value(a)
-            rows.append(row)
-        out[(branch, tuple(psi))] = rows
-    return out
-
-
-def _join_condition(query: NetQuery, branch, t: str, psi: list[str], F):
-    """Window, order and predicates between the pulled type ``t`` and the Ψ columns."""
-    ta = query.time_attribute
-    e_t, e_uid = F.col(f"e.{ta}"), F.col("e.uid")
-    times = [e_t] + [F.col(f"r.{u}__t") for u in psi]
-    cond = (F.greatest(*times) - F.least(*times)) <= F.lit(query.window) if psi else F.lit(True)
-    for u in psi:
-        u_t, u_uid = F.col(f"r.{u}__t"), F.col(f"r.{u}__uid")
-        if (u, t) in branch.before:
-            cond = cond & ((u_t < e_t) | ((u_t == e_t) & (u_uid < e_uid)))
-        if (t, u) in branch.before:
-            cond = cond & ((e_t < u_t) | ((e_t == u_t) & (e_uid < u_uid)))
-        for p in query.predicates:
-            if p.pair == frozenset((t, u)):
-                left = F.col(f"e.{p.left_attr}") if p.left == t else F.col(
-                    f"r.{u}__{p.left_attr}")
-                right = F.col(f"e.{p.right_attr}") if p.right == t else F.col(
-                    f"r.{u}__{p.right_attr}")
-                cond = cond & getattr(left, _OPS[p.op])(right)
-    return cond
+    """Deprecated: ``cercore.spark.run_plan(events, query, plan=plan, spark=spark, ...)``."""
+    deprecated("cercore.network.spark.run_plan_spark(spark, query, plan, events)",
+               "cercore.spark.run_plan(events, query, plan=plan, spark=spark)")
+    return spark_network.run_plan(events, query, plan=plan, network=network, spark=spark,
+                                  backend=backend)
 
 
 def estimate_rates_spark(events, duration: float | None = None,
                          time_attribute: str = "t") -> Network:
-    """Sources and mean local rates from ``groupBy(event_type, node).count()``."""
-    from pyspark.sql import functions as F
-
-    counts = events.groupBy("event_type", "node").count().collect()
-    if duration is None:
-        lo, hi = events.agg(F.min(time_attribute), F.max(time_attribute)).first()
-        duration = hi - lo + 1
-    sources: dict[str, list] = {}
-    totals: dict[str, int] = {}
-    for r in counts:
-        sources.setdefault(r["event_type"], []).append(r["node"])
-        totals[r["event_type"]] = totals.get(r["event_type"], 0) + r["count"]
-    nodes = sorted({n for ns in sources.values() for n in ns})
-    return Network(tuple(nodes), sources, {t: totals[t] / len(sources[t]) / duration
-                                           for t in sources})
+    """Deprecated: ``cercore.spark.estimate_rates(events, duration=..., ...)``."""
+    deprecated("cercore.network.spark.estimate_rates_spark", "cercore.spark.estimate_rates")
+    return spark_network.estimate_rates(events, duration=duration,
+                                        time_attribute=time_attribute)
 
 
 def estimate_pairwise_spark(query: NetQuery, events) -> dict[frozenset, float]:
-    """σ_{a,b}: among a/b pairs within one window, the fraction meeting the predicates."""
-    from pyspark.sql import functions as F
-
-    ta = query.time_attribute
-    out = {}
-    for pair in sorted({p.pair for p in query.predicates}, key=sorted):
-        a, b = sorted(pair)
-        x = events.filter(F.col("event_type") == a).alias("x")
-        y = events.filter(F.col("event_type") == b).alias("y")
-        near = x.join(y, F.abs(F.col(f"x.{ta}") - F.col(f"y.{ta}")) <= query.window)
-        ok = F.lit(True)
-        for p in query.predicates:
-            if p.pair == pair:
-                left = F.col(f"x.{p.left_attr}") if p.left == a else F.col(f"y.{p.left_attr}")
-                right = F.col(f"x.{p.right_attr}") if p.right == a else F.col(
-                    f"y.{p.right_attr}")
-                ok = ok & getattr(left, _OPS[p.op])(right)
-        total, hits = near.agg(F.count(F.lit(1)),
-                               F.sum(F.when(ok, 1).otherwise(0))).first()
-        out[pair] = (hits or 0) / total if total else 1.0
-    return out
+    """Deprecated: ``cercore.spark.estimate_pairwise(events, query)``."""
+    deprecated("cercore.network.spark.estimate_pairwise_spark(query, events)",
+               "cercore.spark.estimate_pairwise(events, query)")
+    return spark_network.estimate_pairwise(events, query)

@@ -1,25 +1,45 @@
-"""cercore on Spark: CEQL over DataFrames, batch and Structured Streaming.
+"""cercore on Spark: CEQL queries, trend aggregation and PrePP plans over DataFrames, one
+calling convention ``(df, query, *, options)``.
 
-    from cercore.spark import find, explain
+    from cercore.spark import aggregate, explain, find, run_plan
     matches = find(events_df, "SELECT * FROM S WHERE BUY AS b; SELL AS s "
                               "PARTITION BY [name] WITHIN 10 SECONDS", time="ts")
+    rows_df = aggregate(events_df, "RETURN COUNT(*) PATTERN SEQ(A+, B) WITHIN 10 SLIDE 5",
+                        schema=decl)
+    run = run_plan(events_df, prepp_query, plan=plan, network=net)
 
-The engine inside Spark is the cercore engine (Cython when available); Spark only decides
-which events each engine sees and in what order (``cercore.spark.plan``): one engine per
-PARTITION BY key, T-CER overlapping time slices for WITHIN queries without keys, or one
-ordered pass for history-dependent queries. ``explain`` prints the choice and the reason.
-Streaming DataFrames run through ``transformWithState`` (``cercore.spark.streaming``).
+* CEQL (``cercore.spark.ceql``): the engine inside Spark is the cercore engine (Cython when
+  available); Spark only decides which events each engine sees and in what order
+  (``cercore.spark.plan``): one engine per PARTITION BY key, T-CER overlapping time slices for
+  WITHIN queries without keys, or one ordered pass for history-dependent queries. ``explain``
+  prints the choice and the reason. Streaming DataFrames run through ``transformWithState``
+  (``cercore.spark.streaming``).
+* Trend aggregation (``cercore.spark.trends``, streaming in ``trends_streaming``):
+  ``aggregate`` gives the result rows as a DataFrame, ``aggregate_rows`` collects them.
+* PrePP (``cercore.spark.network``): ``run_plan`` realises a push-pull plan as semi-join
+  reductions; ``estimate_rates`` / ``estimate_pairwise`` estimate the network's statistics.
 
-Needs ``pip install 'cercore[spark]'`` (pyspark ≥ 4.3, protobuf, pandas < 3) and Java 17+;
-the workers need cercore installed (or shipped with ``--py-files``).
+pyspark is imported only when a function is called. Needs ``pip install 'cercore[spark]'``
+(pyspark ≥ 4.3, protobuf, pandas < 3) and Java 17+; the workers need cercore installed (or
+shipped with ``--py-files``).
 """
 
-from cercore.spark.api import explain, find, output_schema
+from cercore.spark.ceql import explain, find, output_schema
 from cercore.spark.frames import infer_schema
+from cercore.spark.network import (
+    SparkPlanRun,
+    estimate_pairwise,
+    estimate_rates,
+    events_dataframe,
+    run_plan,
+)
 from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan
+from cercore.spark.trends import aggregate, aggregate_rows
 
-__all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "choose_plan", "explain", "find",
-           "infer_schema", "late_events", "output_schema"]
+__all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
+           "aggregate_rows", "choose_plan", "estimate_pairwise", "estimate_rates",
+           "events_dataframe", "explain", "find", "infer_schema", "late_events",
+           "output_schema", "run_plan"]
 
 
 def late_events(query) -> int:

@@ -1,210 +1,28 @@
-"""Spark batch path for trend aggregation (note seed-002 §6): window assignment, one aggregator
-per (partition, window) with ``groupBy(...).applyInPandas``, then the roll-up of partition
-aggregates to the GROUP BY groups. Results equal ``CompiledTrendQuery.run`` on the same events.
-
-    rows_df = aggregate(query, events_df)        # a DataFrame, one row per (window, group)
-    rows = run_spark(query, events_df, spark)    # collected: the rows query.run returns
-
-The per-(partition, window) aggregator is the local one (Cython when built): events are sorted
-by (time, input position) inside each group, exactly as the local engine sees them. Aggregate
-vectors cross Spark pickled (base64 text), so counts stay exact Python ints however large
-(Spark's LongType would overflow at 2^63).
-"""
+"""Deprecated path, kept for one release: trend aggregation on Spark lives in
+``cercore.spark.trends`` -- ``cercore.spark.aggregate(df, query, *, spark=None, ...)`` and
+``cercore.spark.aggregate_rows(df, query, *, spark=None, ...)``. The functions here keep the
+old argument order and warn."""
 
 from __future__ import annotations
 
-import base64
-import json
-import pickle
 from typing import Any
 
-from cercore.spark.trend_rows import exact_value, row_schema
-from cercore.trends import reference
-from cercore.trends.engine import TrendEngine, read_types, result_row
-from cercore.trends.query import CompiledTrendQuery
+from cercore.deprecation import deprecated
+from cercore.spark import trends
+from cercore.spark.trends import KEEP, POSITION, PREFIX, WINDOW
 
-PREFIX = "_cercore_"
-POSITION = f"{PREFIX}pos"
-WINDOW = f"{PREFIX}window"
-KEEP = f"{PREFIX}keep"
+__all__ = ["KEEP", "POSITION", "PREFIX", "WINDOW", "aggregate", "run_spark"]
 
 
-def aggregate(query: CompiledTrendQuery, events: Any, spark=None, *, backend: str = "auto",
-              type_column: str = "event_type", exact: str = "decimal",
-              watermark: str = "0 seconds", sequence: str | None = None):
-    """The result rows of ``query`` over ``events`` as a Spark DataFrame: ``window_start``,
-    ``window_end`` (with a window), the GROUP BY attributes, then one column per aggregate
-    named by its text (``COUNT(*)``, ``AVG(T.speed)``).
-
-    ``events``: a Spark DataFrame in cercore's tabular format (``type_column`` plus one column
-    per attribute), whose read order breaks timestamp ties (a ``_cercore_pos`` column, when
-    present, gives the order instead), or a pandas DataFrame (then ``spark`` is needed).
-    Counts and integer sums are exact: ``exact="decimal"`` types them ``decimal(38,0)``, and a
-    value beyond 38 digits fails the job with a message that names it; ``exact="string"``
-    gives their decimal text, of any length. Other aggregates are ``bigint``/``double``.
-
-    A streaming ``events`` runs through ``cercore.trends.streaming`` (the query needs a
-    window): rows come out once the watermark -- the latest event time minus ``watermark``, the
-    allowed lateness -- passes a window's end; later rows are late and dropped by Spark.
-    ``sequence`` names a column that orders events with equal times (else read or arrival
-    order)."""
-    from pyspark.sql import functions as F
-
-    if exact not in ("decimal", "string"):
-        raise ValueError("exact must be 'decimal' or 'string'")
-    plan = query.plan
-    schema = plan.schema
-    read = read_types(plan)
-    is_pandas = type(events).__module__.startswith("pandas")
-    if not is_pandas and events.isStreaming:
-        from cercore.trends.streaming import run_streaming
-
-        return run_streaming(query, events.filter(F.col(type_column).isin(read)),
-                             backend=backend, type_column=type_column, exact=exact,
-                             watermark=watermark, sequence=sequence)
-    if is_pandas:
-        if spark is None:
-            raise ValueError("a pandas DataFrame needs the SparkSession: aggregate(q, pdf, "
-                             "spark)")
-        pdf = events.reset_index(drop=True).copy()
-        pdf[POSITION] = range(len(pdf))
-        df = spark.createDataFrame(pdf)
-    else:
-        df = events
-        if sequence is not None:
-            df = df.withColumn(POSITION, F.col(sequence).cast("long"))
-        elif POSITION not in df.columns:  # read order breaks timestamp ties
-            df = df.withColumn(POSITION, F.monotonically_increasing_id())
-    df = df.filter(F.col(type_column).isin(read))
-    for a in plan.partition_attrs:  # events without a partition belong to none
-        df = df.filter(F.col(a).isNotNull())
-    tcol = schema.time_attribute or POSITION
-    if plan.window is None:
-        df = df.withColumn(WINDOW, F.lit(0).cast("long"))
-    else:  # window k holds time t iff k*slide <= t < k*slide + size
-        size, slide = plan.window
-        first = (F.floor((F.col(tcol) - F.lit(size)) / F.lit(slide)) + 1).cast("long")
-        last = F.floor(F.col(tcol) / F.lit(slide)).cast("long")
-        # with slide > size some times are in no window (sequence would count down)
-        df = df.filter(first <= last).withColumn(WINDOW, F.explode(F.sequence(first, last)))
-
-    columns = [type_column, POSITION, WINDOW] + list(schema.attribute_types())
-    df = df.select(*[c for c in columns if c in df.columns])
-    partial = df.groupBy(*plan.partition_attrs, WINDOW).applyInPandas(
-        _partition_aggregator(query, backend, type_column),
-        schema=f"{WINDOW} long, pkey string, vec string")
-    gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
-    out_schema, exact_columns = row_schema(query, exact)
-    rolled = partial.groupBy(WINDOW).applyInPandas(
-        _roll_up(query, gidx, out_schema, exact_columns, exact),
-        schema=_with_keep_flag(out_schema))
-    return rolled.filter(F.col(KEEP)).drop(KEEP)
+def aggregate(query, events: Any, spark=None, **options):
+    """Deprecated: ``cercore.spark.aggregate(events, query, spark=spark, ...)``."""
+    deprecated("cercore.trends.spark.aggregate(query, events, spark)",
+               "cercore.spark.aggregate(events, query, spark=spark)")
+    return trends.aggregate(events, query, spark=spark, **options)
 
 
-def run_spark(query: CompiledTrendQuery, events: Any, spark, *, backend: str = "auto",
-              type_column: str = "event_type") -> list[dict]:
-    """Every result row of ``query`` over ``events`` (see ``aggregate``), computed on
-    ``spark`` and collected: the same rows, in the same order, as ``query.run``."""
-    df = aggregate(query, events, spark, backend=backend, type_column=type_column,
-                   exact="string")
-    _, exact_columns = row_schema(query, "string")
-    rows = []
-    for r in df.collect():
-        row = r.asDict()
-        for c in exact_columns:
-            row[c] = int(row[c])
-        rows.append(row)
-    head = ["window_start"] if query.plan.window else []
-    return sorted(rows, key=lambda r: [r[c] for c in head + list(query.plan.group_by)])
-
-
-def _with_keep_flag(struct):
-    """``struct`` and the ``KEEP`` flag that marks the real rows of a roll-up."""
-    from pyspark.sql import types as T
-
-    return T.StructType(list(struct.fields) + [T.StructField(KEEP, T.BooleanType(),
-                                                             nullable=False)])
-
-
-def _partition_aggregator(query: CompiledTrendQuery, backend: str, type_column: str):
-    plan = query.plan
-
-    def aggregate(pdf):
-        import pandas as pd
-
-        engine = TrendEngine(plan, backend, type_column=type_column)
-        names = plan.schema.type_names
-        ids = {n: i for i, n in enumerate(names)}
-        tattr = plan.schema.time_attribute
-        pdf = pdf.sort_values([tattr or POSITION, POSITION], kind="stable")
-        declared = {n: [a for a, _ in plan.schema.event_types[n].attributes] for n in names}
-        events, pkey = [], None
-        for rec in pdf.to_dict("records"):
-            etype = rec[type_column]
-            attrs = {a: _py(rec.get(a)) for a in declared[etype]}
-            # a null aggregated attribute is an EventError naming the row (its read position)
-            node = engine.accept(ids[etype], attrs, int(rec[POSITION]))
-            if node is None:
-                continue
-            vs, pkey = node
-            t = attrs[tattr] if tattr else rec[POSITION]
-            events.append((t, vs, attrs))
-        k = int(pdf[WINDOW].iloc[0])
-        if not events:  # every event filtered out: an empty partition aggregate
-            return pd.DataFrame({WINDOW: [k], "pkey": [None], "vec": [None]})
-        vec = engine.aggregate_window(events)
-        return pd.DataFrame({WINDOW: [k], "pkey": [json.dumps(pkey)], "vec": [_encode(vec)]})
-    return aggregate
-
-
-def _roll_up(query: CompiledTrendQuery, gidx: list[int], out_schema, exact_columns: list,
-             exact: str):
-    plan = query.plan
-    names = [f.name for f in out_schema.fields]
-
-    def roll(pdf):
-        import pandas as pd
-
-        vx = reference.Vectors(plan.fields)
-        k = int(pdf[WINDOW].iloc[0])
-        groups: dict[str, list] = {}
-        for pkey, vec in zip(pdf["pkey"], pdf["vec"]):
-            if pkey is None:
-                continue
-            g = json.dumps([json.loads(pkey)[i] for i in gidx])
-            acc = groups.setdefault(g, vx.zero())
-            vx.add(acc, _decode(vec))
-        window = None
-        if plan.window is not None:
-            size, slide = plan.window
-            window = (k * slide, k * slide + size)
-        rows = [result_row(plan, vec, tuple(json.loads(g)), window)
-                for g, vec in groups.items() if vec[0] > 0]
-        for row in rows:
-            for c in exact_columns:
-                row[c] = exact_value(c, row[c], exact)
-        # always one row at least (dropped by the keep flag): empty frames upset the Arrow path
-        cols = {n: [r[n] for r in rows] or [None] for n in names}
-        cols[KEEP] = [True] * len(rows) or [False]
-        return pd.DataFrame(cols)
-    return roll
-
-
-def _encode(obj) -> str:
-    return base64.b64encode(pickle.dumps(obj)).decode("ascii")
-
-
-def _decode(text: str):
-    return pickle.loads(base64.b64decode(text))
-
-
-def _py(v):
-    """A pandas cell as the Python value the local engine would see (NaN/NaT -> None)."""
-    if v is None:
-        return None
-    item = getattr(v, "item", None)
-    if item is not None:
-        v = item()
-    if isinstance(v, float) and v != v:
-        return None
-    return v
+def run_spark(query, events: Any, spark, **options) -> list[dict]:
+    """Deprecated: ``cercore.spark.aggregate_rows(events, query, spark=spark, ...)``."""
+    deprecated("cercore.trends.spark.run_spark(query, events, spark)",
+               "cercore.spark.aggregate_rows(events, query, spark=spark)")
+    return trends.aggregate_rows(events, query, spark=spark, **options)

@@ -11,12 +11,8 @@ from cercore.network.evaluate import centralised_matches
 from cercore.network.generators import generate_traces
 from cercore.network.query import Leaf, Op
 from cercore.network.simulator import simulate
-from cercore.network.spark import (
-    estimate_pairwise_spark,
-    estimate_rates_spark,
-    events_dataframe,
-    run_plan_spark,
-)
+from cercore.spark import estimate_pairwise as spark_pairwise
+from cercore.spark import estimate_rates, events_dataframe, run_plan
 
 pytestmark = pytest.mark.spark
 
@@ -30,7 +26,7 @@ TRACES = generate_traces(NET, "ABC", 3000, seed=5, id_domain=6)
 
 @pytest.fixture(scope="module")
 def events(spark):
-    return events_dataframe(spark, TRACES)
+    return events_dataframe(TRACES, spark=spark)
 
 
 @pytest.mark.parametrize("plan", [
@@ -39,8 +35,8 @@ def events(spark):
     Plan("2", (Step((), "AB"), Step("AB", "C"))),
     Plan("3", (Step((), "ABC"),)),
 ])
-def test_semi_join_plan_finds_every_match(spark, events, plan):
-    run = run_plan_spark(spark, QUERY, plan, events, NET)
+def test_semi_join_plan_finds_every_match(events, plan):
+    run = run_plan(events, QUERY, plan=plan, network=NET)
     central = centralised_matches(QUERY, TRACES)
     assert central and run.matches == central
     sim = simulate(QUERY, NET, plan, TRACES)
@@ -57,11 +53,11 @@ def test_semi_join_plan_finds_every_match(spark, events, plan):
 
 def test_spark_estimators_equal_local_ones(events):
     local = estimate_network(QUERY, TRACES)
-    spark_net = estimate_rates_spark(events)
+    spark_net = estimate_rates(events)
     assert {t: spark_net.sources_of(t) for t in "ABC"} == {t: local.sources_of(t) for t in "ABC"}
     assert spark_net.rates == pytest.approx(local.rates)
     flat = [e for tr in TRACES.values() for e in tr]
-    assert estimate_pairwise_spark(QUERY, events) == pytest.approx(
+    assert spark_pairwise(events, QUERY) == pytest.approx(
         estimate_pairwise(QUERY, flat))
 
 
@@ -75,10 +71,10 @@ OR_QUERY = NetQuery(seq("B", Op("OR", (Leaf("A"), Leaf("C")))), 30,
     Plan("1", (Step((), "A"), Step("A", "B"), Step("B", "C"))),  # (B;C) needs every B
     Plan("3", (Step((), "C"), Step("C", "A"), Step("AC", "B"))),
 ])
-def test_or_queries_reduce_each_branch(spark, events, plan):
+def test_or_queries_reduce_each_branch(events, plan):
     """With OR, each pulled type is reduced with the requests of every branch containing it;
     the matches are the centralised ones and nothing is sent twice."""
-    run = run_plan_spark(spark, OR_QUERY, plan, events, NET)
+    run = run_plan(events, OR_QUERY, plan=plan, network=NET)
     central = centralised_matches(OR_QUERY, TRACES)
     assert central and run.matches == central
     assert {len(m) for m in central} == {2}
@@ -90,22 +86,22 @@ def test_or_queries_reduce_each_branch(spark, events, plan):
             assert s["responses"] <= s["semi_join_rows"] + s.get("unconditional", 0)
 
 
-def test_plan_errors(spark, events):
+def test_plan_errors(events):
     with pytest.raises(NetworkError):
-        run_plan_spark(spark, QUERY, Plan("1", (Step("B", "A"), Step((), "BC"))), events, NET)
+        run_plan(events, QUERY, plan=Plan("1", (Step("B", "A"), Step((), "BC"))), network=NET)
 
 
 @pytest.mark.parametrize("plan", [
     Plan("1", (Step((), "A"), Step("A", "B"), Step("B", "C"))),
     Plan("3", (Step((), "ABC"),)),
 ])
-def test_filters_are_applied_at_the_source(spark, events, plan):
+def test_filters_are_applied_at_the_source(events, plan):
     """Single-type filters drop events where they are: the matches are the filtered query's,
     and a filtered-out event is never transmitted."""
     filtered = NetQuery(QUERY.root, QUERY.window, QUERY.predicates,
                         filters={"B": "v > 0.2", "C": "v > 0.1"})
-    run = run_plan_spark(spark, filtered, plan, events, NET)
+    run = run_plan(events, filtered, plan=plan, network=NET)
     central = centralised_matches(filtered, TRACES)
     assert central and run.matches == central < centralised_matches(QUERY, TRACES)
-    unfiltered = run_plan_spark(spark, QUERY, plan, events, NET)
+    unfiltered = run_plan(events, QUERY, plan=plan, network=NET)
     assert run.transmitted < unfiltered.transmitted

@@ -45,7 +45,7 @@ def check(spark, schema, q, events, expected_plan=None, **kw):
     plan_line = explain(schema, text).splitlines()[0]
     if expected_plan is not None:
         assert expected_plan in plan_line, (text, plan_line)
-    got = spark_complex_events(find(df, text, schema, sequence="seq", **kw).collect())
+    got = spark_complex_events(find(df, text, schema=schema, sequence="seq", **kw).collect())
     want = local_complex_events(text, schema, events)
     event(plan_line + (" (some complex events)" if want else ""))
     assert got == want, text
@@ -109,8 +109,8 @@ def test_every_plan_agrees_on_one_query(spark):
     want = local_complex_events(text, schema, events)
     assert sum(want.values()) >= 4
     for plan in ("auto", SINGLE):
-        got = find(df, text, schema, sequence="seq", plan=plan).collect()
+        got = find(df, text, schema=schema, sequence="seq", plan=plan).collect()
         assert spark_complex_events(got) == want, plan
     with pytest.raises(cercore.CercoreError, match="not exact"):
-        find(df, text, schema, sequence="seq", plan=TCER)
+        find(df, text, schema=schema, sequence="seq", plan=TCER)
     assert explain(schema, text).splitlines()[0].startswith(f"spark plan: {KEYED}")

@@ -99,7 +99,7 @@ def test_bad_input_gives_clear_errors(spark):
         out = find(df, query, time="ts", sequence="seq", on_error="skip")
     assert out.count() == 0
     with pytest.raises(cercore.CercoreError, match="declares attributes"):
-        find(df, query, "CREATE STREAM S { EVENT A { x:int, ts:int }, EVENT B { ts:int } }",
+        find(df, query, schema="CREATE STREAM S { EVENT A { x:int, ts:int }, EVENT B { ts:int } }",
              time="ts")
     with pytest.raises(cercore.CercoreError, match="unknown plan"):
         find(df, query, time="ts", plan="fast")

@@ -41,12 +41,12 @@ def test_categorical_and_dictionary_parquet(spark, tmp_path, query):
     want = local(query, pdf)
     assert want  # matches exist: not vacuous
     got = {(r["start"], r["end"], tuple(r["positions"]))
-           for r in find(spark.createDataFrame(pdf), query, DECL, time="ts",
+           for r in find(spark.createDataFrame(pdf), query, schema=DECL, time="ts",
                          sequence="seq").collect()}
     assert got == want
     path = tmp_path / "trades.parquet"
     pq.write_table(pa.Table.from_pandas(pdf, preserve_index=False), path)
     got = {(r["start"], r["end"], tuple(r["positions"]))
-           for r in find(spark.read.parquet(str(path)), query, DECL, time="ts",
+           for r in find(spark.read.parquet(str(path)), query, schema=DECL, time="ts",
                          sequence="seq").collect()}
     assert got == want

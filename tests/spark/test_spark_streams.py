@@ -38,7 +38,7 @@ def local(query: str) -> list:
 def test_stream_column_equals_local(spark, query):
     df = spark.createDataFrame(ROWS, DDL)
     got = sorted(tuple(r["positions"]) for r in
-                 find(df, query, DECL, stream_column="src", sequence="v").collect())
+                 find(df, query, schema=DECL, stream_column="src", sequence="v").collect())
     want = local(query)
     assert got == want
     assert want or "PARTITION" in query  # most queries have matches: not a vacuous check
@@ -49,8 +49,8 @@ def test_bad_stream_tags(spark):
 
     df = spark.createDataFrame(ROWS + [("A", 9, 10, "U")], DDL)
     with pytest.raises(PythonException, match="unknown stream 'U'"):
-        find(df, "SELECT * FROM S, T WHERE A ; C", DECL, stream_column="src",
+        find(df, "SELECT * FROM S, T WHERE A ; C", schema=DECL, stream_column="src",
              sequence="v").collect()
-    rows = find(df, "SELECT * FROM S, T WHERE A ; C", DECL, stream_column="src",
+    rows = find(df, "SELECT * FROM S, T WHERE A ; C", schema=DECL, stream_column="src",
                 sequence="v", on_error="skip").collect()
     assert sorted(tuple(r["positions"]) for r in rows) == local("SELECT * FROM S, T WHERE A ; C")

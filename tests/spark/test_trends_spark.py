@@ -39,23 +39,23 @@ def events(n: int, seed: int):
 
 @pytest.mark.parametrize("text", QUERIES)
 def test_spark_equals_local(spark, text):
-    from cercore.trends.spark import run_spark
+    from cercore.spark import aggregate_rows
 
     q = compile_trend(text, SCHEMA)
     pdf = events(120, seed=len(text))
     local = q.run(pdf)
     assert local  # the stream has trends, so the comparison means something
-    assert run_spark(q, pdf, spark) == local
+    assert aggregate_rows(pdf, q, spark=spark) == local
 
 
 def test_aggregate_returns_a_typed_dataframe(spark):
     from decimal import Decimal
 
-    from cercore.trends.spark import aggregate
+    from cercore.spark import aggregate
 
     q = compile_trend(QUERIES[0], SCHEMA)
     pdf = events(120, seed=3)
-    df = aggregate(q, spark.createDataFrame(pdf))  # a Spark DataFrame: read order breaks ties
+    df = aggregate(spark.createDataFrame(pdf), q)  # a Spark DataFrame: read order breaks ties
     types = dict(df.dtypes)
     assert list(types) == q.columns
     assert types["COUNT(*)"] == "decimal(38,0)" and types["SUM(A.v)"] == "decimal(38,0)"
@@ -71,14 +71,14 @@ def test_counts_beyond_decimal_38_are_an_error_or_text(spark):
     import pandas as pd
     from pyspark.errors import PythonException
 
-    from cercore.trends.spark import aggregate
+    from cercore.spark import aggregate
 
     q = compile_trend("RETURN COUNT(*) PATTERN A+", SCHEMA)
     pdf = pd.DataFrame([{"event_type": "A", "v": 1, "g": 0, "h": 0, "t": t}
                         for t in range(130)])  # 2^130 - 1 trends: 40 digits
     with pytest.raises(PythonException, match="more than 38 digits"):
-        aggregate(q, pdf, spark).collect()
-    (row,) = aggregate(q, pdf, spark, exact="string").collect()
+        aggregate(pdf, q, spark=spark).collect()
+    (row,) = aggregate(pdf, q, spark=spark, exact="string").collect()
     assert int(row["COUNT(*)"]) == 2 ** 130 - 1
 
 
@@ -86,10 +86,10 @@ def test_null_aggregated_attribute_is_a_clear_error(spark):
     import pandas as pd
     from pyspark.errors import PythonException
 
-    from cercore.trends.spark import aggregate
+    from cercore.spark import aggregate
 
     q = compile_trend("RETURN SUM(A.v) PATTERN A+", SCHEMA)
     pdf = pd.DataFrame([{"event_type": "A", "v": v, "g": 0, "h": 0, "t": t}
                         for t, v in enumerate([1, None, 3])])
     with pytest.raises(PythonException, match="A event has no 'v' value"):
-        aggregate(q, pdf, spark).collect()
+        aggregate(pdf, q, spark=spark).collect()

@@ -36,11 +36,11 @@ def make_events(n: int, seed: int) -> list[tuple]:
 
 
 def run_available(spark, base: str, q) -> None:
-    from cercore.trends.spark import aggregate
+    from cercore.spark import aggregate
 
     source = (spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1)
               .parquet(os.path.join(base, "in")))
-    out = aggregate(q, source, exact="string", watermark=f"{DELAY} seconds", sequence="seq")
+    out = aggregate(source, q, exact="string", watermark=f"{DELAY} seconds", sequence="seq")
     stream = (out.writeStream.format("parquet").option("path", os.path.join(base, "out"))
               .option("checkpointLocation", os.path.join(base, "checkpoint"))
               .trigger(availableNow=True).start())

@@ -1,0 +1,135 @@
+"""CEQL over Spark DataFrames: ``find(df, query, *, ...)`` and ``explain(df, query, *, ...)``
+(the plans in ``cercore.spark.plan``, the jobs in ``batch`` and ``streaming``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cercore.errors import CercoreError
+from cercore.query import CompiledQuery
+from cercore.schema import Schema
+from cercore.spark.frames import Prepared, prepare
+from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan
+
+PLANS = ("auto", TCER, KEYED, SINGLE)
+
+
+def output_schema(df_schema):
+    """The Spark schema of ``find``'s result for an input DataFrame with ``df_schema``."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    return StructType([
+        StructField("match_id", LongType(), False),
+        *_body_fields(df_schema),
+    ])
+
+
+def _body_fields(df_schema):
+    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+
+    return [
+        StructField("partition", StringType(), True),
+        StructField("start", LongType(), True),
+        StructField("end", LongType(), True),
+        StructField("start_time", LongType(), True),
+        StructField("end_time", LongType(), True),
+        StructField("positions", ArrayType(LongType(), True), True),
+        StructField("events", ArrayType(StructType(list(df_schema.fields)), True), True),
+    ]
+
+
+def _plan_for(prep: Prepared, compiled: CompiledQuery, plan: str, streaming: bool
+              ) -> SparkPlan:
+    if plan not in PLANS:
+        raise CercoreError(f"unknown plan {plan!r}; use one of {', '.join(PLANS)}")
+    auto = choose_plan(compiled.analysed, prep.time, streaming=streaming,
+                       on_error=prep.job.on_error)
+    if plan in ("auto", auto.kind) or plan == SINGLE:
+        return auto if plan in ("auto", auto.kind) else SparkPlan(
+            SINGLE, "single pass requested (always exact)")
+    raise CercoreError(f"plan {plan!r} is not exact for this query ({auto.reason}); "
+                       f"use plan='auto' ({auto.kind}) or 'single'")
+
+
+def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "auto",
+         type_column: str = "event_type", time: str | None = None,
+         sequence: str | None = None, time_unit: str | None = None, on_error: str = "raise",
+         stream_column: str | None = None, event_types: tuple[str, ...] = (),
+         plan: str = "auto", slice_advance: int | None = None,
+         num_partitions: int | None = None, watermark: str = "0 seconds"):
+    """The complex events of ``query`` over the events in ``df`` (batch or streaming).
+
+    ``df`` has one row per event: the event type in ``type_column`` and one column per
+    attribute. ``schema`` (a ``cercore.Schema`` or declaration text) is inferred from the
+    columns when omitted (see ``cercore.spark.frames.infer_schema``). Events are evaluated in
+    (``time``, ``sequence``) order — ``time`` defaults to the schema's time attribute; without
+    ``sequence``, ties keep the order in which rows are read (batch) or arrive (streaming).
+    ``backend`` is the engine backend on the workers ("auto" | "python" | "cython").
+    ``plan``: "auto" (see ``explain``) or a plan to force ("single" is always allowed;
+    "tcer"/"keyed" only where exact). ``slice_advance`` sets T-CER's WA (time units or
+    positions). ``watermark`` (streaming) is the allowed lateness, e.g. "10 seconds".
+
+    Returns a DataFrame with columns ``match_id`` (64-bit hash of partition, interval and
+    positions: equal complex events get equal ids in every plan), ``partition`` (the PARTITION
+    BY key as a JSON array of text, null without PARTITION BY), ``start``/``end`` (positions in
+    (time, sequence) order: global in batch, per key in streaming), ``start_time``/``end_time``
+    (the time of those events, integers in the schema's unit), ``positions`` and ``events``
+    (the matched rows, every input column, in position order)."""
+    from pyspark.sql import functions as F
+
+    streaming = df.isStreaming
+    prep = prepare(df, query, schema, type_column=type_column, time=time, sequence=sequence,
+                   time_unit=time_unit, backend=backend, on_error=on_error,
+                   stream_column=stream_column, event_types=tuple(event_types),
+                   streaming=streaming)
+    compiled = prep.job.compiled()
+    chosen = _plan_for(prep, compiled, plan, streaming)
+    from pyspark.sql.types import StructType
+
+    body = StructType(_body_fields(df.schema))
+    if streaming:
+        from cercore.spark.streaming import run_streaming
+
+        out = run_streaming(prep, chosen, body, watermark)
+    else:
+        from cercore.spark.batch import run_batch
+
+        out, _ = run_batch(prep, chosen, body, slice_advance=slice_advance,
+                           num_partitions=num_partitions)
+    match_id = F.xxhash64(F.coalesce(F.col("partition"), F.lit("")), "start", "end",
+                          "positions")
+    return out.select(match_id.alias("match_id"), *[f.name for f in body.fields])
+
+
+def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
+            time: str | None = None, time_unit: str | None = None, on_error: str = "raise",
+            streaming: bool | None = None, slice_advance: int | None = None) -> str:
+    """Which Spark plan ``find`` picks for ``query`` (T-CER / keyed / single pass) and why,
+    followed by the compiled query's own explanation. ``df_or_schema`` is a DataFrame (its
+    schema is inferred as ``find`` would) or a ``Schema`` / declaration text."""
+    if isinstance(df_or_schema, (Schema, str)):
+        schema = Schema.coerce(df_or_schema, **({"time_unit": time_unit} if time_unit else {}))
+        compiled = CompiledQuery(query, schema)
+        order = time or schema.time_attribute
+        plan = choose_plan(compiled.analysed, order, streaming=bool(streaming),
+                           on_error=on_error)
+        inferred = False
+    else:
+        streaming = df_or_schema.isStreaming if streaming is None else streaming
+        prep = prepare(df_or_schema, query, None, type_column=type_column, time=time,
+                       time_unit=time_unit, on_error=on_error, streaming=streaming)
+        compiled = prep.job.compiled()
+        plan = _plan_for(prep, compiled, "auto", streaming)
+        inferred = True
+    lines = [plan.describe(slice_advance)]
+    if plan.history_dependent and plan.kind != TCER:
+        lines.append(f"history-dependent: {plan.history_dependent}")
+    if streaming:
+        lines.append("streaming: transformWithState, one engine state per "
+                     + ("PARTITION BY key" if plan.kind == KEYED else "query (constant key)")
+                     + "; rows wait in a reorder buffer until the watermark passes them")
+    if inferred:
+        lines.append("schema (inferred from the DataFrame):")
+        lines.append("  " + compiled.schema.to_text().replace("\n", "\n  "))
+    lines.append(compiled.explain())
+    return "\n".join(lines)
