@@ -25,7 +25,7 @@ if __name__ == "__main__":
 
 
 import cercore  # noqa: E402
-from cercore.cli import stock_schema, stock_trace  # noqa: E402
+from cercore.cli.demo import stock_schema, stock_trace  # noqa: E402
 from cercore.runtime.backend import CYTHON_AVAILABLE  # noqa: E402
 
 S3 = ("SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = 'INTC'] "

@@ -24,7 +24,7 @@ if __name__ == "__main__":
 
 import cercore  # noqa: E402
 from cercore.bench.peers import find_pycer, run_pycer  # noqa: E402
-from cercore.cli import data_path, stock_schema, stock_trace  # noqa: E402
+from cercore.cli.demo import data_path, stock_schema, stock_trace  # noqa: E402
 from cercore.runtime.backend import CYTHON_AVAILABLE  # noqa: E402
 
 QUERIES = {

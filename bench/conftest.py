@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import cercore
-from cercore.cli import demo_queries, stock_schema, stock_trace
+from cercore.cli.demo import demo_queries, stock_schema, stock_trace
 from cercore.runtime.backend import CYTHON_AVAILABLE
 
 BACKENDS = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])

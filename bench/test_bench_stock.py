@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cercore.cli import DEMO_QUERIES
+from cercore.cli.demo import DEMO_QUERIES
 
 
 @pytest.mark.parametrize("name", DEMO_QUERIES)

@@ -205,7 +205,7 @@ def test_parquet_type_checks(tmp_path, schema):
 
 
 def test_stock_trace_reads(schema):
-    from cercore.cli import stock_schema, stock_trace
+    from cercore.cli.demo import stock_schema, stock_trace
 
     table = stock_trace(stock_schema())
     assert table.num_rows == 24_887

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 
 import cercore
-from cercore.cli import demo_queries, stock_schema, stock_trace
+from cercore.cli.demo import demo_queries, stock_schema, stock_trace
 from cercore.errors import CercoreError
 from cercore.runtime.backend import CYTHON_AVAILABLE
 

@@ -1,14 +1,7 @@
-"""The ``cercore`` command line.
+"""``cercore run`` and ``cercore explain``: a CEQL query -- or a trend aggregation query,
+handed to ``cercore.cli.trends`` -- over an event file.
 
-::
-
-    cercore run QUERY --schema DECL --input FILE [--format jsonl|csv|table] [--backend B]
-                [--time-attribute A --time-unit ms] [--on-error raise|skip] [--output FILE]
-    cercore explain QUERY --schema DECL
-    cercore demo [--backend B] [--limit N]
-
-QUERY and DECL are file paths or inline text (an existing path is read). Errors cercore raises
-on purpose are printed as one message on stderr with exit code 2.
+QUERY and DECL are file paths or inline text (an existing path is read).
 """
 
 from __future__ import annotations
@@ -16,12 +9,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import cercore
+from cercore.cli.common import PROG, add_backend
 from cercore.errors import CercoreError
 from cercore.io import (
     INPUT_FORMATS,
@@ -32,43 +23,7 @@ from cercore.io import (
 )
 from cercore.trends.parse import is_trend_query
 
-EXIT_USAGE = 2
-PROG = "cercore"
 
-
-# ---- the bundled stock demo ---------------------------------------------------------------
-@dataclass(frozen=True)
-class DemoQuery:
-    name: str
-    text: str
-
-
-DEMO_QUERIES = ("s3_sell_buy_buy", "rising_price_run", "block_sells")
-DEMO_TIME_UNIT = "ms"  # stock_time is milliseconds since midnight (see data/README)
-
-
-def data_path(name: str) -> Path:
-    """A file bundled in ``cercore/data``."""
-    return Path(str(resources.files("cercore") / "data" / name))
-
-
-def stock_schema() -> cercore.Schema:
-    """The stock trace's declaration (``stock_time`` is the primary time, in milliseconds)."""
-    return cercore.Schema.parse(data_path("stocks.decl").read_text(), time_unit=DEMO_TIME_UNIT)
-
-
-def demo_queries() -> list[DemoQuery]:
-    """The demo's queries, in order."""
-    return [DemoQuery(n, data_path(f"{n}.ceql").read_text().strip()) for n in DEMO_QUERIES]
-
-
-def stock_trace(schema: cercore.Schema | None = None, limit: int | None = None):
-    """The bundled stock trace prefix as a ``pyarrow.Table`` (optionally its first rows)."""
-    table = read_events(data_path("stock_trace_prefix.csv"), schema or stock_schema())
-    return table if limit is None else table.slice(0, limit)
-
-
-# ---- helpers ------------------------------------------------------------------------------
 def load_schema(args) -> cercore.Schema:
     return cercore.Schema.parse(text_or_file(args.schema), time_attribute=args.time_attribute,
                                 time_unit=args.time_unit)
@@ -89,19 +44,8 @@ def _add_schema_options(p: argparse.ArgumentParser, several: bool = False) -> No
                    help="unit of the time attribute (default: s)")
 
 
-def _add_backend(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", default="auto", choices=["auto", "python", "cython"],
-                   help="evaluation backend (default: auto = cython when built)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG, description="Complex Event Recognition with CEQL queries (CORE).")
-    parser.add_argument("--version", action="version",
-                        version=f"%(prog)s {cercore.__version__} (backend: {cercore.BACKEND})")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-
+def add_subcommands(sub) -> None:
+    """Add ``run`` and ``explain`` to the ``cercore`` subparsers."""
     run = sub.add_parser("run", help="evaluate a query over an event file",
                          description="Evaluate QUERY over the events of --input and write every "
                                      "complex event.")
@@ -117,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="output format (default: jsonl)")
     run.add_argument("--output", "-o", metavar="FILE", default="-",
                      help="where to write complex events (default: stdout)")
-    _add_backend(run)
+    add_backend(run)
     run.add_argument("--on-error", choices=["raise", "skip"], default="raise",
                      help="bad events: stop with an error (raise, default) or skip and count "
                           "them (skip)")
@@ -136,21 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_schema_options(explain)
     explain.set_defaults(func=cmd_explain)
 
-    demo = sub.add_parser("demo", help="run the stock-market demo queries on the bundled trace",
-                          description="Run CORE's stock queries over the bundled prefix of the "
-                                      "WPI stock trace (24,887 events).")
-    _add_backend(demo)
-    demo.add_argument("--limit", "-n", type=int, default=5, metavar="N",
-                      help="complex events to show per query (default: 5)")
-    demo.add_argument("--events", type=int, default=None, metavar="N",
-                      help="use only the first N events of the trace")
-    demo.set_defaults(func=cmd_demo)
-    from cercore.network.cli import add_subcommands as add_network_subcommands
-    add_network_subcommands(sub)  # cercore plan / cercore simulate (PrePP)
-    return parser
 
-
-# ---- commands -----------------------------------------------------------------------------
 def query_names(paths: list[str]) -> list[str]:
     """A name per query of ``cercore run``: a file's stem, else q0, q1, ... (made unique)."""
     names: list[str] = []
@@ -165,10 +95,10 @@ def query_names(paths: list[str]) -> list[str]:
 def cmd_run(args) -> int:
     schema = load_schema(args)
     texts = [text_or_file(q) for q in args.query]
-    if any(is_trend_query(t) for t in texts):  # trend aggregation (COGRA): trends/cli.py
+    if any(is_trend_query(t) for t in texts):  # trend aggregation (COGRA)
         if len(texts) > 1:
             raise CercoreError("a trend aggregation query runs alone: give one query")
-        from cercore.trends.cli import run_command
+        from cercore.cli.trends import run_command
         return run_command(args, texts[0], schema)
     queries = {n: cercore.compile(t, schema) for n, t in zip(query_names(args.query), texts)}
     for name, query in queries.items():
@@ -206,74 +136,9 @@ def cmd_run(args) -> int:
 
 def cmd_explain(args) -> int:
     text, schema = text_or_file(args.query), load_schema(args)
-    if is_trend_query(text):  # trend aggregation (COGRA): cercore/trends/cli.py
-        from cercore.trends.cli import explain_command
+    if is_trend_query(text):  # trend aggregation (COGRA)
+        from cercore.cli.trends import explain_command
         return explain_command(args, text, schema)
     query = cercore.compile(text, schema)
     print(query.explain())
     return 0
-
-
-def cmd_demo(args) -> int:
-    if args.limit < 0:
-        raise CercoreError("--limit must be >= 0")
-    schema = stock_schema()
-    table = stock_trace(schema, args.events)
-    out = sys.stdout
-    out.write(f"cercore {cercore.__version__} demo: {table.num_rows:,} events of the WPI stock "
-              f"trace (prefix), backend {args.backend}"
-              + (f" -> {cercore.BACKEND}" if args.backend == "auto" else "") + "\n")
-    for dq in demo_queries():
-        query = cercore.compile(dq.text, schema)
-        engine = query.engine(backend=args.backend)
-        t0 = time.perf_counter()
-        shown, count = [], 0
-        for ce in engine.process(table):
-            if count < args.limit:
-                shown.append(ce)
-            count += 1
-        elapsed = time.perf_counter() - t0
-        rate = table.num_rows / elapsed if elapsed > 0 else float("inf")
-        out.write(f"\n== {dq.name}\n")
-        out.write("   " + dq.text.replace("\n", "\n   ") + "\n")
-        out.write(f"-> {count:,} complex events in {elapsed:.2f} s "
-                  f"({rate:,.0f} events/s)\n")
-        if shown:
-            out.write(f"first {len(shown)}:\n")
-            write_complex_events(shown, out, "table")
-    return 0
-
-
-# ---- entry point --------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (0 ok, 2 usage or cercore error)."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, usage errors
-        return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 2
-    try:
-        return args.func(args)
-    except CercoreError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as exc:
-        if isinstance(exc, BrokenPipeError):  # e.g. `cercore run ... | head`
-            _silence_stdout()
-            return 0
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
-if __name__ == "__main__":
-    sys.exit(main())

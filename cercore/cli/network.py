@@ -19,11 +19,12 @@ import argparse
 import json
 import sys
 
+from cercore.io import text_or_file
 from cercore.network.cost import MODES, cost_report, push_all_cost
-from cercore.network.errors import NetworkError
 from cercore.network.estimate import estimate_catalog
 from cercore.network.generators import generate_traces
 from cercore.network.network import Network
+from cercore.network.pattern import net_query
 from cercore.network.plan import Plan
 from cercore.network.planners import PLANNERS, make_plan
 from cercore.network.query import NetQuery
@@ -80,16 +81,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def load_query(args) -> NetQuery:
-    from cercore.io import text_or_file
-
-    text = text_or_file(args.query).strip()
-    if text[:7].upper() == "PATTERN":
-        from cercore.network.pattern import parse_pattern
-        return parse_pattern(text)
-    if not args.schema:
-        raise NetworkError("a CEQL query needs --schema (or write it as PATTERN ...)")
-    from cercore.network.from_ceql import query_from_ceql
-    return query_from_ceql(text, text_or_file(args.schema))
+    """QUERY in PrePP notation, or CEQL checked against --schema."""
+    return net_query(text_or_file(args.query),
+                     text_or_file(args.schema) if args.schema else None)
 
 
 def _inputs(args) -> tuple[NetQuery, Network, Selectivities]:

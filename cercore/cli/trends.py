@@ -1,4 +1,4 @@
-"""``cercore run`` / ``cercore explain`` for trend aggregation queries (cercore/cli.py
+"""``cercore run`` / ``cercore explain`` for trend aggregation queries (``cercore.cli.ceql``
 dispatches here when the query text is one, see ``is_trend_query``)."""
 
 from __future__ import annotations
