@@ -101,7 +101,8 @@ class CompiledQuery:
             f"window: {window}",
             "partition by: " + (", ".join("[" + ", ".join(g) + "]" for g in a.partition_by)
                                 or "none"),
-            "selection strategy: " + _STRATEGY_TEXT[a.strategy],
+            "selection strategy: " + _STRATEGY_TEXT[a.strategy]
+            + (_WINDOWED_STRATEGY_TEXT if self.ranking_strategy and w.kind else ""),
             "reported atoms (SELECT): " + ("all" if a.marked is None else
                                            ", ".join(f"a{i}" for i in sorted(a.marked))
                                            or "none (intervals only)"),
@@ -131,6 +132,13 @@ _STRATEGY_TEXT = {
     "MAX": "MAX (Foundations App. C.3.4 over the automaton below, with one fresh final state; "
            "states are (S, T) pairs of automaton state sets, built lazily)",
 }
+
+
+_WINDOWED_STRATEGY_TEXT = (
+    "; under WITHIN only complex events that fit the window compete: the automaton ranks the "
+    "runs of each start, and the winners among the starts inside the window are chosen when "
+    "an event completes them (cost per such event: the number of those starts, times their "
+    "length; squared for MAX), so delay is no longer output-linear")
 
 
 def compile(query: str, schema: Schema | str, *, next_algorithm: str | None = None,

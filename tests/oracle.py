@@ -33,10 +33,11 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
 * SELECT: ``*`` reports every bound position, ``x, y`` those bound to x or y (event-type names
   are variables), ``NONE`` none; the interval is kept. STRICT keeps a complex event iff its
   reported positions are exactly the substream's positions from the first of them to ``end``.
-  WITHIN applies after projection and strategy (CORE §3).
-  NEXT / LAST / MAX keep, among the complex events of each end position, the lexicographically
-  smallest ascending position sequence / the largest descending one (longer wins a tie) / those
-  with no strict superset (Foundations §4.2 as the note corrects it), before WITHIN.
+  WITHIN applies after projection, before the strategy.
+  NEXT / LAST / MAX keep, among the complex events of each end position that fit the window
+  (docs/DESIGN.md: strategies select within the window), the lexicographically smallest
+  ascending position sequence / the largest descending one (longer wins a tie) / those with no
+  strict superset (Foundations §4.2 as the note corrects it).
 * CONSUME BY ANY (PARTITION): events are processed in stream order; once an event completes a
   complex event, evaluation starts afresh after it (in its partition; ANY: in all). LIMIT is
   not applied here: the caller checks the engine reports the first n of these candidates.
@@ -336,9 +337,6 @@ def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[
     proj = query.projection
     wanted = None if proj == "*" else set() if proj == "NONE" else {i.var for i in proj}
     ranked = query.strategy in ("NEXT", "LAST", "MAX")
-    if ranked:  # strategies compare every complex event: prune by the window only afterwards
-        def fits(s, e):
-            return True
 
     def reported(mu) -> tuple[int, ...]:
         return tuple(sorted({p for x, p in mu
@@ -352,14 +350,14 @@ def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[
             positions = reported(mu)
             if query.strategy == "STRICT" and not _strict(positions, end, substream):
                 continue
-            if ranked or keep(start, end):
+            if keep(start, end):
                 binds = found.setdefault(end, {}).setdefault((start, positions), {})
                 for x, p in mu:
                     if p in positions and (wanted is None or x in wanted):
                         binds.setdefault(x, set()).add(p)
-        if ranked:
-            found = {end: {c: ces[c] for c in _select(query.strategy, set(ces))
-                           if keep(c[0], end)} for end, ces in found.items()}
+        if ranked:  # among the complex events that fit the window (docs/DESIGN.md)
+            found = {end: {c: ces[c] for c in _select(query.strategy, set(ces))}
+                     for end, ces in found.items()}
         return {end: ces for end, ces in found.items() if ces}
 
     partitions = _partitions(query, schema, events, visible)

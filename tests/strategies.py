@@ -309,10 +309,11 @@ def windows(draw, schema: Schema, allow_none: bool = True) -> ast.Window | None:
 
 @st.composite
 def queries(draw, schema: Schema, *, partitioned: bool | None = None,
-            windowed: bool | None = None, max_depth: int = 3, full: bool = False) -> ast.Query:
+            windowed: bool | None = None, max_depth: int = 3, full: bool = False,
+            strategies: tuple[str | None, ...] | None = None) -> ast.Query:
     """A supported query; ``partitioned``/``windowed`` force PARTITION BY / WITHIN on or off
     (None: either); ``full`` also draws ':', ':+', NOT, projections, STRICT, CONSUME BY and
-    LIMIT."""
+    LIMIT; ``strategies`` restricts the selection strategies drawn."""
     from_streams = draw(st.sampled_from([(), (), ("S",), ("T",), ("S", "T"), ("T", "S")]))
     formula = draw(formulas(schema, max_depth, from_streams, full))
     declared = {a for s in (from_streams or schema.streams) for t in schema.streams[s].event_types
@@ -324,7 +325,7 @@ def queries(draw, schema: Schema, *, partitioned: bool | None = None,
     within = None
     if windowed or (windowed is None and draw(st.booleans())):
         within = draw(windows(schema, allow_none=not windowed))
-    strategy = draw(st.sampled_from([None, None, None, "ALL", "ANY"]
+    strategy = draw(st.sampled_from(strategies or [None, None, None, "ALL", "ANY"]
                                     + (["STRICT", "NEXT", "LAST", "MAX"] * 2 if full else [])))
     if not full:
         return ast.Query(formula, strategy=strategy, streams=from_streams,

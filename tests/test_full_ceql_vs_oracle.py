@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported, stream_of
 from strategies import bindable, queries, schemas, streams
+from support import BACKENDS
 
 import cercore
 from cercore.ceql import ast, parser, printer
@@ -129,3 +130,11 @@ def test_full_ceql_python(case):
 def test_full_ceql_cython(partitioned, data):
     pytest.importorskip("cercore_fast.evaluator")
     check(*data.draw(cases(partitioned=partitioned)), backend="cython")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@settings(max_examples=300, **SETTINGS)
+@given(data=st.data())
+def test_strategies_under_windows(backend, data):
+    """NEXT / LAST / MAX select among the complex events that fit the window (issue 17)."""
+    check(*data.draw(cases(windowed=True, strategies=("NEXT", "LAST", "MAX"))), backend=backend)

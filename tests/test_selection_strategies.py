@@ -104,14 +104,66 @@ def test_at_most_one_per_position_under_next_and_last(abc_schema, backend):
         assert len(ends) == len(set(ends)), strategy
 
 
-def test_window_applies_after_the_strategy(abc_schema, backend):
-    # NEXT picks the earliest A for the B at 5; it is outside the window, so nothing is
-    # reported (CORE §3: WITHIN filters the strategy's result).
-    q = "SELECT NEXT * FROM S WHERE A ; B WITHIN 2 EVENTS"
-    got = position_sets(q, abc_schema, letters("ACCCAB"), backend)
-    assert got == set()
-    q = "SELECT LAST * FROM S WHERE A ; B WITHIN 2 EVENTS"
-    assert position_sets(q, abc_schema, letters("ACCCAB"), backend) == sets({4, 5})
+def test_strategies_select_within_the_window(abc_schema, backend):
+    # Only complex events that fit the window compete (docs/DESIGN.md): the earliest A of the
+    # stream is outside the window of the B at 5, so NEXT takes the A at 4. Without a window,
+    # every complex event of the stream competes and the A at 0 wins.
+    for strategy in ("NEXT", "LAST", "MAX"):
+        q = f"SELECT {strategy} * FROM S WHERE A ; B WITHIN 2 EVENTS"
+        assert position_sets(q, abc_schema, letters("ACCCAB"), backend) == sets({4, 5})
+    q = "SELECT NEXT * FROM S WHERE A ; B"
+    assert position_sets(q, abc_schema, letters("ACCCAB"), backend) == sets({0, 5})
+
+
+@pytest.mark.parametrize("strategy", ["LAST", "MAX"])
+def test_a_longer_match_outside_the_window_does_not_hide_one_inside(strategy, abc_schema,
+                                                                      backend):
+    # Over the stream, B B B C has the longest match {0, 1, 2, 3}; it spans 3 events, so with
+    # WITHIN 2 EVENTS the best that fits, {1, 2, 3}, is reported.
+    q = f"SELECT {strategy} * FROM S WHERE B+ ; C WITHIN 2 EVENTS"
+    assert position_sets(q, abc_schema, letters("BBBC"), backend) == sets({1, 2, 3})
+    q = f"SELECT {strategy} * FROM S WHERE B+ ; C"
+    assert position_sets(q, abc_schema, letters("BBBC"), backend) == sets({0, 1, 2, 3})
+
+
+def test_limit_counts_the_selected_complex_events(abc_schema, backend):
+    # MAX keeps {0, 2, 3} and {1, 2, 3} (neither contains the other); LIMIT 1 keeps the first
+    # of them in enumeration order (latest start first), not a complex event MAX dropped.
+    q = "SELECT MAX * FROM S WHERE A ; B+ ; C WITHIN 5 EVENTS LIMIT 1"
+    got = [ce.positions for ce in cercore.compile(q, abc_schema).engine(backend)
+           .process(letters("AABC"))]
+    assert got == [(1, 2, 3)]
+
+
+@pytest.mark.parametrize("strategy", ["NEXT", "LAST", "MAX"])
+def test_strategies_keep_reporting_on_long_partitioned_streams(strategy, backend):
+    # issue 17: NEXT used to keep each key's first match forever, so a key stopped reporting
+    # once that match left the window, and every key kept ranking state forever.
+    schema = cercore.Schema.parse(
+        "CREATE STREAM S { EVENT SELL { name:string, ts:int }, EVENT BUY { name:string, ts:int } }",
+        time_attribute="ts")
+    rounds, keys = 300, 50
+    events = []
+    for r in range(rounds):  # new keys every round, each round far past the last one's window
+        for k in range(keys):
+            t = r * 1000 + k
+            events += [("SELL", {"name": f"r{r}k{k}", "ts": t}),
+                       ("BUY", {"name": f"r{r}k{k}", "ts": t})]
+    live = {}
+    for name in (strategy, "ALL"):
+        engine = cercore.compile(f"SELECT {name} * FROM S WHERE SELL ; BUY PARTITION BY [name] "
+                                 "WITHIN 10 SECONDS", schema).engine(backend)
+        got, most = [], 0
+        for i in range(0, len(events), 1000):
+            got += engine.process(events[i:i + 1000])
+            most = max(most, engine.stats["partitions"])
+        assert len(got) == rounds * keys
+        assert [ce.positions for ce in got[-2:]] == [(len(events) - 4, len(events) - 3),
+                                                     (len(events) - 2, len(events) - 1)]
+        live[name] = most
+    # a key's state expires with its window, as without a strategy: no ranking state is kept
+    # for the 15,000 keys that came and went
+    assert live[strategy] == live["ALL"] < rounds * keys / 2
 
 
 def test_strategy_per_partition(abc_schema, backend):

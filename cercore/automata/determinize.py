@@ -7,8 +7,9 @@ and non-marking successors are computed once, on first use, and cached by the ev
 
 Every partition also has a *pre state*: the deterministic state from which a run starting at the
 current event begins. Without a selection strategy it is always the initial state; under NEXT,
-LAST or MAX it follows the stream (the strategy ranks new runs against every earlier one), and
-``successors`` returns its next value as a third component.
+LAST or MAX without a window it follows the stream (the strategy ranks new runs against every
+earlier one), and ``successors`` returns its next value as a third component. With a window the
+strategy ranks runs per start (``per_start``) and the pre state stays the initial state.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ class LazyDeterminiser:
     """Numbers the reachable subsets of the query's automaton and computes their transitions
     on demand."""
 
-    def __init__(self, cea: CEA, strategy: str | None = None) -> None:
+    def __init__(self, cea: CEA, strategy: str | None = None, per_start: bool = False) -> None:
         self.cea = cea
-        self.nfa = strategy_nfa(cea, strategy)
+        self.nfa = strategy_nfa(cea, strategy, per_start)
         self.subsets: list[frozenset] = []
         self.index: dict[frozenset, int] = {}
         self.final: list[bool] = []

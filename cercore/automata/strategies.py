@@ -1,10 +1,20 @@
 """Selection strategies NEXT, LAST and MAX as automata (Foundations §6.4, App. C.3), built lazily.
 
 The definitions (Foundations §4, as its examples and App. C.3 intend; docs/DESIGN.md) compare
-every complex event that ends at the same event, over the whole (partition's) stream: NEXT keeps the
-≤next-maximum, LAST the ≤last-maximum, MAX the ⊆-maximal ones. The constructions simulate the
-base automaton from the start of the stream, so they need the run that has not started yet:
-the *pre-run*, sitting in the initial state q0 with a TRUE/∘ self-loop.
+the complex events that end at the same event: NEXT keeps the ≤next-maximum, LAST the
+≤last-maximum, MAX the ⊆-maximal ones. Which complex events compete depends on the window:
+
+* **No WITHIN**: every complex event of the (partition's) stream. The constructions simulate the
+  base automaton from the start of the stream, so they need the run that has not started yet:
+  the *pre-run*, sitting in the initial state q0 with a TRUE/∘ self-loop. Constant time per
+  event; the pre-run's state is the partition's ranking history.
+* **WITHIN** (``per_start=True``): only complex events whose span fits the window compete, so a
+  run that started too early must not silence a later one. The automaton then ranks only the
+  runs that started at the same event (no pre-run: each run's history begins at its first
+  event), which keeps, for every start, that start's best complex events; the engine picks the
+  winners among the starts still inside the window when it enumerates
+  (``cercore.runtime.selection``). The global winner of a start is always its start's winner,
+  so this is exact.
 
 The evaluator (Algorithm 1) starts a new run at every event, with a fresh bottom node, from its
 partition's *pre state*; a strategy automaton therefore exposes
@@ -51,7 +61,7 @@ class PlainNFA:
 class _Base:
     """The base CEA with N1 applied and q0's pre-run self-loop, as a move function."""
 
-    def __init__(self, cea: CEA) -> None:
+    def __init__(self, cea: CEA, per_start: bool = False) -> None:
         if any(m == SKIP for _, m, _ in cea.transitions[cea.initial]):
             raise ValueError("selection strategy: every run must start by marking an event")
         n = cea.n_states
@@ -60,7 +70,8 @@ class _Base:
         self.transitions: list[list[Move]] = [list(outs) for outs in cea.transitions] + [[]]
         for outs in self.transitions[:n]:
             outs.extend([(lab, m, self.final) for lab, m, q in list(outs) if q in cea.finals])
-        self.transitions[self.q0].append((TRUE_LABEL, SKIP, self.q0))  # the pre-run skips
+        if not per_start:  # the pre-run skips (per start, every run begins at its own event)
+            self.transitions[self.q0].append((TRUE_LABEL, SKIP, self.q0))
 
     def step(self, p: int, mask: int, mark: int) -> list[int]:
         return [q for label, m, q in self.transitions[p]
@@ -76,8 +87,9 @@ class RankedNFA:
     state of the run this automaton state follows. Only the best run into each base state
     survives (strict orders preserved under equal extension, §6.5)."""
 
-    def __init__(self, cea: CEA, strategy: str) -> None:
-        self.base = _Base(cea)
+    def __init__(self, cea: CEA, strategy: str, per_start: bool = False) -> None:
+        self.base = _Base(cea, per_start)
+        self.per_start = per_start
         self.last = strategy == "LAST"
         self.initial = ((frozenset({self.base.q0}),), self.base.q0)
         self._cache: dict = {}
@@ -127,6 +139,8 @@ class RankedNFA:
                 if not (p == self.base.q0 and t[1] == self.base.q0)]
 
     def pre_next(self, s, mask: int):
+        if self.per_start:
+            return s  # no history: a new run's ranking starts at its own first event
         blocks, p = s
         return (self._advance(blocks, mask)[0], p)
 
@@ -139,8 +153,9 @@ class MaxNFA:
     states of runs whose marks are exactly C, T those of runs whose marks strictly contain C.
     Accepting when a run with C completes and no run with a superset does."""
 
-    def __init__(self, cea: CEA) -> None:
-        self.base = _Base(cea)
+    def __init__(self, cea: CEA, per_start: bool = False) -> None:
+        self.base = _Base(cea, per_start)
+        self.per_start = per_start
         self.initial = (frozenset({self.base.q0}), frozenset())
 
     def _move(self, s, mask: int, mark: int):
@@ -166,6 +181,8 @@ class MaxNFA:
         return out
 
     def pre_next(self, s, mask: int):
+        if self.per_start:
+            return s
         return self._move(s, mask, SKIP)
 
     def is_final(self, s) -> bool:
@@ -174,11 +191,12 @@ class MaxNFA:
         return f in S and f not in T
 
 
-def strategy_nfa(cea: CEA, strategy: str | None):
+def strategy_nfa(cea: CEA, strategy: str | None, per_start: bool = False):
     """The automaton the evaluator determinises for ``strategy`` (STRICT is applied to the CEA
-    beforehand, see ``cercore.automata.cea.strict``)."""
+    beforehand, see ``cercore.automata.cea.strict``). ``per_start``: rank only runs that began
+    at the same event (windowed queries; the engine selects among starts)."""
     if strategy in ("NEXT", "LAST"):
-        return RankedNFA(cea, strategy)
+        return RankedNFA(cea, strategy, per_start)
     if strategy == "MAX":
-        return MaxNFA(cea)
+        return MaxNFA(cea, per_start)
     return PlainNFA(cea)

@@ -25,6 +25,7 @@ from cercore.runtime.interface import CompiledPlan, Evaluator, EvaluatorInput
 from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
 from cercore.runtime.output import ComplexEvent, MatchArrays
 from cercore.runtime.partitions import PartitionIndex
+from cercore.runtime.selection import select_arrays, select_stream
 from cercore.runtime.store import EventStore
 
 __all__ = ["NO_PARTITION", "Engine"]
@@ -46,9 +47,13 @@ class Engine(ReadsInput):
         self.schema = query.schema
         self.backend = backend
         self.encoder = LetterEncoder(self.analysed, compiled=backend == "cython")
-        self.det = LazyDeterminiser(query.cea, query.ranking_strategy)
-        self.evaluator = self._make_evaluator(backend)
         self.window = self.analysed.window
+        # NEXT/LAST/MAX under a window: the automaton ranks each start's runs and the engine
+        # keeps the winners among the starts inside the window (cercore.runtime.selection)
+        self.selects = query.ranking_strategy if self.window.kind is not None else None
+        self.det = LazyDeterminiser(query.cea, query.ranking_strategy,
+                                    per_start=self.selects is not None)
+        self.evaluator = self._make_evaluator(backend)
         self.time_attribute = self.window.attribute if self.window.kind in ("time", "attr") \
             else None
         self.report_time = self.schema.time_attribute
@@ -190,11 +195,17 @@ class Engine(ReadsInput):
              raises: bool = True) -> Iterator[ComplexEvent]:
         args, error, n_read = self._prepare(batch, shared)
         evaluator = self.evaluator
-        before = evaluator.reported
-        try:
-            yield from evaluator.run(args, view=self.store.view(self._bindings))
-        finally:
-            self.n_complex_events += evaluator.reported - before
+        found = evaluator.run(args, view=self.store.view(self._bindings))
+        if self.selects is None:
+            before = evaluator.reported
+            try:
+                yield from found
+            finally:
+                self.n_complex_events += evaluator.reported - before
+        else:
+            for ce in select_stream(self.selects, found, self.limit):
+                self.n_complex_events += 1
+                yield ce
         self._finish(batch, error if raises else None, n_read)
 
     def _run_arrays(self, batch: Batch, shared: dict | None = None,
@@ -202,6 +213,9 @@ class Engine(ReadsInput):
         args, error, n_read = self._prepare(batch, shared)
         view = self.store.view(self._bindings)
         start, end, offsets, positions = self.evaluator.run_arrays(args)
+        if self.selects is not None:
+            start, end, offsets, positions = select_arrays(self.selects, start, end, offsets,
+                                                           positions, self.limit)
         self.n_complex_events += len(start)
         out = MatchArrays(start, end, offsets, positions, view.times(start), view.times(end))
         self._finish(batch, error if raises else None, n_read)
@@ -227,7 +241,7 @@ class Engine(ReadsInput):
                                      self.skip_inert)
         args = EvaluatorInput(active, pids, letters, times, batch.first_position,
                               self.window.epsilon or 0, self.window.kind is not None,
-                              self.limit, self.consume)
+                              NO_LIMIT if self.selects else self.limit, self.consume)
         return args, error, int(np.count_nonzero(read))
 
     def _finish(self, batch: Batch, error: EventError | None, n_read: int) -> None:
