@@ -44,7 +44,7 @@ def position_sets(query: str, schema, events, backend: str = "python") -> set[fr
 
 def compiled_or_discarded(text: str, schema) -> cercore.CompiledQuery:
     """A generated query, compiled; discarded (hypothesis ``assume``) when NEXT/LAST/MAX cannot
-    rank its matches, a refusal tests/test_full_ceql_vs_oracle.py checks."""
+    rank its matches, a refusal tests/runtime/test_full_ceql_vs_oracle.py checks."""
     from hypothesis import assume
 
     try:

@@ -1,6 +1,6 @@
 """The contract between the engine and an evaluator backend (``PythonEvaluator``, the reference,
 and ``cercore_fast.evaluator.CythonEvaluator``): what the engine hands over per batch and what
-it may call. ``tests/test_evaluator_interface.py`` checks both backends satisfy it."""
+it may call. ``tests/runtime/test_evaluator_interface.py`` checks both backends satisfy it."""
 
 from __future__ import annotations
 

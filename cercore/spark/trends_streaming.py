@@ -8,7 +8,7 @@ Per key the state is
 
 * ``engine`` -- a ValueState ``(version, 0, blob)``, ``blob = pickle.dumps(engine)``: the
   online aggregators of the open windows (trend engines pickle exactly, see
-  ``tests/test_trends_pickle.py``), or nothing once every window of the key has closed;
+  ``tests/trends/test_trends_pickle.py``), or nothing once every window of the key has closed;
 * ``buffer`` -- a ListState of rows not yet evaluated (the reorder buffer).
 
 Rows arrive in any order. Spark drops rows at or below the watermark as late, so a buffered row

@@ -16,7 +16,7 @@ from cercore.cli import main
 DECL = "CREATE STREAM S { EVENT A { id:int, v:double }, EVENT B { id:int, v:double } }"
 QUERY = "SELECT * FROM S WHERE A AS a ; B AS b FILTER a[v > 1]"
 STREAM_CSV = "event_type,id,v\nA,1,2.0\nB,2,0.5\nA,3,0.5\nB,4,1.5\n"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
