@@ -8,9 +8,12 @@ from support import ABC_DECL, BACKENDS, HT_DECL
 import cercore
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(scope="module", params=BACKENDS)
 def backend(request) -> str:
-    """Every runtime test runs on every available backend."""
+    """The one way a test runs on each backend: ask for ``backend`` ("python", and "cython" when
+    the extension is built). Module-scoped so that Hypothesis tests can take it (a function-scoped
+    fixture fails their health check); it is a plain string, nothing to tear down. Tests that
+    compare the backends with each other loop over ``support.BACKENDS`` instead."""
     return request.param
 
 

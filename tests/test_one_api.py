@@ -5,7 +5,6 @@ have ``process``, ``push``, ``advance``, ``flush`` and ``stats``; options are ke
 from __future__ import annotations
 
 import pytest
-from support import BACKENDS
 
 import cercore
 from cercore.trends import CompiledTrendQuery, compile_trend
@@ -28,7 +27,6 @@ def test_compile_recognises_the_kind_of_query():
         .next_algorithm == "paper"
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_run_takes_either_kind(backend):
     ces = cercore.run(CEQL, SCHEMA, EVENTS, backend=backend)
     assert sorted((ce.start, ce.end) for ce in ces) == [(0, 2), (1, 2)]

@@ -10,12 +10,10 @@ import sys
 import textwrap
 
 import pytest
+from support import BACKENDS
 
 import cercore
 from cercore.bench import cli, datasets, peers, runner, scaling, workloads
-from cercore.runtime.backend import CYTHON_AVAILABLE
-
-BACKENDS = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])
 
 
 def test_suite_writes_results(tmp_path, capsys):

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import evaluate
+from support import BACKENDS
 
 import cercore
 from cercore.bench import datasets, runner, workloads
 from cercore.ceql import parser
-from cercore.runtime.backend import CYTHON_AVAILABLE
 
-BACKENDS = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])
 DATASETS = ["stock_trace", "stocks", "smart_homes", "taxis"]
 SMALL = 3_000
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from support import BACKENDS
 
 import cercore
 from cercore.cli import main
@@ -38,7 +37,6 @@ def test_raise_names_the_first_bad_row(bad_file):
         read_events(bad_file, SCHEMA)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_skip_skips_the_bad_rows_only(bad_file, backend):
     table = read_events(bad_file, SCHEMA, on_error="skip")
     assert table.num_rows == 7 and REJECT_COLUMN in table.column_names

@@ -160,7 +160,6 @@ def reference_with_holes(q, cleaned):
         return None
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_salted_arrow_columns(backend):
     """Tabular input with out-of-range and mistyped values: the same skips as records."""
     decl = "CREATE STREAM S { EVENT A { v:int, k:int }, EVENT B { v:int, k:int } }"

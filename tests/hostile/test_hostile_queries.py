@@ -4,7 +4,6 @@ positioned CEQL error naming the limit; integer arithmetic in filters is exact."
 from __future__ import annotations
 
 import pytest
-from support import BACKENDS
 
 import cercore
 from cercore.ceql.parser import MAX_TREE_DEPTH
@@ -48,7 +47,6 @@ def test_window_and_limit_ranges_are_checked_at_compile_time(text, limit):
     assert text[err.column - 1:].startswith(keyword) or keyword == "LIMIT"
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_the_largest_window_and_limit_run(backend):
     q = cercore.compile(f"SELECT * FROM S WHERE A ; B WITHIN {INT64_MAX} [ts] "
                         f"LIMIT {INT64_MAX}", SCHEMA)
@@ -65,7 +63,6 @@ def test_trend_windows_are_checked_too(text):
         compile_trend(text, SCHEMA)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("condition, expected", [
     ("x * 9223372036854775807 > 0", [1, 2, INT64_MAX]),
     ("x + 9223372036854775807 < 0", [INT64_MIN]),

@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from support import BACKENDS
 
 import cercore
 
@@ -30,7 +29,6 @@ def table(v, v_type=None, t=None):
                      "s": ["a"] * n, "t": t if t is not None else list(range(n))})
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("data, bad", [
     (table([1.0, float("inf"), 2.0]), 1),            # used to become INT64_MIN
     (table([1.0, 1e300, 2.0]), 1),
@@ -46,7 +44,6 @@ def test_tabular_numbers_out_of_int64(backend, data, bad):
     assert bad not in {p for ps in got for p in ps} and len(got) == data.num_rows - 1
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bad", [
     ("A", {**good(1), "v": 2**70}), ("A", {**good(1), "v": np.uint64(2**64 - 1)}),
     ("A", {**good(1), "w": 2**2000}), (["A"], good(1)), ("A", {**good(1), 7: 1}),
@@ -61,7 +58,6 @@ def test_bad_records_are_errors_and_skip_alone(backend, bad):
     assert sum(skipped.values()) == 1
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("column", [[1, "x", 3], [1, 2**70, 3]])
 def test_pandas_columns_arrow_cannot_convert_are_read_row_by_row(backend, column):
     frame = pd.DataFrame({"event_type": ["A"] * 3, "v": column, "w": [0.0, np.nan, 0.5],
@@ -71,7 +67,6 @@ def test_pandas_columns_arrow_cannot_convert_are_read_row_by_row(backend, column
     assert run(backend, frame) == ([(0,), (2,)], {"wrong type": 1})
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_tabular_shapes(backend):
     ints = pd.DataFrame({"event_type": [1, 2], "v": [1, 2], "w": [0.0, 0.0], "s": ["a", "b"],
                          "t": [0, 1]})

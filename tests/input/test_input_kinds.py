@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SCHEMAS, queries, streams
-from support import BACKENDS, compiled_or_discarded
+from support import compiled_or_discarded
 
 import cercore
 from cercore.ceql.printer import format_query
@@ -58,7 +57,6 @@ def outputs(engine, events) -> list[tuple]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_every_input_kind_equals_records(backend, data):
     schema = data.draw(st.sampled_from(list(SCHEMAS.values())))
     query = compiled_or_discarded(format_query(data.draw(queries(schema, full=True))), schema)
@@ -86,7 +84,6 @@ def test_every_input_kind_equals_records(backend, data):
     assert outputs(engine(), frame) == want, "pandas category"
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_parquet_dictionary_and_csv_equal_records(backend, tmp_path):
     from cercore.bench.datasets import schema, stock_trace
 
@@ -113,7 +110,6 @@ def test_parquet_dictionary_and_csv_equal_records(backend, tmp_path):
     assert outputs(query.engine(backend), read_events(csv, sch)) == want
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_dictionary_strings_are_not_rejected(backend):
     """Regression: a categorical column used to fail every row with "must be string"."""
     import pandas as pd

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import BACKENDS
 
 import cercore
 
@@ -95,7 +94,6 @@ def test_slack_needs_event_time():
         q.engine(reorder_slack=1)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("text", ["SELECT * FROM S WHERE A : B", "SELECT * FROM S WHERE A ; B",
                                   "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS"])
 def test_backwards_time_without_a_time_window_is_never_silent(backend, text):
@@ -116,7 +114,6 @@ def ab(*spec):
     return [(t, {"k": 0, "ts": ts}) for t, ts in spec]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_advance_releases_what_the_slack_holds_and_makes_earlier_events_late(backend):
     q = cercore.compile(QUERIES[0], SCHEMA)
     engine = q.engine(backend, reorder_slack=10)
@@ -133,7 +130,6 @@ def test_advance_releases_what_the_slack_holds_and_makes_earlier_events_late(bac
     assert skipping.stats["skipped_by_reason"] == {"late beyond the reorder slack": 1}
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_advance_without_slack_and_its_errors(backend):
     q = cercore.compile(QUERIES[0], SCHEMA)
     engine = q.engine(backend)
@@ -151,7 +147,6 @@ def test_advance_without_slack_and_its_errors(backend):
         untimed.advance(1)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_multi_engine_advance(backend):
     multi = cercore.multi_engine(QUERIES[:2], SCHEMA, backend=backend, reorder_slack=10)
     assert list(multi.process(ab(("A", 5), ("B", 7)))) == []
@@ -164,7 +159,6 @@ def test_multi_engine_advance(backend):
 PARTIAL = "CREATE STREAM S { EVENT A { x:int, v:int }, EVENT B { x:int }, EVENT C { v:int } }"
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_type_without_the_window_attribute_is_read_but_not_timed(backend):
     """C lacks x: its events are part of the stream (they break ``:``) but carry no time, so
     they are neither rejected nor skipped, and never widen a window."""

@@ -7,12 +7,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import bindable, queries, schemas, streams
+from support import BACKENDS
 
 import cercore
 from cercore.ceql import printer
-from cercore.runtime.backend import CYTHON_AVAILABLE
-
-BACKENDS = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])
 
 
 @st.composite

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pickle
 
 import pytest
-from support import BACKENDS
 
 import cercore
 from cercore.trends import compile_trend
@@ -19,7 +18,6 @@ QUERY = "SELECT * FROM S WHERE A ; B WITHIN 50 SECONDS"
 EVENTS = [("AB"[i % 2], {"k": 0, "ts": i}) for i in range(40_000)]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_suspended_engine_refuses_everything_until_the_batch_is_done(backend):
     engine = cercore.compile(QUERY, SCHEMA).engine(backend)
     gen = engine.process(EVENTS)
@@ -34,7 +32,6 @@ def test_a_suspended_engine_refuses_everything_until_the_batch_is_done(backend):
     assert rest and pickle.loads(pickle.dumps(engine)).stats["events"] == len(EVENTS)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_closing_a_generator_mid_batch_leaves_the_engine_refusing(backend):
     engine = cercore.compile(QUERY, SCHEMA).engine(backend)
     gen = engine.process(EVENTS)
@@ -46,7 +43,6 @@ def test_closing_a_generator_mid_batch_leaves_the_engine_refusing(backend):
         pickle.dumps(engine)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_bad_event_keeps_the_engine_consistent(backend):
     engine = cercore.compile(QUERY, SCHEMA).engine(backend)
     with pytest.raises(cercore.EventError):
@@ -56,7 +52,6 @@ def test_a_bad_event_keeps_the_engine_consistent(backend):
     assert after == {(a, 10) for a in (0, 2, 4, 6, 8)}
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_checkpoints_between_batches_restore_exactly(backend):
     q = cercore.compile(QUERY, SCHEMA)
     whole = [(ce.start, ce.end, ce.positions) for ce in q.engine(backend).process(EVENTS)]
@@ -67,7 +62,6 @@ def test_checkpoints_between_batches_restore_exactly(backend):
     assert got == whole
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_trend_engines_are_guarded_too(backend):
     q = compile_trend("RETURN COUNT(*) PATTERN SEQ(A, B) WITHIN 10 SLIDE 10", SCHEMA)
     engine = q.engine(backend)

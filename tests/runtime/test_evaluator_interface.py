@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 from strategies import SCHEMAS
-from support import BACKENDS
 
 import cercore
 from cercore.runtime import constants
@@ -34,7 +33,6 @@ def event(t: str, ts: int, k: int = 0) -> tuple[str, dict]:
     return t, {a: v for a, v in attrs.items() if a in keep}
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_both_backends_satisfy_the_interface(backend):
     engine = cercore.compile("SELECT * FROM S WHERE A ; B", SCHEMAS["seconds"]).engine(backend)
     assert isinstance(engine.evaluator, Evaluator)
@@ -42,7 +40,6 @@ def test_both_backends_satisfy_the_interface(backend):
         assert hasattr(engine.evaluator, name), name
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("query", [
     "SELECT * FROM S, T WHERE A ; B+ ; D PARTITION BY [k] WITHIN 5 SECONDS",
     "SELECT * FROM S WHERE A ; B WITHIN 2 SECONDS CONSUME BY ANY LIMIT 1",
@@ -66,7 +63,6 @@ def test_the_engine_uses_only_the_interface(backend, query):
 MIN, MAX = constants.INT64_MIN, constants.INT64_MAX
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("query,times,expected", [
     # window start t - epsilon below INT64_MIN: saturates, the run is inside the window
     ("SELECT * FROM S WHERE A ; B WITHIN 10 SECONDS", [MIN, MIN + 3], [(0, 1)]),

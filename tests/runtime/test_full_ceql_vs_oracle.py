@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported, stream_of
 from strategies import bindable, queries, schemas, streams
-from support import BACKENDS
 
 import cercore
 from cercore.ceql import ast, parser, printer
@@ -132,7 +131,6 @@ def test_full_ceql_cython(partitioned, data):
     check(*data.draw(cases(partitioned=partitioned)), backend="cython")
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=300, **SETTINGS)
 @given(data=st.data())
 def test_strategies_under_windows(backend, data):

@@ -6,11 +6,10 @@ event.)"""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SCHEMAS, queries, streams
-from support import BACKENDS, compiled_or_discarded
+from support import compiled_or_discarded
 
 import cercore
 from cercore.ceql.printer import format_query
@@ -28,7 +27,6 @@ def outputs(engine, events) -> list[tuple]:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_skipping_inert_events_changes_nothing(backend, data):
     schema = data.draw(st.sampled_from(list(SCHEMAS.values())))
     query = compiled_or_discarded(format_query(data.draw(queries(schema, full=True))), schema)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import SCHEMAS, queries, streams
-from support import BACKENDS, compiled_or_discarded
+from support import compiled_or_discarded
 
 import cercore
 from cercore.ceql.printer import format_query
@@ -20,7 +20,6 @@ def key(ce) -> tuple:
 
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_each_query_gets_what_its_own_engine_finds(backend, data):
     schema = data.draw(st.sampled_from(list(SCHEMAS.values())))
     texts = [format_query(q) for q in

@@ -7,13 +7,13 @@ import pickle
 
 import numpy as np
 import pytest
+from support import BACKENDS
 
 import cercore
 from cercore.runtime.backend import CYTHON_AVAILABLE
 from cercore.runtime.evaluator import PythonEvaluator
 from cercore.runtime.state import STATE_FORMAT, EvaluatorState
 
-BACKENDS = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])
 DECL = "CREATE STREAM S { EVENT A { k:int, v:int, ts:int }, EVENT B { k:int, v:int, ts:int } }"
 QUERIES = [
     "SELECT * FROM S WHERE (A)+ ; B WITHIN 12 EVENTS",
@@ -93,7 +93,6 @@ def test_round_trip_mid_stream(small_compaction, query, first, second):
     assert triples(engine.process(events[cut:])) == reference[n_first:]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_pickle_many_times(small_compaction, backend):
     events = stream(2000, seed=11)
     q = cercore.compile(QUERIES[2], DECL)

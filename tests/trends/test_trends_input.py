@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from support import BACKENDS
 
 import cercore
 from cercore.trends import compile_trend
@@ -28,7 +27,6 @@ def rows(engine, events, **kw):
     return list(engine.process(events, **kw)) + engine.flush()
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_reorder_slack_equals_the_ordered_stream(backend):
     q = compile_trend(QUERY, DECL)
     want = rows(q.engine(backend), STREAM)
@@ -39,7 +37,6 @@ def test_reorder_slack_equals_the_ordered_stream(backend):
     assert rows(q.engine(backend, reorder_slack=2), shuffled) == want
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 def test_stream_tags_and_from(backend):
     q = compile_trend(QUERY, DECL)
     want = rows(q.engine(backend), STREAM)

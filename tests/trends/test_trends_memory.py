@@ -38,7 +38,6 @@ def peak_state(text: str, backend: str, n: int) -> dict:
     return peak
 
 
-@pytest.mark.parametrize("backend", ["python", "cython"])
 @pytest.mark.parametrize("semantics, where, stores", [
     ("skip-till-any-match", "", False),
     ("skip-till-next-match", "", False),
@@ -47,8 +46,6 @@ def peak_state(text: str, backend: str, n: int) -> dict:
     ("skip-till-next-match", "AND A.v < NEXT(A).v", True),
 ])
 def test_state_is_flat_in_stream_length(backend, semantics, where, stores):
-    if backend == "cython":
-        pytest.importorskip("cercore_fast.trends")
     text = (f"RETURN COUNT(*), SUM(A.v) PATTERN SEQ(A+, B) SEMANTICS {semantics} "
             f"WHERE [c] {where} WITHIN {SIZE} SLIDE {SLIDE}")
     short, long = peak_state(text, backend, 2_000), peak_state(text, backend, 16_000)
@@ -77,13 +74,10 @@ def test_advance_closes_windows_without_a_new_event():
     assert engine.flush() == [{"window_start": 4, "window_end": 8, "COUNT(*)": 1}]
 
 
-@pytest.mark.parametrize("backend", ["python", "cython"])
 @pytest.mark.parametrize("seed", range(6))
 def test_watermarks_do_not_change_results(backend, seed):
     """advance(t) between events (t up to the next event's time) only makes rows come out
     earlier: the rows, and their order, equal a run without watermarks."""
-    if backend == "cython":
-        pytest.importorskip("cercore_fast.trends")
     rng = random.Random(seed)
     q = compile_trend("RETURN COUNT(*), SUM(A.v), MAX(B.v) PATTERN SEQ(A+, B) SEMANTICS "
                       f"{rng.choice(['skip-till-any-match', 'skip-till-next-match', 'contiguous'])}"

@@ -4,7 +4,6 @@ adjacent, equivalence, GROUP BY, sliding windows), in both query forms, on both 
 
 from __future__ import annotations
 
-import pytest
 import trends_oracle as oracle
 from hypothesis import HealthCheck, given, settings
 from trends_strategies import SCHEMA, cases, query_text
@@ -37,12 +36,9 @@ def actual_rows(c, backend: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("backend", ["python", "cython"])
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(c=cases())
 def test_trends_equal_brute_force(c, backend):
-    if backend == "cython":
-        pytest.importorskip("cercore_fast.trends")
     assert actual_rows(c, backend) == expected_rows(c), query_text(c)
 
 

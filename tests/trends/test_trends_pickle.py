@@ -38,11 +38,8 @@ def stream(seed: int, huge: bool) -> list:
     return out
 
 
-@pytest.mark.parametrize("backend", ["python", "cython"])
 @pytest.mark.parametrize("text", QUERIES)
 def test_restored_engine_goes_on_exactly(backend, text):
-    if backend == "cython":
-        pytest.importorskip("cercore_fast.trends")
     q = compile_trend(text, SCHEMA)
     events = stream(len(text), huge=text == QUERIES[-1])
     whole = q.run(events, backend=backend)

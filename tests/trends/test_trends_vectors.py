@@ -23,13 +23,6 @@ def stream(spec: dict, **extra) -> list:
     return out
 
 
-@pytest.fixture(params=["python", "cython"])
-def backend(request):
-    if request.param == "cython":
-        pytest.importorskip("cercore_fast.trends")
-    return request.param
-
-
 def run(text, events, backend, schema=SCHEMA, **kw):
     return compile_trend(text, schema, **kw).run(events, backend=backend)
 
