@@ -19,7 +19,8 @@ _STRATEGIES = ast.STRATEGIES
 _CLAUSE_ORDER = ("SELECT", "FROM", "WHERE", "PARTITION", "WITHIN", "CONSUME", "LIMIT")
 _CLAUSE_TEXT = "SELECT, FROM, WHERE, PARTITION BY, WITHIN, CONSUME BY, LIMIT"
 
-_WHAT = {"query": "query", "declarations": "declarations"}
+_WHAT = {"query": "query", "declarations": "declarations", "trend_query": "query",
+         "pattern_query": "pattern"}
 _DESCRIPTIVE = {"NAME": "identifier", "QNAME": "identifier", "NUMBER": "number",
                 "STRING": "string"}
 _CLOSERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
@@ -155,12 +156,14 @@ class ErrorReport:
         special = self.relocated_error()
         if special is not None:
             return special
+        if self.tok.type == "DOT":  # '.' is a token only in V.attr of trend/PATTERN rules
+            return self.char_error()
         message = f"unexpected {_describe(self.tok, self.end_text)}"
         return self.error(message, self.token_hint())
 
     # -- unexpected characters -------------------------------------------------------------
     def char_error(self) -> CEQLSyntaxError:
-        ch = self.e.char
+        ch = self.e.char if self.tok is None else self.tok.value
         rest = self.text[self.pos:]
         if ch in "'\"":
             return self.error(

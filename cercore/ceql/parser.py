@@ -6,12 +6,13 @@ escapes.
 
 The pipeline's rooms: ``grammar`` (``grammar.lark`` and its parsers), ``diagnostics`` (syntax
 errors, ``ErrorReport``), ``transform`` (parse tree -> AST, ``ToAst``); the trend-aggregation
-form (``cercore.trends.parse``) reuses all three.
+form (``cercore.trends.parse``) and PrePP's PATTERN notation (``cercore.network.pattern``)
+go through the same ``parse_text`` with their own start symbol, report and transformer.
 """
 
 from __future__ import annotations
 
-from lark import Token, Tree
+from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from cercore.ceql import ast
@@ -20,7 +21,7 @@ from cercore.ceql.grammar import get_parser
 from cercore.ceql.transform import ATTRIBUTE_TYPES, ToAst
 from cercore.errors import CEQLError, CEQLSyntaxError
 
-__all__ = ["ATTRIBUTE_TYPES", "get_parser", "parse_declarations", "parse_query"]
+__all__ = ["ATTRIBUTE_TYPES", "get_parser", "parse_declarations", "parse_query", "parse_text"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -33,10 +34,7 @@ def parse_query(text: str) -> ast.Query:
 
     Raises :class:`~cercore.errors.CEQLSyntaxError` for text that does not follow the grammar.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"query text must be a str, not {type(text).__name__}")
-    tree = _parse(text, "query")
-    return _transform(tree, text)
+    return parse_text(text, "query", what="query")
 
 
 def parse_declarations(text: str) -> list[ast.StreamDecl]:
@@ -44,28 +42,36 @@ def parse_declarations(text: str) -> list[ast.StreamDecl]:
 
     Raises :class:`~cercore.errors.CEQLSyntaxError` for text that does not follow the grammar.
     """
+    return parse_text(text, "declarations", what="declaration")
+
+
+def parse_text(text: str, start: str, *, parser: Lark | None = None,
+               report: type[ErrorReport] = ErrorReport, transformer: type = ToAst,
+               what: str = "query"):
+    """The one parse pipeline of ``grammar.lark``, for every start symbol: lex and parse (a
+    mistake becomes ``report``'s CEQLSyntaxError), refuse trees too deep for the recursive
+    stages, then ``transformer(text)`` builds the AST (CEQL errors it raises pass through).
+    ``parser``: the LALR parser for ``start`` (default: the CEQL one)."""
     if not isinstance(text, str):
-        raise TypeError(f"declaration text must be a str, not {type(text).__name__}")
-    tree = _parse(text, "declarations")
-    return _transform(tree, text)
-
-
-# ---------------------------------------------------------------------------------------
-# Parsing with error translation
-# ---------------------------------------------------------------------------------------
-def _parse(text: str, start: str):
-    parser = get_parser()
+        raise TypeError(f"{what} text must be a str, not {type(text).__name__}")
+    parser = parser or get_parser()
     tokens: list[Token] = []
     ip = parser.parse_interactive(text, start=start)
     try:
         for tok in ip.iter_parse():
             tokens.append(tok)
-        return ip.feed_eof(tokens[-1] if tokens else None)
+        tree = ip.feed_eof(tokens[-1] if tokens else None)
     except UnexpectedInput as e:
-        err = ErrorReport(e, ip, tokens, text, start).build()
+        raise report(e, ip, tokens, text, start).build() from None
     except LarkError as e:  # pragma: no cover - defensive
-        err = CEQLSyntaxError(f"cannot parse: {e}", text=text)
-    raise err
+        raise CEQLSyntaxError(f"cannot parse: {e}", text=text) from None
+    check_depth(tree, text)
+    try:
+        return transformer(text).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, CEQLError):
+            raise e.orig_exc from None
+        raise
 
 
 # Deepest parse tree the later stages (transform, analysis, automaton, printer) walk safely
@@ -100,13 +106,3 @@ def _first_token(node) -> Token | None:
         if isinstance(n, Tree):
             stack.extend(reversed(n.children))
     return None
-
-
-def _transform(tree, text: str):
-    check_depth(tree, text)
-    try:
-        return ToAst(text).transform(tree)
-    except VisitError as e:
-        if isinstance(e.orig_exc, CEQLError):
-            raise e.orig_exc from None
-        raise

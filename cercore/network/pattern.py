@@ -6,65 +6,34 @@
 Operators SEQ / AND / OR nest; a leaf is an event type with an optional alias. Conditions are
 joined by AND (or ∧): ``x.attr op y.attr`` over two types is a pairwise predicate,
 ``x.attr op literal`` a single-type filter. The window is a number in the time unit of the
-events' ``t``. Mistakes raise :class:`cercore.CEQLSyntaxError` (with a caret) or
-:class:`cercore.CEQLSemanticError`.
+events' ``t``. The rules are the ``pattern_query`` part of ``cercore/ceql/grammar.lark``
+(shared with trend queries: the same patterns, ``V.attr`` references and conditions), read
+through the CEQL pipeline (``cercore.ceql.parser.parse_text``). Mistakes raise
+:class:`cercore.CEQLSyntaxError` (with a caret) or :class:`cercore.CEQLSemanticError`.
 """
 
 from __future__ import annotations
 
-import threading
+from lark import Token, v_args
 
-from lark import Lark, Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-
+from cercore.ceql import grammar
+from cercore.ceql.parser import parse_text
 from cercore.ceql.printer import format_literal, format_name
-from cercore.errors import CEQLSemanticError, CEQLSyntaxError
+from cercore.errors import CEQLSemanticError
 from cercore.network.errors import NetworkError
 from cercore.network.query import Leaf, NetQuery, Node, Op, Predicate
+from cercore.trends import ast as tast
+from cercore.trends.parse import _ToTrendAst, _TrendErrorReport
 
-GRAMMAR = r"""
-start: _PATTERN node [_WHERE cond (_AND cond)*] _WITHIN number
-node: OPNAME "(" node ("," node)+ ")"   -> op
-    | NAME [NAME]                         -> leaf
-cond: ref CMP ref                         -> pairwise
-    | ref CMP value                       -> unary
-ref: NAME "." NAME
-value: number | STRING | TRUE | FALSE
-number: SIGNED_NUMBER
-_PATTERN.3: /PATTERN\b/i
-_WHERE.3: /WHERE\b/i
-_WITHIN.3: /WITHIN\b/i
-_AND.3: /AND\b/i | "∧"
-OPNAME.2: /(SEQ|AND|OR)(?=\s*\()/i
-TRUE.3: /true\b/i
-FALSE.3: /false\b/i
-CMP: "==" | "!=" | "<>" | "<=" | ">=" | "=" | "<" | ">"
-NAME: /[A-Za-z_][A-Za-z0-9_]*/
-STRING: /'(?:[^']|'')*'/
-%import common.SIGNED_NUMBER
-%import common.WS
-%ignore WS
-"""
-
-_parser: Lark | None = None
-_lock = threading.Lock()
-
-
-def _get_parser() -> Lark:
-    global _parser
-    with _lock:
-        if _parser is None:
-            _parser = Lark(GRAMMAR, parser="lalr", propagate_positions=True)
-    return _parser
+FORM = "PATTERN SEQ(A a, AND(B b, C)) WHERE a.x = b.x WITHIN 30"
+_OPERATORS = ("SEQ", "AND", "OR")
 
 
 def parse_pattern(text: str, time_attribute: str = "t") -> NetQuery:
     """Parse PrePP notation into a :class:`NetQuery`."""
-    try:
-        tree = _get_parser().parse(text)
-    except UnexpectedInput as exc:
-        raise _syntax_error(exc, text) from None
-    return _Builder(text, time_attribute).build(tree)
+    query = parse_text(text, "pattern_query", parser=grammar.grammar_parser("pattern_query"),
+                       report=_PatternErrorReport, transformer=_ToPattern, what="pattern")
+    return _Builder(text, time_attribute).build(*query)
 
 
 def net_query(query: NetQuery | str, schema=None) -> NetQuery:
@@ -83,58 +52,94 @@ def net_query(query: NetQuery | str, schema=None) -> NetQuery:
     return query_from_ceql(text, schema)
 
 
-def _syntax_error(exc: UnexpectedInput, text: str) -> CEQLSyntaxError:
-    expected: list[str] = []
-    if isinstance(exc, UnexpectedToken | UnexpectedEOF):
-        expected = sorted(str(e) for e in (exc.expected or ()))
-    elif isinstance(exc, UnexpectedCharacters):
-        expected = sorted(exc.allowed or ())
-    got = "end of text" if isinstance(exc, UnexpectedEOF) or (
-        isinstance(exc, UnexpectedToken) and exc.token.type == "$END") else repr(
-        text[exc.pos_in_stream] if exc.pos_in_stream is not None and
-        exc.pos_in_stream < len(text) else "")
-    line = getattr(exc, "line", None)
-    col = getattr(exc, "column", None)
-    if line in (None, -1):
-        lines = text.splitlines() or [""]
-        line, col = len(lines), len(lines[-1]) + 1
-    return CEQLSyntaxError(f"unexpected {got} in PrePP pattern", expected=expected, line=line,
-                           column=col, text=text,
-                           hint="form: PATTERN SEQ(A a, AND(B b, C)) WHERE a.x = b.x "
-                                "WITHIN 30")
+class _PatternErrorReport(_TrendErrorReport):
+    """Syntax errors in PATTERN text: the trend report (expected tokens in source form),
+    with the notation's form as the hint."""
+
+    def token_hint(self):
+        hint = super().token_hint()
+        return hint if hint and "V.attr" in hint else f"form: {FORM}"
+
+
+@v_args(meta=True)
+class _ToPattern(_ToTrendAst):
+    """The pattern and condition rules -> (pattern, condition, window): patterns as network
+    operators, conditions as trend conditions (``cercore.trends.ast``)."""
+
+    def pattern_query(self, meta, ch):
+        pattern = next(c for c in ch[1:] if isinstance(c, (Op, tuple)) and not (
+            isinstance(c, tuple) and c and c[0] == "@condition"))
+        condition = next((c[1] for c in ch if isinstance(c, tuple) and c[:1] == ("@condition",)),
+                         None)
+        window = ch[-1]
+        return pattern, condition, window
+
+    def tp_atom(self, meta, ch):
+        names = [t for t in ch if isinstance(t, Token)]
+        return (names[0], names[1] if len(names) > 1 else None)
+
+    def tp_call(self, meta, ch):
+        op, *parts = ch
+        kids = [c for c in parts if not isinstance(c, Token)]
+        if op.value.upper() not in _OPERATORS:
+            raise self._error(f"unexpected operator '{op.value}'", op,
+                              hint="PrePP patterns nest SEQ(...), AND(...) and OR(...) over "
+                                   "event types")
+        if len(kids) < 2:
+            raise self._error(f"unexpected ')': {op.value.upper()}(...) needs two or more "
+                              "operands", op, hint=f"form: {FORM}")
+        return Op(op.value.upper(), tuple(kids))
+
+    def tp_plus(self, meta, ch):
+        raise self._error("PrePP patterns have no iteration", meta, hint=f"form: {FORM}")
+
+    def tp_unsupported(self, meta, ch):
+        op = next(c for c in ch if isinstance(c, Token) and c.type in ("NOT", "STAR", "OR"))
+        raise self._error(f"unexpected {op.value!r} in a PrePP pattern", op,
+                          hint=f"form: {FORM}")
 
 
 class _Builder:
+    """(pattern, condition, window) -> NetQuery: aliases resolved, conditions split into
+    pairwise predicates and per-type filters."""
+
     def __init__(self, text: str, time_attribute: str) -> None:
         self.text = text
         self.time_attribute = time_attribute
         self.alias: dict[str, str] = {}
         self.types: list[str] = []
 
-    def error(self, message: str, tok) -> CEQLSemanticError:
-        return CEQLSemanticError(message, line=getattr(tok, "line", None),
-                                 column=getattr(tok, "column", None), text=self.text)
+    def error(self, message: str, where) -> CEQLSemanticError:
+        return CEQLSemanticError(message, line=getattr(where, "line", None),
+                                 column=getattr(where, "column", None), text=self.text)
 
-    def build(self, tree: Tree) -> NetQuery:
-        node_t, *conds, window_t = tree.children
-        root = self.node(node_t)
+    def build(self, pattern, condition, window_tok: Token) -> NetQuery:
+        root = self.node(pattern)
         preds: list[Predicate] = []
         filters: dict[str, list[str]] = {}
-        for c in conds:
-            if c is None:
-                continue
-            if c.data == "pairwise":
-                (lt, la), op, (rt, ra) = self.ref(c.children[0]), c.children[1], \
-                    self.ref(c.children[2])
+        for c in self.conjuncts(condition):
+            left, right = c.left, c.right
+            if isinstance(left, tast.Const) and isinstance(right, tast.Ref):
+                left, right, op = right, left, _MIRROR[c.op]
+            else:
+                op = c.op
+            if not isinstance(left, tast.Ref) or left.next or not isinstance(
+                    right, tast.Ref | tast.Const) or getattr(right, "next", False) or getattr(
+                    right, "symbol", False):
+                raise self.error("PrePP conditions compare V.attr with V.attr or a literal",
+                                 c)
+            lt, la = self.ref(left)
+            if isinstance(right, tast.Ref):
+                rt, ra = self.ref(right)
                 if lt == rt:
                     filters.setdefault(lt, []).append(
-                        f"{format_name(la)} {_op(op)} {format_name(ra)}")
-                    continue
-                preds.append(Predicate(lt, la, _op(op), rt, ra))
+                        f"{format_name(la)} {op} {format_name(ra)}")
+                else:
+                    preds.append(Predicate(lt, la, op, rt, ra))
             else:
-                (t, a), op, v = self.ref(c.children[0]), c.children[1], c.children[2]
-                filters.setdefault(t, []).append(f"{format_name(a)} {_op(op)} {self.value(v)}")
-        window = float(window_t.children[0])
+                filters.setdefault(lt, []).append(
+                    f"{format_name(la)} {op} {format_literal(right.value)}")
+        window = float(window_tok.value)
         try:
             return NetQuery(root, window, tuple(preds),
                             {t: " AND ".join(f"({f})" if len(fs) > 1 else f for f in fs)
@@ -142,39 +147,39 @@ class _Builder:
         except NetworkError as exc:
             raise CEQLSemanticError(str(exc), text=self.text) from None
 
-    def node(self, t: Tree) -> Node:
-        if t.data == "op":
-            kind, *kids = t.children
-            return Op(str(kind).upper(), tuple(self.node(k) for k in kids))
-        name, alias = t.children
+    def conjuncts(self, condition) -> list:
+        out, stack = [], [condition] if condition is not None else []
+        while stack:
+            c = stack.pop()
+            if isinstance(c, tast.And):
+                stack += [c.right, c.left]
+            elif isinstance(c, tast.Compare):
+                out.append(c)
+            else:
+                raise self.error("PrePP conditions are comparisons joined by AND", c)
+        return out
+
+    def node(self, t) -> Node:
+        if isinstance(t, Op):
+            return Op(t.kind, tuple(self.node(k) for k in t.children))
+        name, alias = t
         if name in self.types:
             raise self.error(f"event type {name} is used twice; PrePP queries reference each "
                              "type at most once", name)
         self.types.append(str(name))
-        for key in (str(name), str(alias) if alias is not None else None):
+        for key, tok in ((str(name), name), (str(alias) if alias is not None else None, alias)):
             if key is None:
                 continue
             if key in self.alias and self.alias[key] != str(name):
-                raise self.error(f"name {key} is used for two types", alias)
+                raise self.error(f"name {key} is used for two types", tok)
             self.alias[key] = str(name)
         return Leaf(str(name))
 
-    def ref(self, t: Tree) -> tuple[str, str]:
-        var, attr = t.children
-        if str(var) not in self.alias:
-            raise self.error(f"unknown event or alias {var}; known: "
-                             f"{', '.join(sorted(self.alias))}", var)
-        return self.alias[str(var)], str(attr)
-
-    def value(self, t: Tree) -> str:
-        (v,) = t.children
-        if isinstance(v, Tree):  # number
-            s = str(v.children[0])
-            return format_literal(float(s) if any(c in s for c in ".eE") else int(s))
-        if isinstance(v, Token) and v.type == "STRING":
-            return format_literal(v[1:-1].replace("''", "'"))
-        return "true" if str(v).lower() == "true" else "false"
+    def ref(self, r: tast.Ref) -> tuple[str, str]:
+        if r.var not in self.alias:
+            raise self.error(f"unknown event or alias {r.var}; known: "
+                             f"{', '.join(sorted(self.alias))}", r)
+        return self.alias[r.var], r.attr
 
 
-def _op(tok) -> str:
-    return {"=": "==", "<>": "!="}.get(str(tok), str(tok))
+_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}

@@ -1,9 +1,10 @@
 """Trend aggregation query text -> :mod:`cercore.trends.ast`.
 
 The rules are the ``trend_query`` part of ``cercore/ceql/grammar.lark``, read by their own
-LALR parser (so the CEQL parser is untouched), and errors go through the CEQL parser's error
-machinery: :class:`~cercore.errors.CEQLSyntaxError` with line, column, caret snippet and the
-expected tokens.
+LALR parser (so the CEQL parser is untouched) through the CEQL pipeline
+(``cercore.ceql.parser.parse_text``): :class:`~cercore.errors.CEQLSyntaxError` with line,
+column, caret snippet and the expected tokens, then the CEQL transformer extended with the
+trend rules.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 import re
 
 from lark import Lark, Token, v_args
-from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from cercore.ceql import diagnostics, grammar, transform
-from cercore.ceql.parser import check_depth
-from cercore.errors import CEQLError, CEQLSyntaxError
+from cercore.ceql.parser import parse_text
 from cercore.trends import ast
 
 __all__ = ["parse_trend_query", "is_trend_query"]
+
 
 def trend_parser() -> Lark:
     """The LALR parser for the grammar's ``trend_query`` start symbol (built once)."""
@@ -39,63 +39,11 @@ def is_trend_query(text: str) -> bool:
 
 def parse_trend_query(text: str) -> ast.TrendQuery:
     """Parse one trend aggregation query; raises CEQLSyntaxError on bad text."""
-    if not isinstance(text, str):
-        raise TypeError(f"query text must be a str, not {type(text).__name__}")
-    lexed = _dots_to_colons(text)
-    ip = trend_parser().parse_interactive(lexed, start="trend_query")
-    tokens: list[Token] = []
-    try:
-        for tok in ip.iter_parse():
-            tokens.append(tok)
-        tree = ip.feed_eof(tokens[-1] if tokens else None)
-    except UnexpectedInput as e:
-        raise _TrendErrorReport(e, ip, tokens, text, "query").build() from None
-    except LarkError as e:  # pragma: no cover - defensive
-        raise CEQLSyntaxError(f"cannot parse: {e}", text=text) from None
-    check_depth(tree, text)
-    try:
-        return _ToTrendAst(text).transform(tree)
-    except VisitError as e:
-        if isinstance(e.orig_exc, CEQLError):
-            raise e.orig_exc from None
-        raise
+    return parse_text(text, "trend_query", parser=trend_parser(), report=_TrendErrorReport,
+                      transformer=_ToTrendAst)
 
 
-def _dots_to_colons(text: str) -> str:
-    """Rewrite each '.' that joins two names (``L.cpu``, ``NEXT(L).cpu``) to ':' -- the
-    grammar reads ``V.attr`` as ``name COLON name`` (see grammar.lark). Offsets are kept, so
-    error locations are those of ``text``. A ':' of the user's own is an error here."""
-    out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in "'\"`":
-            j = i + 1
-            while j < n and not (text[j] == c and not text.startswith(c + c, j)):
-                j += 2 if text.startswith(c + c, j) else 1
-            i = j + 1
-            continue
-        if text.startswith("--", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            i = n if j < 0 else j + 2
-            continue
-        if c == ":":
-            line = text.count("\n", 0, i) + 1
-            column = i - (text.rfind("\n", 0, i) + 1) + 1
-            raise CEQLSyntaxError("unexpected ':'", line=line, column=column, text=text,
-                                  hint="trend queries write attributes as V.attr, e.g. L.cpu")
-        if (c == "." and 0 < i < n - 1 and (text[i - 1].isalnum() or text[i - 1] in "_`)")
-                and (text[i + 1].isalpha() or text[i + 1] in "_`")):
-            out[i] = ":"
-        i += 1
-    return "".join(out)
-
-
-_SOURCE = {"COLON": ".", "TREND_SEMANTICS": "skip-till-any-match", "GROUP_BY": "GROUP BY",
+_SOURCE = {"DOT": ".", "TREND_SEMANTICS": "skip-till-any-match", "GROUP_BY": "GROUP BY",
            "RETURN": "RETURN", "PATTERN": "PATTERN", "SEMANTICS": "SEMANTICS",
            "WINDOW": "WINDOW", "SLIDE": "SLIDE", "COUNT": "COUNT", "SUM": "SUM", "MIN": "MIN",
            "AVG": "AVG"}
@@ -113,7 +61,7 @@ class _TrendErrorReport(diagnostics.ErrorReport):
 
     def _accepts(self, ip, start):
         try:
-            fresh = trend_parser().parse_interactive("", start="trend_query")
+            fresh = grammar.grammar_parser(start).parse_interactive("", start=start)
             for t in self.before:
                 fresh.feed_token(t)
             return set(fresh.accepts())
@@ -122,6 +70,8 @@ class _TrendErrorReport(diagnostics.ErrorReport):
 
     def token_hint(self):
         t = self.tok.type
+        if t in ("COLON", "COLONPLUS"):
+            return "write attributes as V.attr, e.g. L.cpu"
         if t == "LPAR" and self.prev_type() in ("AND", "OR", "NOT", "WHERE", "FILTER"):
             return None
         if "PATTERN" in self.acc:

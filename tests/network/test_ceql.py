@@ -74,7 +74,11 @@ def test_pattern_notation():
 @pytest.mark.parametrize("text, error, message", [
     ("PATTERN SEQ(A, A) WITHIN 3", CEQLSemanticError, "used twice"),
     ("PATTERN SEQ(A, B) WHERE z.x = A.y WITHIN 3", CEQLSemanticError, "unknown event or alias z"),
-    ("PATTERN SEQ(A, B)", CEQLSyntaxError, "end of text"),
+    ("PATTERN SEQ(A, B)", CEQLSyntaxError, "end of pattern"),
+    ("PATTERN SEQ(A+, B) WITHIN 3", CEQLSyntaxError, "no iteration"),
+    ("PATTERN SEQ(A a, B b) WHERE a:x = 1 WITHIN 3", CEQLSyntaxError, "unexpected ':'"),
+    ("PATTERN SEQ(A a, B b) WHERE a.x < 1 OR b.x > 1 WITHIN 3", CEQLSemanticError,
+     "joined by AND"),
     ("PATTERN SEQ(A) WITHIN 3", CEQLSyntaxError, "unexpected"),
     ("PATTERN KLEENE(A, B) WITHIN 3", CEQLSyntaxError, "unexpected"),
 ])
@@ -82,6 +86,15 @@ def test_pattern_errors(text, error, message):
     with pytest.raises(error, match=message) as info:
         parse_pattern(text)
     assert info.value.line == 1
+
+
+def test_pattern_notation_shares_the_trend_grammar():
+    # one grammar (grammar.lark's pattern_query): V.attr as in trend queries, a literal on
+    # either side, comments and case-insensitive keywords as in CEQL
+    q = parse_pattern("pattern seq(A a, B b) -- PrePP\n where 10 < a.price and a.id = b.id "
+                      "within 5")
+    assert q.filter_map == {"A": "price > 10"}
+    assert q.predicates == (Predicate("A", "id", "==", "B", "id"),)
 
 
 def test_and_becomes_every_interleaving_in_ceql():
