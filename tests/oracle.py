@@ -170,7 +170,8 @@ class _Evaluator:
 
     def _eval(self, f: ast.Formula) -> set[Valuation]:
         if isinstance(f, ast.EventAtom):
-            return {(i, i, frozenset({(f.event_type, i)})) for i in self.substream
+            names = {f.event_type} | ({f"{f.stream}>{f.event_type}"} if f.stream else set())
+            return {(i, i, frozenset((x, i) for x in names)) for i in self.substream
                     if self.events[i][0] == f.event_type
                     and (f.stream is None or stream_of(self.events[i]) in (None, f.stream))}
         if isinstance(f, ast.As):
@@ -243,7 +244,8 @@ def starts_unreported(q: ast.Query) -> bool:
         if isinstance(f, ast.Not):
             return True
         if isinstance(f, ast.EventAtom):
-            return wanted is not None and not (names | {f.event_type}) & wanted
+            own = {f.event_type} | ({f"{f.stream}>{f.event_type}"} if f.stream else set())
+            return wanted is not None and not (names | own) & wanted
         if isinstance(f, ast.As):
             return first(f.formula, names | {f.var})
         if isinstance(f, (ast.Filter, ast.Iter)):

@@ -194,8 +194,11 @@ FULL_FORMULA_KINDS = ["seq", "contig", "seq", "iter", "citer", "not", "or", "as"
 
 def bindable(f: ast.Formula) -> dict[str, set[str]]:
     """Variable (incl. event type names) -> event types whose positions it can hold in ``f``."""
-    if isinstance(f, ast.EventAtom):
-        return {f.event_type: {f.event_type}}
+    if isinstance(f, ast.EventAtom):  # S>R binds R and the stream-qualified S>R
+        out = {f.event_type: {f.event_type}}
+        if f.stream is not None:
+            out[f"{f.stream}>{f.event_type}"] = {f.event_type}
+        return out
     if isinstance(f, ast.Not):  # NOT binds nothing
         return {}
     out: dict[str, set[str]] = {}

@@ -154,7 +154,8 @@ class _Analyser:
         for item in proj:
             if item.var not in bindable:
                 raise self.error(f"SELECT names {item.var!r}, which the WHERE clause does not "
-                                 "bind" + did_you_mean(item.var, bindable), item)
+                                 "bind" + did_you_mean(item.var, bindable), item,
+                                 _unbound_hint(item.var))
             known = {a for t in bindable[item.var]
                      for a, _ in self.schema.event_types[t].attributes}
             for attr in item.attributes or ():
@@ -252,6 +253,10 @@ class _Analyser:
                 raise self.error("NOT(...) takes one event: an event type, optionally with AS, "
                                  "FILTER or OR", f)
             self.check_formula(f.formula)
+        elif isinstance(f, ast.As) and ">" in f.var:
+            raise self.error(f"variable name {f.var!r} contains '>'", f,
+                             "'>' qualifies an event type by its stream (S>R); choose "
+                             "another name")
         elif isinstance(f, ast.Filter):
             self.check_formula(f.formula)
             bindable = _bindable(f.formula)
@@ -286,7 +291,7 @@ class _Analyser:
                                  "put the FILTER where the variable is defined, or widen the "
                                  "parentheses")
             raise self.error(f"unknown variable {af.var!r}"
-                             + did_you_mean(af.var, everywhere), af)
+                             + did_you_mean(af.var, everywhere), af, _unbound_hint(af.var))
         types = sorted(bindable[af.var])
         self.check_pred(af.pred, af.var, types)
 
@@ -377,11 +382,12 @@ class _Analyser:
         """``pending``: (variable, guard) filters still looking for their atoms;
         ``forced``: guards every atom below must satisfy (from an enclosing ``AS X``)."""
         if isinstance(f, ast.EventAtom):
-            guards = list(forced) + [g for v, g in pending if v == f.event_type]
+            own = atom_variables(f)
+            guards = list(forced) + [g for v, g in pending if v in own]
             streams = None if f.stream is None \
                 else frozenset({self.schema.stream_ids[f.stream]})
             atom = NAtom(self.label(), frozenset({self.schema.event_types[f.event_type].id}),
-                         guard_and(guards), frozenset({f.event_type, *self.enclosing_vars}),
+                         guard_and(guards), frozenset({*own, *self.enclosing_vars}),
                          streams)
             self.atoms.append(atom)
             return atom
@@ -457,7 +463,8 @@ def _bindable(f: ast.Formula) -> dict[str, set[str]]:
         if isinstance(g, ast.Not):
             return set()
         if isinstance(g, ast.EventAtom):
-            out.setdefault(g.event_type, set()).add(g.event_type)
+            for var in atom_variables(g):
+                out.setdefault(var, set()).add(g.event_type)
             return {g.event_type}
         types: set[str] = set()
         for child in _children(g):
@@ -468,6 +475,24 @@ def _bindable(f: ast.Formula) -> dict[str, set[str]]:
 
     walk(f)
     return out
+
+
+def _unbound_hint(var: str) -> str | None:
+    """For S>R that the WHERE clause does not read: say how it would."""
+    stream, sep, event_type = var.partition(">")
+    if not sep:
+        return None
+    return (f"{var} names the {event_type} events read from stream {stream}; write {var} in "
+            f"the WHERE clause to read them (a plain {event_type} reads {event_type} from "
+            f"every stream, and is filtered as {event_type}[...])")
+
+
+def atom_variables(a: ast.EventAtom) -> tuple[str, ...]:
+    """The variables an atom binds by itself: its event type R, and S>R when it reads R from
+    stream S (``WHERE S>R`` binds R and S>R; ``WHERE R`` binds R only)."""
+    if a.stream is None:
+        return (a.event_type,)
+    return (a.event_type, ast.qualified_name(a.stream, a.event_type))
 
 
 def _atomic_filters(fe: ast.FilterExpr) -> list[ast.AtomicFilter]:

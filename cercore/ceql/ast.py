@@ -175,6 +175,13 @@ class EventAtom(Node):
     stream: str | None = None
 
 
+def qualified_name(stream: str, event_type: str) -> str:
+    """The variable ``S>R``: the events of type R read from stream S. The AST spells a
+    stream-qualified variable this way wherever a variable is named (AtomicFilter.var,
+    ProjectionItem.var); AS names cannot contain '>'."""
+    return f"{stream}>{event_type}"
+
+
 @dataclass(frozen=True)
 class As(Node):
     """``φ AS X``: X collects every position of φ."""

@@ -206,6 +206,14 @@ class ErrorReport:
             return CEQLSyntaxError(
                 f"unknown selection strategy '{p1.value}'", expected=sorted(_STRATEGIES),
                 line=p1.line, column=p1.column, text=self.text, hint=hint)
+        # FILTER price > 10: 'price >' reads as the start of a stream-qualified variable
+        # (S>R[...]); the mistake is the missing brackets at '>'.
+        if (p1 is not None and p1.type == "GT" and tok.type not in ("NAME", "QNAME")):
+            hint = self.hint_filter_without_brackets(back=1)
+            if hint is not None:
+                return CEQLSyntaxError("unexpected '>'; expected '['", expected=["'['"],
+                                       line=p1.line, column=p1.column, text=self.text,
+                                       hint=hint)
         return None
 
     # -- hints for unexpected tokens ---------------------------------------------------------
@@ -284,13 +292,14 @@ class ErrorReport:
                     f"quote it: `{self.tok.value}`")
         return "AS needs a variable name, e.g. BUY AS b"
 
-    def hint_filter_without_brackets(self) -> str | None:
+    def hint_filter_without_brackets(self, back: int = 0) -> str | None:
         # FILTER price > 10: a filter must name a variable and bracket its condition.
-        p1, p2 = self.prev(), self.prev(2)
+        # ``back``: how many tokens before the error the name stands beyond the usual one.
+        p1, p2 = self.prev(1 + back), self.prev(2 + back)
         if (p1 is None or p1.type not in ("NAME", "QNAME") or p2 is None
                 or p2.type not in ("FILTER", "AND", "OR")):
             return None
-        if "LSQB" not in self.acc:
+        if not back and "LSQB" not in self.acc:
             return None
         cond = self.text[p1.start_pos:]
         m = re.search(r"\n|\b(?:partition|within|consume|limit)\b", cond, re.IGNORECASE)

@@ -46,6 +46,14 @@ def format_name(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def format_var(var: str) -> str:
+    """A variable as CEQL text: ``S>R`` (stream-qualified event type) or a name."""
+    stream, sep, event_type = var.partition(">")
+    if sep:
+        return f"{format_name(stream)}>{format_name(event_type)}"
+    return format_name(var)
+
+
 def _format_number(v: int | float) -> str:
     if isinstance(v, float):
         if math.isinf(v):
@@ -172,7 +180,7 @@ def _filter(f: ast.FilterExpr, level: int) -> str:
 def format_filter(f: ast.FilterExpr) -> str:
     """A filter expression (what follows ``FILTER``) as CEQL text."""
     if isinstance(f, ast.AtomicFilter):
-        return f"{format_name(f.var)}[{format_pred(f.pred)}]"
+        return f"{format_var(f.var)}[{format_pred(f.pred)}]"
     if isinstance(f, ast.FilterAnd):
         return f"{_filter(f.left, _X_AND)} AND {_filter(f.right, _X_ATOM)}"
     if isinstance(f, ast.FilterOr):
@@ -267,10 +275,10 @@ def _format_projection(p: str | tuple[ast.ProjectionItem, ...]) -> str:
     items = []
     for item in p:
         if item.attributes is None:
-            items.append(format_name(item.var))
+            items.append(format_var(item.var))
         else:
             attrs = ", ".join(format_name(a) for a in item.attributes)
-            items.append(f"{format_name(item.var)}[{attrs}]")
+            items.append(f"{format_var(item.var)}[{attrs}]")
     return ", ".join(items)
 
 

@@ -113,6 +113,16 @@ class ToAst(Transformer):
         value = tok.value if tok.type == "NAME" else unquote(tok.value)
         return Token.new_borrow_pos("NAME", value, tok)
 
+    def var_name(self, meta, ch):
+        """``x`` or ``S>R``: one NAME token spanning the whole name (``S>R`` as its text)."""
+        names = name_tokens(ch)
+        if len(names) == 1:
+            return names[0]
+        first, last = names[0], names[-1]
+        return Token("NAME", ast.qualified_name(first.value, last.value), start_pos=first.start_pos,
+                     line=first.line, column=first.column, end_line=last.end_line,
+                     end_column=last.end_column, end_pos=last.end_pos)
+
     # -- query -----------------------------------------------------------------------------
     def query(self, meta, ch):
         kw: dict = {}

@@ -158,7 +158,7 @@ unexpected keyword 'PARTITION'; expected 'CONSUME', 'LIMIT' or end of query (lin
                                           ^
 clauses go in this order: SELECT, FROM, WHERE, PARTITION BY, WITHIN, CONSUME BY, LIMIT"""),
     ('dot_attribute', 'SELECT * FROM S WHERE A AS a FILTER a.price > 5', """\
-unexpected character '.'; expected '[' (line 1, column 38)
+unexpected character '.'; expected '>' or '[' (line 1, column 38)
   SELECT * FROM S WHERE A AS a FILTER a.price > 5
                                        ^
 attributes are tested inside brackets: write a[price ...] instead of a.price"""),

@@ -94,3 +94,52 @@ def test_non_event_record_with_a_reorder_slack_is_an_event_error():
                         "CREATE STREAM S { EVENT A { ts:primary_time } }")
     with pytest.raises(cercore.EventError, match="expected a .type, attributes. pair"):
         list(q.engine("python", reorder_slack=1).process([5]))
+
+
+# ---- stream-qualified names wherever a variable is named (issue 17 item 2) -----------------
+@pytest.mark.parametrize("query, events, expected", [
+    # S>A[...] filters the A events read from S; the T-tagged A is read by T>A, unfiltered
+    ("SELECT * FROM S, T WHERE S>A ; T>A FILTER S>A[v > 0]",
+     [("A", "S"), ("A", "S"), ("A", "T")], [[], [], [(1, 2)]]),
+    ("SELECT * FROM S, T WHERE T>A ; S>A FILTER T>A[v > 5]", [("A", "T"), ("A", "S")],
+     [[], []]),
+    # SELECT S>A keeps only the positions read as S>A
+    ("SELECT S>A FROM S, T WHERE S>A ; T>A", [("A", "S"), ("A", "T")], [[], [(0,)]]),
+    # the event type's own name still binds every A, qualified or not
+    ("SELECT * FROM S, T WHERE S>A ; T>A FILTER A[v > 0]", [("A", "S"), ("A", "T"),
+                                                         ("A", "S"), ("A", "T")],
+     [[], [], [], [(2, 3)]]),
+])
+def test_stream_qualified_variables(query, events, expected, backend):
+    assert pushed(query, events, backend) == expected
+
+
+def test_stream_qualified_projection_and_bindings(backend):
+    q = cercore.compile("SELECT S>A[v] FROM S, T WHERE S>A ; T>A", DECL)
+    engine = q.engine(backend)
+    engine.push("A", {"v": 1}, stream="S")
+    (ce,) = engine.push("A", {"v": 2}, stream="T")
+    assert ce.positions == (0,) and ce.bindings == {"S>A": (0,)}  # the projected variables
+    assert [e.attributes for e in ce.events] == [{"v": 1}]
+
+
+@pytest.mark.parametrize("query, message, hint", [
+    # a qualified filter on an unqualified atom: the atom reads A of every stream
+    ("SELECT * FROM S, T WHERE A ; C FILTER S>A[v > 0]", "unknown variable 'S>A'",
+     "write S>A in the WHERE clause"),
+    ("SELECT T>A FROM S, T WHERE S>A ; C", "SELECT names 'T>A'", "write T>A in the WHERE"),
+    ("SELECT * FROM S, T WHERE S>A AS `x>y` ; C", "contains '>'", "qualifies an event type"),
+])
+def test_stream_qualified_variable_errors(query, message, hint):
+    with pytest.raises(cercore.CEQLSemanticError, match=message) as info:
+        cercore.compile(query, DECL)
+    assert hint in str(info.value)
+
+
+def test_stream_qualified_names_print_and_parse_back():
+    from cercore.ceql import parser, printer
+
+    text = "SELECT S>A[v], T>A FROM S, T WHERE S>A ; T>A FILTER S>A[v > 0] AND T>A[v < 9]"
+    q = parser.parse_query(text)
+    assert q.projection[0].var == "S>A" and q.formula.filter.left.var == "S>A"
+    assert parser.parse_query(printer.format_query(q)) == q
