@@ -86,7 +86,7 @@ class CompiledQuery:
 
     def explain(self) -> str:
         """The AST, the normalised formula, the window and partitioning, and the automaton."""
-        from cercore.ceql.printer import format_query
+        from cercore.ceql.printer import format_pred, format_query
 
         a = self.analysed
         w = a.window
@@ -106,6 +106,9 @@ class CompiledQuery:
             "reported atoms (SELECT): " + ("all" if a.marked is None else
                                            ", ".join(f"a{i}" for i in sorted(a.marked))
                                            or "none (intervals only)"),
+            "predicates between events: " + ("none" if not a.event_predicates else
+                                              " AND ".join(map(format_pred, a.event_predicates))
+                                              + _BETWEEN_TEXT),
             f"consume by: {a.query.consume or 'NONE'}; limit: "
             + ("none" if a.query.limit is None else f"{a.query.limit} per event"),
             "atoms:",
@@ -133,6 +136,11 @@ _STRATEGY_TEXT = {
            "states are (S, T) pairs of automaton state sets, built lazily)",
 }
 
+
+_BETWEEN_TEXT = (
+    " -- checked on each complex event the automaton finds, before the strategy and LIMIT "
+    "(cost per complex event: its span, the valuations that produce it and the combinations "
+    "of events bound to the predicates' variables; delay is no longer output-linear)")
 
 _WINDOWED_STRATEGY_TEXT = (
     "; under WITHIN only complex events that fit the window compete: the automaton ranks the "

@@ -54,6 +54,7 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from bisect import bisect_right
@@ -79,8 +80,15 @@ def _div_trunc(a: int, b: int) -> int:
 
 
 def eval_expr(e: ast.Expr, attrs: dict):
+    """``attrs``: one event's attributes; for a predicate between events, (variable, next) ->
+    the attributes of the event the term reads."""
     if isinstance(e, ast.Literal):
         return e.value
+    if isinstance(e, ast.EventAttr):
+        v = attrs[e.var, e.next].get(e.attr)
+        if v is None:
+            raise _Undefined(e.attr)
+        return v
     if isinstance(e, ast.AttrRef):
         v = attrs.get(e.name)
         if v is None:
@@ -204,7 +212,41 @@ class _Evaluator:
             return self._filter(self._filter(vals, fe.left), fe.right)
         if isinstance(fe, ast.FilterOr):
             return self._filter(vals, fe.left) | self._filter(vals, fe.right)
+        if isinstance(fe, ast.EventPredicate):
+            return {v for v in vals if self._between(fe.pred, v[2])}
         raise TypeError(f"not a filter: {fe!r}")
+
+    def _between(self, p: ast.Compare, mu) -> bool:
+        """Foundations §3 with CORE's iteration: the predicate holds for every combination of
+        events bound to its variables (NEXT(l): every two consecutive events bound to l)."""
+        terms = []
+        stack = [p]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, ast.EventAttr):
+                terms.append(e)
+            elif isinstance(e, (ast.Compare, ast.BinOp)):
+                stack += [e.left, e.right]
+            elif isinstance(e, ast.Neg):
+                stack.append(e.operand)
+        names = sorted({t.var for t in terms})
+        paired = {t.var for t in terms if t.next}
+        choices = []
+        for x in names:
+            bound = sorted(q for y, q in mu if y == x)
+            choices.append(list(zip(bound, bound[1:])) if x in paired
+                           else [(q, q) for q in bound])
+        for combo in itertools.product(*choices):
+            ctx = {}
+            for x, (now, after) in zip(names, combo):
+                ctx[x, False] = self.events[now][1]
+                ctx[x, True] = self.events[after][1]
+            try:
+                if not _COMPARE[p.op](eval_expr(p.left, ctx), eval_expr(p.right, ctx)):
+                    return False
+            except _Undefined:
+                return False
+        return True
 
     def _seq(self, left, right, adjacent: bool = False) -> set[Valuation]:
         right = sorted(right, key=lambda v: v[0])

@@ -363,3 +363,52 @@ def predicate_queries(draw, schema: Schema) -> ast.Query:
         f = ast.Or(f, ast.EventAtom(t))
     pred = draw(predicates(_attrs_of(schema, set(types)), depth=draw(st.sampled_from([0, 1, 2]))))
     return ast.Query(ast.Filter(ast.As(f, "x"), ast.AtomicFilter("x", pred)))
+
+
+# ---------------------------------------------------------------------------------------
+# Predicates between events (b.price > s.price, l.v < NEXT(l).v)
+# ---------------------------------------------------------------------------------------
+@st.composite
+def event_predicates(draw, schema: Schema, formula: ast.Formula, n: int) -> list:
+    """Up to ``n`` comparisons between attributes of bound variables (same kind on both
+    sides), sometimes with arithmetic, a literal or NEXT(x)."""
+    binds = bindable(formula)
+    out: list = []
+    for _ in range(n if binds else 0):
+        x, y = draw(st.sampled_from(sorted(binds))), draw(st.sampled_from(sorted(binds)))
+        ax, ay = _attrs_of(schema, binds[x]), _attrs_of(schema, binds[y])
+        kind = {AttrType.INT: "n", AttrType.DOUBLE: "n", AttrType.STRING: "s",
+                AttrType.BOOL: "b"}
+        pairs = [(a, b) for a in sorted(ax) for b in sorted(ay) if kind[ax[a]] == kind[ay[b]]]
+        if not pairs:
+            continue
+        a, b = draw(st.sampled_from(pairs))
+        left: ast.Expr = ast.EventAttr(x, a)
+        right: ast.Expr = ast.EventAttr(y, b, draw(st.booleans()) and x == y)
+        numeric = kind[ax[a]] == "n"
+        if numeric and draw(st.booleans()):
+            right = ast.BinOp(draw(st.sampled_from(["+", "-", "*"])), right,
+                              ast.Literal(draw(st.integers(-2, 2))))
+        ops = ["<", "<=", ">", ">=", "==", "!="] if kind[ax[a]] in "ns" else ["==", "!="]
+        out.append(ast.EventPredicate(ast.Compare(draw(st.sampled_from(ops)), left, right)))
+    return out
+
+
+@st.composite
+def queries_between_events(draw, schema: Schema, **options) -> ast.Query:
+    """A full query whose outermost FILTER also holds predicates between events (what they
+    need: SELECT *, no CONSUME BY, a window under NEXT/LAST/MAX)."""
+    import dataclasses
+
+    q = draw(queries(schema, full=True, **options))
+    preds = draw(event_predicates(schema, q.formula, draw(st.integers(1, 2))))
+    if not preds:
+        return q
+    fe: ast.FilterExpr = preds[0]
+    for p in preds[1:]:
+        fe = ast.FilterAnd(fe, p)
+    strategy = q.strategy
+    if strategy in ("NEXT", "LAST", "MAX") and q.within is None:
+        strategy = None
+    return dataclasses.replace(q, formula=ast.Filter(q.formula, fe), projection="*",
+                               consume=None, strategy=strategy)

@@ -56,6 +56,8 @@ class AnalysedQuery:
     from_streams: frozenset[int] | None = None
     marked: frozenset[int] | None = None
     strategy: str | None = None  # STRICT | NEXT | LAST | MAX; None for ALL/ANY/no keyword
+    # predicates between events (b.price > s.price), checked on each complex event
+    event_predicates: tuple[ast.Compare, ...] = ()
 
     @property
     def attribute_projection(self) -> dict[str, tuple[str, ...] | None] | None:
@@ -94,6 +96,7 @@ class _Analyser:
         self.n_labels = 0  # atoms and negations share one label space
         self.enclosing_vars: list[str] = []  # the AS variables around the formula being lowered
         self.warnings: list[str] = []
+        self.event_bindable: dict[str, set[str]] = {}  # variables an event predicate may name
 
     def error(self, msg: str, node=None, hint: str | None = None) -> CEQLSemanticError:
         return CEQLSemanticError(msg, line=getattr(node, "line", None),
@@ -118,6 +121,7 @@ class _Analyser:
         visible = self.resolve_streams()
         self.visible = visible
         self.check_formula(self.q.formula)
+        event_predicates = self.resolve_event_predicates()
         formula = self.lower(self.q.formula, (), ())
         window = self.resolve_window()
         partition = self.resolve_partition()
@@ -130,7 +134,8 @@ class _Analyser:
                              None if not self.q.streams else
                              frozenset(self.schema.stream_ids[n] for n in self.q.streams),
                              self.resolve_projection(),
-                             self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None)
+                             self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None,
+                             event_predicates)
 
     def check_clauses(self) -> None:
         q = self.q
@@ -262,6 +267,9 @@ class _Analyser:
             bindable = _bindable(f.formula)
             for af in _atomic_filters(f.filter):
                 self.check_filter(af, bindable)
+            self.event_bindable = bindable
+            for ep in _event_predicates(f.filter):
+                self.check_pred(ep.pred, "", [])
         else:
             for child in _children(f):
                 self.check_formula(child)
@@ -340,6 +348,8 @@ class _Analyser:
             v = e.value
             return ("bool" if isinstance(v, bool) else "int" if isinstance(v, int)
                     else "double" if isinstance(v, float) else "string")
+        if isinstance(e, ast.EventAttr):
+            return self.event_attr_type(e)
         if isinstance(e, ast.AttrRef):
             owners = [t for t in types if self.schema.event_types[t].has(e.name)]
             if not owners:
@@ -358,6 +368,63 @@ class _Analyser:
         if _kind(lt) != "number" or _kind(rt) != "number":
             raise self.error(f"arithmetic '{e.op}' needs numbers, not {lt} and {rt}", e)
         return "int" if lt == rt == "int" else "double"
+
+    def event_attr_type(self, e: ast.EventAttr) -> str:
+        if e.var not in self.event_bindable:
+            everywhere = _bindable(self.q.formula)
+            if e.var in everywhere:
+                raise self.error(f"variable {e.var!r} is not bound inside the formula this "
+                                 "FILTER applies to", e)
+            raise self.error(f"unknown variable {e.var!r}" + did_you_mean(e.var, everywhere), e)
+        types = sorted(self.event_bindable[e.var])
+        if not any(self.schema.event_types[t].has(e.attr) for t in types):
+            known = {a for t in types for a, _ in self.schema.event_types[t].attributes}
+            raise self.error(f"attribute {e.attr!r} does not exist in {', '.join(types)} (the "
+                             f"events {e.var!r} can bind)" + did_you_mean(e.attr, known), e)
+        return self.attr_types[e.attr].value
+
+    def resolve_event_predicates(self) -> tuple[ast.Compare, ...]:
+        """The predicates between events, all in the FILTER of the whole pattern and joined
+        by AND there: the engine checks them on each complex event (on every valuation that
+        produces it), which needs the complex event whole (SELECT *) and decides nothing
+        about partial matches (no CONSUME BY)."""
+        found: list[ast.Compare] = []
+        f = self.q.formula
+        while isinstance(f, ast.Filter):  # the FILTERs that apply to the whole pattern
+            stack = [f.filter]
+            while stack:
+                fe = stack.pop()
+                if isinstance(fe, ast.FilterAnd):
+                    stack += [fe.right, fe.left]
+                elif isinstance(fe, ast.EventPredicate):
+                    found.append(fe.pred)
+                elif isinstance(fe, ast.FilterOr) and _event_predicates(fe):
+                    raise self.error("a predicate between events cannot be an alternative of "
+                                     "OR", _event_predicates(fe)[0],
+                                     "join predicates between events to the rest with AND, "
+                                     "or write one query per alternative")
+            f = f.formula
+        for inner in _subformulas(f):
+            if isinstance(inner, ast.Filter) and _event_predicates(inner.filter):
+                raise self.error("a predicate between events must be in the FILTER that "
+                                 "applies to the whole pattern", _event_predicates(inner.filter)[0],
+                                 "move it to the last FILTER: it holds when it holds for every "
+                                 "event bound to its variables")
+        if not found:
+            return ()
+        where = found[0]
+        if self.q.projection != "*":
+            raise self.error("predicates between events need SELECT * (they are checked on the "
+                             "whole complex event)", where)
+        if self.q.consume not in (None, "NONE"):
+            raise self.error(f"CONSUME BY {self.q.consume} with predicates between events is "
+                             "not supported", where,
+                             "consumption would depend on predicates the automaton cannot see")
+        if self.q.strategy in ("NEXT", "LAST", "MAX") and self.q.within is None:
+            raise self.error(f"SELECT {self.q.strategy} with predicates between events needs "
+                             "WITHIN", where, "the strategy picks among every complex event "
+                             "that satisfies the predicates: a window bounds them")
+        return tuple(found)
 
     # ---- lowering -------------------------------------------------------------------------
     def label(self) -> int:
@@ -498,7 +565,27 @@ def atom_variables(a: ast.EventAtom) -> tuple[str, ...]:
 def _atomic_filters(fe: ast.FilterExpr) -> list[ast.AtomicFilter]:
     if isinstance(fe, ast.AtomicFilter):
         return [fe]
+    if isinstance(fe, ast.EventPredicate):
+        return []
     return _atomic_filters(fe.left) + _atomic_filters(fe.right)
+
+
+def _event_predicates(fe: ast.FilterExpr) -> list[ast.EventPredicate]:
+    if isinstance(fe, ast.EventPredicate):
+        return [fe]
+    if isinstance(fe, ast.AtomicFilter):
+        return []
+    return _event_predicates(fe.left) + _event_predicates(fe.right)
+
+
+def _subformulas(f: ast.Formula) -> list[ast.Formula]:
+    """``f`` and every formula under it (iteratively)."""
+    out, stack = [], [f]
+    while stack:
+        g = stack.pop()
+        out.append(g)
+        stack.extend(_children(g))
+    return out
 
 
 def _dnf_size(fe: ast.FilterExpr) -> int:
@@ -508,7 +595,7 @@ def _dnf_size(fe: ast.FilterExpr) -> int:
     stack: list[tuple[ast.FilterExpr, bool]] = [(fe, False)]
     while stack:
         node, done = stack.pop()
-        if isinstance(node, ast.AtomicFilter):
+        if isinstance(node, ast.AtomicFilter | ast.EventPredicate):
             sizes[id(node)] = 1
         elif not done:
             stack += [(node, True), (node.left, False), (node.right, False)]
@@ -519,9 +606,12 @@ def _dnf_size(fe: ast.FilterExpr) -> int:
 
 
 def _dnf(fe: ast.FilterExpr) -> list[list[ast.AtomicFilter]]:
-    """``X[p] AND (Y[q] OR Z[r])`` -> [[X[p], Y[q]], [X[p], Z[r]]]."""
+    """``X[p] AND (Y[q] OR Z[r])`` -> [[X[p], Y[q]], [X[p], Z[r]]]. Predicates between
+    events are not lowered (the engine checks them on complex events)."""
     if isinstance(fe, ast.AtomicFilter):
         return [[fe]]
+    if isinstance(fe, ast.EventPredicate):
+        return [[]]
     if isinstance(fe, ast.FilterOr):
         return _dnf(fe.left) + _dnf(fe.right)
     return [a + b for a, b in product(_dnf(fe.left), _dnf(fe.right))]

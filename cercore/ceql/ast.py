@@ -7,7 +7,7 @@ in layout compare equal.
 Formula grammar (CORE §2.2 plus CORE's C++ extensions)::
 
     φ ::= R | S>R | φ AS X | φ FILTER F | φ OR φ | φ ; φ | φ : φ | φ+ | φ:+ | NOT(φ) | (φ)
-    F ::= X[P] | F AND F | F OR F            -- atomic filters on variables
+    F ::= X[P] | E | F AND F | F OR F        -- atomic filters on variables, E between events
     P ::= predicate over one event's attributes (comparisons, LIKE, IN, AND/OR/NOT)
 """
 
@@ -61,7 +61,17 @@ class Neg(Node):
     operand: Expr
 
 
-Expr = Literal | AttrRef | BinOp | Neg
+@dataclass(frozen=True)
+class EventAttr(Node):
+    """``x.attr`` in a predicate between events: the attribute of an event bound to x;
+    ``NEXT(x).attr`` (``next=True``): of the event bound to x right after it."""
+
+    var: str
+    attr: str
+    next: bool = False
+
+
+Expr = Literal | AttrRef | BinOp | Neg | EventAttr
 
 
 @dataclass(frozen=True)
@@ -161,7 +171,17 @@ class FilterOr(Node):
     right: FilterExpr
 
 
-FilterExpr = AtomicFilter | FilterAnd | FilterOr
+@dataclass(frozen=True)
+class EventPredicate(Node):
+    """A predicate between events, ``b.price > s.price`` (Foundations §3): a comparison over
+    ``EventAttr`` terms. A complex event satisfies it iff some valuation producing it makes it
+    hold for every combination of events bound to the variables it names (``NEXT(l)``: for
+    every two consecutive events bound to l)."""
+
+    pred: Compare
+
+
+FilterExpr = AtomicFilter | FilterAnd | FilterOr | EventPredicate
 
 
 # ---------------------------------------------------------------------------------------

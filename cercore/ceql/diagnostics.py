@@ -446,7 +446,9 @@ class ErrorReport:
             return f"'{op}' must be followed by a value, e.g. price {op} 10"
         if p1.type not in ("SEMICOLON", "COLON", "OR", "AND", "NOT"):
             return None
-        if "MINUS" in self.acc:
+        if "NEXT" in self.acc:  # a FILTER: X[...] or a predicate between events
+            what = "filter, e.g. x[price > 10] or x.price > y.price"
+        elif "MINUS" in self.acc:
             what = "condition, e.g. price > 10"
         elif "NOT" in self.acc:
             what = f"pattern, e.g. A {op} B"

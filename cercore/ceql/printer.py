@@ -95,6 +95,9 @@ def format_expr(e: ast.Expr) -> str:
         return format_literal(e.value)
     if isinstance(e, ast.AttrRef):
         return format_name(e.name)
+    if isinstance(e, ast.EventAttr):
+        var = f"NEXT({format_name(e.var)})" if e.next else format_name(e.var)
+        return f"{var}.{format_name(e.attr)}"
     if isinstance(e, ast.Neg):
         # "-price" is safe; anything else gets parentheses so that "-(5)" stays a Neg and
         # two minus signs never touch ("--" starts a comment).
@@ -185,6 +188,8 @@ def format_filter(f: ast.FilterExpr) -> str:
         return f"{_filter(f.left, _X_AND)} AND {_filter(f.right, _X_ATOM)}"
     if isinstance(f, ast.FilterOr):
         return f"{_filter(f.left, _X_OR)} OR {_filter(f.right, _X_AND)}"
+    if isinstance(f, ast.EventPredicate):
+        return format_pred(f.pred)
     raise TypeError(f"not a filter: {f!r}")
 
 

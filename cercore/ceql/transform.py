@@ -329,6 +329,42 @@ class ToAst(Transformer):
     def false(self, meta, ch):
         return ast.Literal(False, **token_pos(ch[0]))
 
+    # -- predicates between events (the leaves are the trend rules'; trends override) -------
+    def event_predicate(self, meta, ch):
+        left, op, right = ch
+        return ast.EventPredicate(ast.Compare(op, left, right, **meta_pos(meta)),
+                                  **meta_pos(meta))
+
+    def t_binop(self, meta, ch):
+        left, op, right = ch
+        return ast.BinOp(op.value, left, right, **meta_pos(meta))
+
+    def t_neg(self, meta, ch):
+        operand = ch[-1]
+        if isinstance(operand, ast.Literal) and type(operand.value) in (int, float):
+            return ast.Literal(-operand.value, **meta_pos(meta))
+        return ast.Neg(operand, **meta_pos(meta))
+
+    def t_number(self, meta, ch):
+        return self.number(meta, ch)
+
+    def t_string(self, meta, ch):
+        return self.string(meta, ch)
+
+    def t_true(self, meta, ch):
+        return self.true(meta, ch)
+
+    def t_false(self, meta, ch):
+        return self.false(meta, ch)
+
+    def t_ref(self, meta, ch):
+        var, attr = name_tokens(ch)
+        return ast.EventAttr(var.value, attr.value, **token_pos(var))
+
+    def t_next_ref(self, meta, ch):
+        var, attr = name_tokens(ch)
+        return ast.EventAttr(var.value, attr.value, True, **meta_pos(meta))
+
     def attr_ref(self, meta, ch):
         return ast.AttrRef(ch[0].value, **token_pos(ch[0]))
 

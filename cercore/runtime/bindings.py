@@ -10,6 +10,8 @@ by the complex event: linear in that span, and only for complex events whose bin
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from cercore.automata.cea import CEA, MARK, TRUE_LABEL
 
 
@@ -29,10 +31,10 @@ class BindingSolver:
             if mark == want and (label == TRUE_LABEL or (mask >> label) & 1):
                 yield label, q
 
-    def solve(self, span: list[tuple[int, int]], positions: tuple[int, ...]
-              ) -> dict[str, tuple[int, ...]]:
-        """``span``: (position, letter) of the partition's events from start to end."""
-        marked = set(positions)
+    def _live(self, span: list[tuple[int, int]], marked: set[int]
+              ) -> tuple[list[int], list[set[int]], list[set[int]]]:
+        """Letter masks, and the states runs reach (forward) and can accept from (backward)
+        at each step, with the marks fixed by the complex event."""
         masks = [self.atom_masks[letter] for _, letter in span]
         n = len(span)
         forward = [{self.cea.initial}]
@@ -41,15 +43,57 @@ class BindingSolver:
                             self._moves(p, masks[i], span[i][0] in marked)})
         backward: list[set[int]] = [set() for _ in range(n + 1)]
         backward[n] = set(self.cea.finals) & forward[n]
-        found: dict[str, set[int]] = {}
         for i in range(n - 1, -1, -1):
-            pos, is_marked = span[i][0], span[i][0] in marked
-            for p in forward[i]:
-                for label, q in self._moves(p, masks[i], is_marked):
-                    if q in backward[i + 1]:
-                        backward[i].add(p)
-                        if is_marked and label != TRUE_LABEL:
-                            for v in self.vars.get(label, ()):
-                                if self.wanted is None or v in self.wanted:
-                                    found.setdefault(v, set()).add(pos)
+            is_marked = span[i][0] in marked
+            backward[i] = {p for p in forward[i] if any(
+                q in backward[i + 1] for _, q in self._moves(p, masks[i], is_marked))}
+        return masks, forward, backward
+
+    def solve(self, span: list[tuple[int, int]], positions: tuple[int, ...]
+              ) -> dict[str, tuple[int, ...]]:
+        """``span``: (position, letter) of the partition's events from start to end."""
+        marked = set(positions)
+        masks, _, backward = self._live(span, marked)
+        found: dict[str, set[int]] = {}
+        for i, (pos, _) in enumerate(span):
+            if pos not in marked:
+                continue
+            for p in backward[i]:
+                for label, q in self._moves(p, masks[i], True):
+                    if q in backward[i + 1] and label != TRUE_LABEL:
+                        for v in self.vars.get(label, ()):
+                            if self.wanted is None or v in self.wanted:
+                                found.setdefault(v, set()).add(pos)
         return {v: tuple(sorted(ps)) for v, ps in sorted(found.items())}
+
+    def valuations(self, span: list[tuple[int, int]], positions: tuple[int, ...]
+                   ) -> Iterator[dict[str, list[int]]]:
+        """Each distinct valuation of the accepting runs that produce this complex event:
+        variable -> the positions it binds, in order (every variable, projected or not).
+        Depth first along the runs that can still accept; a valuation is yielded once."""
+        marked = set(positions)
+        masks, _, backward = self._live(span, marked)
+        n = len(span)
+        seen: set = set()
+        stack: list[tuple[int, int, frozenset]] = [(0, self.cea.initial, frozenset())]
+        while stack:
+            i, p, binds = stack.pop()
+            if (i, p, binds) in seen:
+                continue
+            seen.add((i, p, binds))
+            if i == n:
+                if ("@", binds) not in seen:
+                    seen.add(("@", binds))
+                    out: dict[str, list[int]] = {}
+                    for v, pos in sorted(binds, key=lambda vp: vp[1]):
+                        out.setdefault(v, []).append(pos)
+                    yield out
+                continue
+            pos, is_marked = span[i][0], span[i][0] in marked
+            for label, q in self._moves(p, masks[i], is_marked):
+                if q not in backward[i + 1]:
+                    continue
+                extra = binds
+                if is_marked and label != TRUE_LABEL:
+                    extra = binds | {(v, pos) for v in self.vars.get(label, ())}
+                stack.append((i + 1, q, extra))

@@ -21,6 +21,7 @@ from cercore.runtime.constants import (
     NO_PARTITION,
     NOT_READ,
 )
+from cercore.runtime.event_predicates import EventPredicateCheck
 from cercore.runtime.interface import CompiledPlan, Evaluator, EvaluatorInput
 from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
 from cercore.runtime.output import ComplexEvent, MatchArrays
@@ -49,9 +50,13 @@ class Engine(ReadsInput):
         self.encoder = LetterEncoder(self.analysed, compiled=backend == "cython")
         self.window = self.analysed.window
         # NEXT/LAST/MAX under a window: the automaton ranks each start's runs and the engine
-        # keeps the winners among the starts inside the window (cercore.runtime.selection)
-        self.selects = query.ranking_strategy if self.window.kind is not None else None
-        self.det = LazyDeterminiser(query.cea, query.ranking_strategy,
+        # keeps the winners among the starts inside the window (cercore.runtime.selection);
+        # with predicates between events, the automaton ranks nothing: the engine selects
+        # among the complex events that satisfy them
+        between = self.analysed.event_predicates
+        self.selects = query.ranking_strategy \
+            if self.window.kind is not None or between else None
+        self.det = LazyDeterminiser(query.cea, None if between else query.ranking_strategy,
                                     per_start=self.selects is not None)
         self.evaluator = self._make_evaluator(backend)
         self.time_attribute = self.window.attribute if self.window.kind in ("time", "attr") \
@@ -76,6 +81,13 @@ class Engine(ReadsInput):
         self.skip_inert = inert_letters_skippable(self.analysed)
         q = self.analysed.query
         self.limit = NO_LIMIT if q.limit is None else int(q.limit)
+        self.event_check = None if not between else EventPredicateCheck(
+            between, self.schema.attribute_types(),
+            BindingSolver(query.cea, {x.id: x.variables for x in self.analysed.atoms},
+                          self.encoder.atom_masks, None), NOT_READ)
+        # what the engine does after the evaluator: predicates between events, strategy
+        # selection and then LIMIT (the evaluator then reports every complex event)
+        self.post = self.selects is not None or self.event_check is not None
         # without PARTITION BY, CONSUME BY PARTITION is CONSUME BY ANY (one partition)
         self.consume = {None: CONSUME_NONE, "NONE": CONSUME_NONE, "ANY": CONSUME_ANY,
                         "PARTITION": CONSUME_PARTITION}[q.consume]
@@ -149,6 +161,8 @@ class Engine(ReadsInput):
                 "work": self.evaluator.work_counts()}
 
     def _bindings(self, view, ce: ComplexEvent) -> dict[str, tuple[int, ...]]:
+        if self.event_check is not None:  # only valuations that satisfy them produce ce
+            return self.event_check.bindings(view, ce)
         if self._binder is None:
             a = self.analysed
             proj = a.query.projection
@@ -195,14 +209,18 @@ class Engine(ReadsInput):
              raises: bool = True) -> Iterator[ComplexEvent]:
         args, error, n_read = self._prepare(batch, shared)
         evaluator = self.evaluator
-        found = evaluator.run(args, view=self.store.view(self._bindings))
-        if self.selects is None:
+        view = self.store.view(self._bindings)
+        found = evaluator.run(args, view=view)
+        if not self.post:
             before = evaluator.reported
             try:
                 yield from found
             finally:
                 self.n_complex_events += evaluator.reported - before
         else:
+            if self.event_check is not None:
+                found = (ce for ce in found
+                         if self.event_check.holds(view, ce.start, ce.end, ce.positions))
             for ce in select_stream(self.selects, found, self.limit):
                 self.n_complex_events += 1
                 yield ce
@@ -213,9 +231,14 @@ class Engine(ReadsInput):
         args, error, n_read = self._prepare(batch, shared)
         view = self.store.view(self._bindings)
         start, end, offsets, positions = self.evaluator.run_arrays(args)
-        if self.selects is not None:
+        if self.post:
+            keep = None
+            if self.event_check is not None:
+                keep = np.fromiter((self.event_check.holds(
+                    view, int(start[i]), int(end[i]), positions[offsets[i]:offsets[i + 1]].tolist())
+                    for i in range(len(start))), dtype=bool, count=len(start))
             start, end, offsets, positions = select_arrays(self.selects, start, end, offsets,
-                                                           positions, self.limit)
+                                                           positions, self.limit, keep)
         self.n_complex_events += len(start)
         out = MatchArrays(start, end, offsets, positions, view.times(start), view.times(end))
         self._finish(batch, error if raises else None, n_read)
@@ -241,7 +264,7 @@ class Engine(ReadsInput):
                                      self.skip_inert)
         args = EvaluatorInput(active, pids, letters, times, batch.first_position,
                               self.window.epsilon or 0, self.window.kind is not None,
-                              NO_LIMIT if self.selects else self.limit, self.consume)
+                              NO_LIMIT if self.post else self.limit, self.consume)
         return args, error, int(np.count_nonzero(read))
 
     def _finish(self, batch: Batch, error: EventError | None, n_read: int) -> None:

@@ -27,11 +27,11 @@ from cercore.runtime.constants import NO_LIMIT
 __all__ = ["select_end", "select_stream", "select_arrays"]
 
 
-def select_end(strategy: str, position_sets: Sequence[frozenset[int]]) -> list[int]:
+def select_end(strategy: str | None, position_sets: Sequence[frozenset[int]]) -> list[int]:
     """Indices (in input order) of the winners among the complex events of one end, given
-    their position sets."""
+    their position sets (``strategy`` None: every one)."""
     n = len(position_sets)
-    if n <= 1:
+    if n <= 1 or strategy is None:
         return list(range(n))
     if strategy == "MAX":
         return [i for i, c in enumerate(position_sets)
@@ -47,10 +47,11 @@ def select_end(strategy: str, position_sets: Sequence[frozenset[int]]) -> list[i
     return [i for i, c in enumerate(position_sets) if c == best]
 
 
-def select_stream(strategy: str, complex_events: Iterable[Any],
+def select_stream(strategy: str | None, complex_events: Iterable[Any],
                   limit: int = NO_LIMIT) -> Iterator[Any]:
     """The winners of each end among ``complex_events`` (objects with ``end`` and
-    ``positions``, grouped by end as the evaluator yields them), at most ``limit`` per end."""
+    ``positions``, grouped by end as the evaluator yields them), at most ``limit`` per end
+    (``strategy`` None: the first ``limit`` of each end)."""
     group: list[Any] = []
     for ce in complex_events:
         if group and ce.end != group[0].end:
@@ -61,27 +62,30 @@ def select_stream(strategy: str, complex_events: Iterable[Any],
         yield from _winners(strategy, group, limit)
 
 
-def _winners(strategy: str, group: list[Any], limit: int) -> list[Any]:
+def _winners(strategy: str | None, group: list[Any], limit: int) -> list[Any]:
     kept = [group[i] for i in select_end(strategy, [frozenset(ce.positions) for ce in group])]
     return kept if limit == NO_LIMIT else kept[:limit]
 
 
-def select_arrays(strategy: str, start: np.ndarray, end: np.ndarray, offsets: np.ndarray,
-                  positions: np.ndarray, limit: int = NO_LIMIT
+def select_arrays(strategy: str | None, start: np.ndarray, end: np.ndarray,
+                  offsets: np.ndarray, positions: np.ndarray, limit: int = NO_LIMIT,
+                  candidates: np.ndarray | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``select_stream`` over the evaluator's bulk arrays (complex event i has positions
-    ``positions[offsets[i]:offsets[i + 1]]``; ends non-decreasing)."""
+    ``positions[offsets[i]:offsets[i + 1]]``; ends non-decreasing), among the ``candidates``
+    (a mask; None: all)."""
     n = len(start)
     if n == 0:
         return start, end, offsets, positions
     keep = np.zeros(n, dtype=bool)
     bounds = np.flatnonzero(np.diff(end)) + 1
     for lo, hi in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [n]))):
-        sets = [frozenset(positions[offsets[i]:offsets[i + 1]].tolist()) for i in range(lo, hi)]
+        ids = [i for i in range(lo, hi) if candidates is None or candidates[i]]
+        sets = [frozenset(positions[offsets[i]:offsets[i + 1]].tolist()) for i in ids]
         chosen = select_end(strategy, sets)
         if limit != NO_LIMIT:
             chosen = chosen[:limit]
-        keep[[lo + i for i in chosen]] = True
+        keep[[ids[i] for i in chosen]] = True
     lengths = np.diff(offsets)[keep]
     new_offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=new_offsets[1:])

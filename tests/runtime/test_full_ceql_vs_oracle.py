@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported, stream_of
-from strategies import bindable, queries, schemas, streams
+from strategies import bindable, queries, queries_between_events, schemas, streams
 
 import cercore
 from cercore.ceql import ast, parser, printer
@@ -136,3 +136,19 @@ def test_full_ceql_cython(partitioned, data):
 def test_strategies_under_windows(backend, data):
     """NEXT / LAST / MAX select among the complex events that fit the window (issue 17)."""
     check(*data.draw(cases(windowed=True, strategies=("NEXT", "LAST", "MAX"))), backend=backend)
+
+
+@st.composite
+def cases_between_events(draw, **query_options):
+    schema = draw(schemas())
+    q = draw(queries_between_events(schema, **query_options))
+    favour = set(bindable(q.formula)) & set(schema.event_types)
+    return schema, q, draw(streams(schema, 7, favour=favour, tagged=True))
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(data=st.data())
+def test_predicates_between_events(backend, data):
+    """b.price > s.price, l.v < NEXT(l).v: every valuation's combinations of bound events
+    (issue 17 item 3), under every strategy, window, partitioning and LIMIT."""
+    check(*data.draw(cases_between_events()), backend=backend)

@@ -1,0 +1,159 @@
+"""Predicates between events (issue 17 item 3): ``b.price > s.price``, ``l.v < NEXT(l).v``.
+
+A complex event satisfies them iff some valuation producing it makes each hold for every
+combination of events bound to its variables (Foundations §3; NEXT(l): consecutive events bound
+to l). Checked against hand-computed answers (Foundations TV4, and binary versions of TV19-TV21)
+and against the brute-force oracle; random queries with such predicates are in
+test_full_ceql_vs_oracle.py."""
+
+from __future__ import annotations
+
+import pytest
+from oracle import evaluate
+from support import ABC_DECL, F1_STREAM, HT_DECL, STOCK_DECL, letters, position_sets
+
+import cercore
+from cercore.ceql import parser
+
+
+def sets(*ps):
+    return {frozenset(p) for p in ps}
+
+
+def agrees_with_oracle(query: str, decl: str, events, backend: str) -> set:
+    got = position_sets(query, cercore.Schema.parse(decl), events, backend)
+    expected = {frozenset(ps) for ces in evaluate(parser.parse_query(query),
+                                                  cercore.Schema.parse(decl), events).values()
+                for _, ps in ces}
+    assert got == expected
+    return got
+
+
+# φ4 of Foundations §2: the T events between the two H events carry the first H's id
+PHI4 = ("SELECT * FROM S WHERE H AS x ; (T AS y)+ ; H AS z "
+        "FILTER x[v < 30] AND z[v > 60] AND x.id = z.id AND y.id = x.id")
+
+
+def test_tv4_phi4_on_figure_1(backend):
+    got = agrees_with_oracle(PHI4, HT_DECL, F1_STREAM, backend)
+    assert got == sets({3, 4, 7}, {3, 6, 7}, {3, 4, 6, 7})
+    q = PHI4.replace("SELECT *", "SELECT NEXT *") + " WITHIN 9 EVENTS"
+    assert position_sets(q, cercore.Schema.parse(HT_DECL), F1_STREAM, backend) == \
+        sets({3, 4, 6, 7})
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([1, 5, 9], sets({0, 1}, {0, 2}, {0, 1, 2})),  # increasing: every pair holds
+    ([6, 1, 9], sets({0, 2})),                      # 6 < 1 fails wherever 1 follows 6
+])
+def test_tv19_adjacency_over_a_reused_variable(values, expected, backend):
+    # x collects the A and every B of the iteration; NEXT(x) pairs consecutive ones
+    q = "SELECT * FROM S WHERE A AS x ; (B AS x)+ FILTER x.v < NEXT(x).v"
+    assert agrees_with_oracle(q, ABC_DECL, letters("ABB", values), backend) == expected
+
+
+def test_tv20_binary_filter_on_an_unsafe_formula(backend):
+    # x holds both the A (or nothing, in the B branch) and the C: every pair must hold
+    q = "SELECT * FROM S WHERE ((A AS x) OR (B AS y)) ; C AS x FILTER x.v <= y.v"
+    got = agrees_with_oracle(q, ABC_DECL, letters("ABC", [5, 1, 3]), backend)
+    # {0,2}: y binds nothing (vacuous); {1,2}: 3 <= 1 fails
+    assert got == sets({0, 2})
+
+
+def test_tv21_binary_filter_inside_iteration(backend):
+    # every x must be below every y: one iteration (any two increasing A's) passes; with two
+    # iterations x = {a, c}, y = {b, d} and a < b < c, so c's value exceeds b's and it fails
+    q = "SELECT * FROM S WHERE (A AS x ; A AS y)+ ; B AS z FILTER x.v < y.v AND y.v < z.v"
+    got = agrees_with_oracle(q, ABC_DECL, letters("AAAAB", [1, 2, 3, 4, 9]), backend)
+    assert got == {frozenset({i, j, 4}) for i in range(4) for j in range(i + 1, 4)}
+
+
+STOCKS = [("BUY", {"id": 1, "name": "A", "volume": 1, "price": 10.0, "stock_time": 0}),
+          ("SELL", {"id": 2, "name": "B", "volume": 1, "price": 12.0, "stock_time": 1}),
+          ("SELL", {"id": 3, "name": "A", "volume": 1, "price": 11.0, "stock_time": 2}),
+          ("SELL", {"id": 4, "name": "A", "volume": 1, "price": 9.0, "stock_time": 3}),
+          ("BUY", {"id": 5, "name": "B", "volume": 1, "price": 13.0, "stock_time": 4})]
+
+
+FALLING = sets({0, 1, 4}, {0, 2, 4}, {0, 3, 4}, {0, 1, 2, 4}, {0, 1, 3, 4}, {0, 2, 3, 4},
+               {0, 1, 2, 3, 4})
+
+
+@pytest.mark.parametrize("query, expected", [
+    # the canonical form: a rising price for the same name
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price "
+     "AND b.name = s.name", sets({0, 2})),
+    # arithmetic on both sides
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price - 1 >= b.price + 1",
+     sets({0, 1})),
+    # adjacency inside iteration: sells falling (12 > 11 > 9: every subsequence falls), then
+    # a buy above the first
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL+ AS l ; BUY AS c "
+     "FILTER l.price > NEXT(l).price AND c.price > b.price", FALLING),
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL+ AS l ; BUY AS c "
+     "FILTER l.price < NEXT(l).price", sets({0, 1, 4}, {0, 2, 4}, {0, 3, 4})),
+])
+def test_issue_query_forms(query, expected, backend):
+    assert agrees_with_oracle(query, STOCK_DECL, STOCKS, backend) == expected
+
+
+def test_limit_and_strategies_see_only_complex_events_that_satisfy_them(backend):
+    schema = cercore.Schema.parse(STOCK_DECL)
+    base = ("SELECT {s} * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price < b.price "
+            "WITHIN 10 EVENTS {limit}")
+    # only SELL 3 (9.0) is below a BUY before it (BUY 0, 10.0)
+    got = [ce.positions for ce in cercore.compile(base.format(s="", limit="LIMIT 1"), schema)
+           .run(STOCKS, backend=backend)]
+    assert got == [(0, 3)]
+    for strategy in ("NEXT", "LAST", "MAX"):
+        q = cercore.compile(base.format(s=strategy, limit=""), schema)
+        assert [ce.positions for ce in q.run(STOCKS, backend=backend)] == [(0, 3)]
+
+
+def test_bulk_output_and_bindings(backend):
+    q = cercore.compile("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s "
+                        "FILTER s.price > b.price", STOCK_DECL)
+    ces = q.run(STOCKS, backend=backend)
+    arrays = q.engine(backend).process_arrays(STOCKS)
+    assert [tuple(p) for p in arrays.to_arrow().column("positions").to_pylist()] == \
+        [ce.positions for ce in ces] == [(0, 1), (0, 2)]
+    assert ces[0].bindings == {"BUY": (0,), "SELL": (1,), "b": (0,), "s": (1,)}
+
+
+def test_explain_says_where_they_run():
+    text = cercore.compile("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s "
+                           "FILTER s.price > b.price", STOCK_DECL).explain()
+    line = next(x for x in text.splitlines() if x.startswith("predicates between events"))
+    assert "s.price > b.price" in line and "each complex event" in line
+
+
+@pytest.mark.parametrize("query, message", [
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.name",
+     "cannot compare double with string"),
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > c.price",
+     "unknown variable 'c'"),
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.cost > b.price",
+     "attribute 'cost' does not exist"),
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price OR b[id > 1]",
+     "cannot be an alternative of OR"),
+    ("SELECT * FROM Stock WHERE (BUY AS b ; SELL AS s FILTER s.price > b.price) ; BUY",
+     "must be in the FILTER that applies to the whole pattern"),
+    ("SELECT b FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price",
+     "need SELECT \\*"),
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price CONSUME BY ANY",
+     "CONSUME BY ANY"),
+    ("SELECT NEXT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price",
+     "needs WITHIN"),
+])
+def test_refused_with_a_located_error(query, message):
+    with pytest.raises(cercore.CEQLSemanticError, match=message) as info:
+        cercore.compile(query, STOCK_DECL)
+    assert info.value.line == 1 and info.value.column is not None
+
+
+def test_printed_and_parsed_back():
+    from cercore.ceql import printer
+
+    q = parser.parse_query("SELECT * FROM S WHERE A AS a ; B+ AS l FILTER a[v > 1] AND "
+                           "-(a.v) * 2 < NEXT(l).v - l.v AND a.v != 3")
+    assert parser.parse_query(printer.format_query(q)) == q
