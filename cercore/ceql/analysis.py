@@ -562,20 +562,25 @@ def atom_variables(a: ast.EventAtom) -> tuple[str, ...]:
     return (a.event_type, ast.qualified_name(a.stream, a.event_type))
 
 
+def _filter_leaves(fe: ast.FilterExpr, kind: type) -> list:
+    """The leaves of a filter expression of one kind (AtomicFilter or EventPredicate), in
+    order (iteratively)."""
+    out, stack = [], [fe]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FilterAnd | ast.FilterOr):
+            stack += [node.right, node.left]
+        elif isinstance(node, kind):
+            out.append(node)
+    return out
+
+
 def _atomic_filters(fe: ast.FilterExpr) -> list[ast.AtomicFilter]:
-    if isinstance(fe, ast.AtomicFilter):
-        return [fe]
-    if isinstance(fe, ast.EventPredicate):
-        return []
-    return _atomic_filters(fe.left) + _atomic_filters(fe.right)
+    return _filter_leaves(fe, ast.AtomicFilter)
 
 
 def _event_predicates(fe: ast.FilterExpr) -> list[ast.EventPredicate]:
-    if isinstance(fe, ast.EventPredicate):
-        return [fe]
-    if isinstance(fe, ast.AtomicFilter):
-        return []
-    return _event_predicates(fe.left) + _event_predicates(fe.right)
+    return _filter_leaves(fe, ast.EventPredicate)
 
 
 def _subformulas(f: ast.Formula) -> list[ast.Formula]:
