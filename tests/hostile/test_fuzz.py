@@ -19,7 +19,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import SCHEMAS, queries, streams
+from strategies import SCHEMAS, queries, queries_between_events, streams
 from support import BACKENDS
 
 import cercore
@@ -37,7 +37,10 @@ SPLICES = ["(" * 300, ")" * 5, "-" * 200 + "1", "9" * 40, "1e400", "1e308", "2**
            " WITHIN 99999999999999999999 HOURS", " LIMIT 9223372036854775808",
            " WITHIN 1e400 [ts]", " % 99999999999999999999999", " LIKE 'x{99999999999}'",
            " PARTITION BY [nope]", " FROM Nowhere", "S>", ">", ":+", ";" * 3, " NOT(",
-           "\x00", "\u00e9", "\n", "ALL", "STRICT", " OR A OR B" * 30, "[v > ", "[s LIKE '(']"]
+           "\x00", "\u00e9", "\n", "ALL", "STRICT", " OR A OR B" * 30, "[v > ", "[s LIKE '(']",
+           # predicates between events and stream-qualified names (issue 17)
+           " FILTER A.v < NEXT(A).v", " AND B.v * 99999999999999999999 > A.v", ".v", "NEXT(",
+           " AND A.s = B.v", " FILTER S>A[v > 1]", " AND -(-(A.v)) % 0 = 1", "S>A."]
 
 
 def compile_or_cercore_error(text: str, schema) -> cercore.CompiledQuery | None:
@@ -52,7 +55,8 @@ def compile_or_cercore_error(text: str, schema) -> cercore.CompiledQuery | None:
 @st.composite
 def hostile_queries(draw) -> tuple[str, object]:
     schema = draw(st.sampled_from(list(SCHEMAS.values())))
-    text = format_query(draw(queries(schema, full=True)))
+    text = format_query(draw(st.one_of(queries(schema, full=True),
+                                       queries_between_events(schema))))
     for _ in range(draw(st.integers(1, 3))):
         at = draw(st.integers(0, len(text)))
         kind = draw(st.sampled_from(["splice", "delete", "replace", "duplicate"]))
@@ -132,7 +136,8 @@ def outcome(q, events, backend: str, on_error: str):
 @given(data=st.data())
 def test_salted_streams(data):
     schema = data.draw(st.sampled_from(list(SCHEMAS.values())))
-    q = compile_or_cercore_error(format_query(data.draw(queries(schema, full=True))), schema)
+    q = compile_or_cercore_error(format_query(data.draw(st.one_of(
+        queries(schema, full=True), queries_between_events(schema)))), schema)
     assume(q is not None)
     events, is_good = data.draw(salted(schema))
     runs = {(b, mode): outcome(q, events, b, mode) for b in BACKENDS for mode in ("raise", "skip")}
