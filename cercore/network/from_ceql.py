@@ -4,9 +4,10 @@ A CEQL query maps onto PrePP's fragment when its pattern is built from event typ
 (SEQ) and ``OR``, each type used once, under skip-till-any-match (no strategy, ALL or ANY),
 with a time window (``WITHIN d SECONDS`` on the time attribute or ``WITHIN n [t]``). Filters
 ``x[p]`` joined by AND become single-type filters (folded into the type, §3.2);
-``PARTITION BY`` becomes equality predicates between every two types of the pattern (the only
-two-event predicate CEQL has). CEQL has no AND operator: write it in PrePP notation
-(:mod:`cercore.network.pattern`).
+``PARTITION BY`` becomes equality predicates between every two types of the pattern, and
+predicates between events (``FILTER a.id = b.id AND b.v < c.v``) become PrePP's pairwise
+predicates (or single-type filters when both sides read one type or one side is a literal).
+CEQL has no AND operator: write it in PrePP notation (:mod:`cercore.network.pattern`).
 
 Everything else is outside PrePP (§9) and raises :class:`cercore.CEQLSemanticError` naming the
 construct: Kleene closure ``+``/``:+``, negation ``NOT``, contiguity ``:``, a type used twice,
@@ -21,7 +22,7 @@ import cercore
 from cercore.ceql import ast
 from cercore.ceql.printer import format_pred
 from cercore.errors import CEQLSemanticError
-from cercore.network.query import Leaf, NetQuery, Node, Op, Predicate
+from cercore.network.query import MIRRORED, Leaf, NetQuery, Node, Op, Predicate
 from cercore.schema import TIME_UNITS_PER_SECOND, Schema
 
 
@@ -38,6 +39,7 @@ class _Mapper:
         self.vars: dict[str, set[str]] = {}
         self.filters: dict[str, list[str]] = {}
         self.pending: list = []  # (variable, predicate, node): resolved once all AS are seen
+        self.between: list[ast.Compare] = []  # predicates between events (x.a op y.b)
 
     def error(self, message: str, node=None, hint: str | None = None) -> CEQLSemanticError:
         node = node if node is not None else self.q
@@ -64,6 +66,7 @@ class _Mapper:
                 self.filters.setdefault(t, []).append(format_pred(pred))
         window, time_attr = self.window()
         preds = self.partition_predicates()
+        preds += tuple(p for p in map(self.pairwise, self.between) if p is not None)
         filters = {t: " AND ".join(f"({f})" for f in fs) if len(fs) > 1 else fs[0]
                    for t, fs in self.filters.items()}
         return NetQuery(root, window, preds, filters, time_attr)
@@ -108,8 +111,38 @@ class _Mapper:
         elif isinstance(fe, ast.FilterOr):
             raise self.error("OR between filters is outside PrePP (predicates are a "
                              "conjunction)", fe)
+        elif isinstance(fe, ast.EventPredicate):
+            self.between.append(fe.pred)
         else:
             self.pending.append((fe.var, fe.pred, fe))
+
+    def pairwise(self, c: ast.Compare) -> Predicate | None:
+        """``x.a op y.b`` as PrePP's pairwise predicate (None: ``x.a op x.b`` or a literal,
+        which is a single-type filter, added here)."""
+        sides = []
+        for e in (c.left, c.right):
+            if isinstance(e, ast.EventAttr) and not e.next:
+                types = self.vars.get(e.var, set())
+                if len(types) != 1:
+                    raise self.error(f"{e.var} names {len(types)} event types; a PrePP "
+                                     "predicate compares attributes of two single types", e)
+                sides.append((next(iter(types)), e.attr))
+            elif isinstance(e, ast.Literal):
+                sides.append(e)
+            else:
+                raise self.error("PrePP's pairwise predicates compare x.attr with y.attr or "
+                                 "a literal (no arithmetic, no NEXT(...))", c)
+        (left, right), op = sides, c.op
+        if isinstance(left, ast.Literal) and isinstance(right, ast.Literal):
+            raise self.error("a predicate between events needs an attribute", c)
+        if isinstance(left, ast.Literal):
+            left, right, op = right, left, MIRRORED[op]
+        if isinstance(right, ast.Literal) or right[0] == left[0]:
+            other = format_pred(ast.Compare(op, ast.AttrRef(left[1]), right if isinstance(
+                right, ast.Literal) else ast.AttrRef(right[1])))
+            self.filters.setdefault(left[0], []).append(other)
+            return None
+        return Predicate(left[0], left[1], op, right[0], right[1])
 
     def window(self) -> tuple[float, str]:
         w, s = self.q.within, self.schema

@@ -21,7 +21,7 @@ from cercore.ceql.parser import parse_text
 from cercore.ceql.printer import format_literal, format_name
 from cercore.errors import CEQLSemanticError
 from cercore.network.errors import NetworkError
-from cercore.network.query import Leaf, NetQuery, Node, Op, Predicate
+from cercore.network.query import MIRRORED, Leaf, NetQuery, Node, Op, Predicate
 from cercore.trends import ast as tast
 from cercore.trends.parse import _ToTrendAst, _TrendErrorReport
 
@@ -120,7 +120,7 @@ class _Builder:
         for c in self.conjuncts(condition):
             left, right = c.left, c.right
             if isinstance(left, tast.Const) and isinstance(right, tast.Ref):
-                left, right, op = right, left, _MIRROR[c.op]
+                left, right, op = right, left, MIRRORED[c.op]
             else:
                 op = c.op
             if not isinstance(left, tast.Ref) or left.next or not isinstance(
@@ -180,6 +180,3 @@ class _Builder:
             raise self.error(f"unknown event or alias {r.var}; known: "
                              f"{', '.join(sorted(self.alias))}", r)
         return self.alias[r.var], r.attr
-
-
-_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}

@@ -78,6 +78,10 @@ class NetEvent:
         return self.t if name == "t" else None
 
 
+# a comparison with its sides swapped: x op y == y MIRRORED[op] x
+MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
 @dataclass(frozen=True)
 class Predicate:
     """``left.left_attr op right.right_attr`` over two distinct event types."""

@@ -114,3 +114,21 @@ def test_equality_predicates_become_partition_by():
     assert Predicate("A", "v", "<", "C", "v") in left
     single = parse_pattern("PATTERN OR(A a, SEQ(B b, C c)) WHERE b.id = c.id WITHIN 9")
     assert "PARTITION BY" not in ceql_text(single)[0]  # A alone has no partner
+
+
+def test_predicates_between_events_become_pairwise_predicates():
+    # issue 17: CEQL's x.a op y.b maps to PrePP's pairwise predicates instead of a refusal;
+    # one-type comparisons and literals fold into the type's filter
+    q = query_from_ceql("SELECT * FROM S WHERE A AS a ; B AS b ; C AS c FILTER a.id = b.id "
+                        "AND b.x < c.x AND 10 < c.x AND c.id >= c.x WITHIN 30 [t]", DECL)
+    p = parse_pattern("PATTERN SEQ(A a, B b, C c) WHERE a.id = b.id AND b.x < c.x "
+                      "AND c.x > 10 AND c.id >= c.x WITHIN 30")
+    assert q.predicates == p.predicates == (Predicate("A", "id", "==", "B", "id"),
+                                            Predicate("B", "x", "<", "C", "x"))
+    assert q.filter_map == p.filter_map == {"C": "(x > 10) AND (id >= x)"}
+    rows = [("A", 1, 1.0), ("B", 1, 2.0), ("C", 20, 12.0), ("B", 2, 0.0), ("C", 30, 11.0)]
+    events = [NetEvent(i, t, i, attrs={"id": k, "x": x}) for i, (t, k, x) in enumerate(rows)]
+    assert centralised_matches(q, events) == {frozenset({0, 1, 2}), frozenset({0, 1, 4})}
+    with pytest.raises(CEQLSemanticError, match="no arithmetic"):
+        query_from_ceql("SELECT * FROM S WHERE A AS a ; B AS b FILTER a.x + 1 < b.x "
+                        "WITHIN 30 [t]", DECL)
