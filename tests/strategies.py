@@ -402,13 +402,14 @@ def queries_between_events(draw, schema: Schema, **options) -> ast.Query:
 
     q = draw(queries(schema, full=True, **options))
     preds = draw(event_predicates(schema, q.formula, draw(st.integers(1, 2))))
-    if not preds:
-        return q
-    fe: ast.FilterExpr = preds[0]
-    for p in preds[1:]:
-        fe = ast.FilterAnd(fe, p)
+    formula = q.formula
+    if preds:  # (none when the pattern binds no variable, e.g. NOT(A) alone)
+        fe: ast.FilterExpr = preds[0]
+        for p in preds[1:]:
+            fe = ast.FilterAnd(fe, p)
+        formula = ast.Filter(formula, fe)
     strategy = q.strategy
     if strategy in ("NEXT", "LAST", "MAX") and q.within is None:
         strategy = None
-    return dataclasses.replace(q, formula=ast.Filter(q.formula, fe), projection="*",
-                               consume=None, strategy=strategy)
+    return dataclasses.replace(q, formula=formula, projection="*", consume=None,
+                               strategy=strategy)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from spark_helpers import DDL, event_rows, local_complex_events, spark_complex_events
-from strategies import SCHEMAS, queries, streams
+from strategies import SCHEMAS, queries, queries_between_events, streams
 
 import cercore
 from cercore.ceql import printer
@@ -114,3 +114,18 @@ def test_every_plan_agrees_on_one_query(spark):
     with pytest.raises(cercore.CercoreError, match="not exact"):
         find(df, text, schema=schema, sequence="seq", plan=TCER)
     assert explain(schema, text).splitlines()[0].startswith(f"spark plan: {KEYED}")
+
+
+@settings(max_examples=8, **SETTINGS)
+@given(data=st.data())
+def test_predicates_between_events_keyed_and_tcer(spark, data):
+    """A predicate between events never makes a plan wrong (issue 17): each engine checks the
+    complex events it finds, keyed or in T-CER slices."""
+    partitioned = data.draw(st.booleans())
+    schema = SCHEMAS["seconds"]
+    q = data.draw(queries_between_events(schema, partitioned=partitioned, windowed=True))
+    q = dataclasses.replace(q, limit=None, strategy=q.strategy if q.strategy in (
+        None, "ALL", "STRICT") else None)
+    assume(type(q.within).__name__ != "EventsWindow")
+    events = data.draw(streams(schema, max_len=12, favour=named_types(q)))
+    check(spark, schema, q, events, "keyed" if partitioned else "T-CER")
