@@ -100,7 +100,10 @@ class CompiledQuery:
             "  " + format_normal(a.formula, self.atom_text),
             f"window: {window}",
             "partition by: " + (", ".join("[" + ", ".join(g) + "]" for g in a.partition_by)
-                                or "none"),
+                                or "none")
+            + ("" if a.implied_partition is None else
+               " (the last group is implied by the equality predicates between events: each "
+               "key is evaluated apart, in constant time per event)"),
             "selection strategy: " + _STRATEGY_TEXT[a.strategy]
             + (_WINDOWED_STRATEGY_TEXT if self.ranking_strategy and w.kind else ""),
             "reported atoms (SELECT): " + ("all" if a.marked is None else

@@ -58,6 +58,8 @@ class AnalysedQuery:
     strategy: str | None = None  # STRICT | NEXT | LAST | MAX; None for ALL/ANY/no keyword
     # predicates between events (b.price > s.price), checked on each complex event
     event_predicates: tuple[ast.Compare, ...] = ()
+    # the PARTITION BY group those predicates' equalities imply (also in partition_by), or None
+    implied_partition: tuple[str, ...] | None = None
 
     @property
     def attribute_projection(self) -> dict[str, tuple[str, ...] | None] | None:
@@ -125,6 +127,9 @@ class _Analyser:
         formula = self.lower(self.q.formula, (), ())
         window = self.resolve_window()
         partition = self.resolve_partition()
+        implied = self.implied_partition(event_predicates)
+        if implied is not None:
+            partition += (implied,)
         if window.kind is None:
             self.warnings.append("no WITHIN clause: memory grows with the stream "
                                  "(nothing can be reclaimed)")
@@ -135,7 +140,7 @@ class _Analyser:
                              frozenset(self.schema.stream_ids[n] for n in self.q.streams),
                              self.resolve_projection(),
                              self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None,
-                             event_predicates)
+                             event_predicates, implied)
 
     def check_clauses(self) -> None:
         q = self.q
@@ -426,6 +431,75 @@ class _Analyser:
                              "that satisfies the predicates: a window bounds them")
         return tuple(found)
 
+    def implied_partition(self, predicates: tuple[ast.Compare, ...]) -> tuple[str, ...] | None:
+        """A PARTITION BY group implied by equality predicates between events, so that their
+        check costs nothing per event: when ``x.a = y.b`` equalities connect the variables of
+        every atom, each type has one key attribute, and the pattern has no OR, NOT, ':' or
+        STRICT (every variable is bound in every match, and adjacency is not read), the events
+        of a complex event that satisfies them share one key value -- so evaluating each key
+        apart loses nothing, and the predicates are still checked. None when that does not
+        hold (then they are only checked per complex event)."""
+        if not predicates or self.q.strategy == "STRICT":
+            return None
+        body = self.q.formula
+        atoms: list[tuple[ast.EventAtom, set[str]]] = []
+        stack: list[tuple[ast.Formula, frozenset[str]]] = [(body, frozenset())]
+        while stack:
+            f, names = stack.pop()
+            if isinstance(f, ast.Or | ast.Not | ast.Contig) or (
+                    isinstance(f, ast.Iter) and f.contiguous):
+                return None
+            if isinstance(f, ast.EventAtom):
+                atoms.append((f, set(atom_variables(f)) | names))
+            elif isinstance(f, ast.Filter) and any(
+                    isinstance(x, ast.FilterOr) for x in _filter_nodes(f.filter)):
+                return None
+            stack += [(c, names | {f.var} if isinstance(f, ast.As) else names)
+                      for c in _children(f)]
+        parent: dict[str, str] = {}
+
+        def root(v: str) -> str:
+            while parent.get(v, v) != v:
+                v = parent[v]
+            return v
+
+        key: dict[str, str] = {}  # event type -> its key attribute
+        bindable = _bindable(body)
+        for c in predicates:
+            if c.op != "==" or not all(isinstance(e, ast.EventAttr) and not e.next
+                                       for e in (c.left, c.right)):
+                continue
+            for e in (c.left, c.right):
+                for t in bindable.get(e.var, ()):
+                    if key.setdefault(t, e.attr) != e.attr:
+                        return None  # two key attributes for one type
+            parent[root(c.left.var)] = root(c.right.var)
+        if not parent:
+            return None
+        component = {root(v) for v in parent}
+        if len(component) != 1:
+            return None
+        linked = set(parent) | component
+        for atom, names in atoms:
+            t = atom.event_type
+            if not names & linked or t not in key or not self.schema.event_types[t].has(key[t]):
+                return None
+        attrs = sorted(set(key.values()))
+        if len({self.attr_types[a] for a in attrs}) != 1:
+            return None  # keys of one type only, so equal values are one key
+        # order the group so that each type's first attribute in it is its key
+        before = {a: {b for t, k in key.items() if k == a for b in attrs
+                      if b != a and self.schema.event_types[t].has(b)} for a in attrs}
+        group: list[str] = []
+        while before:
+            ready = sorted(a for a in before if not any(a in later for later in
+                                                        before.values()))
+            if not ready:
+                return None
+            group.append(ready[0])
+            del before[ready[0]]
+        return tuple(group)
+
     # ---- lowering -------------------------------------------------------------------------
     def label(self) -> int:
         self.n_labels += 1
@@ -564,14 +638,18 @@ def atom_variables(a: ast.EventAtom) -> tuple[str, ...]:
 
 def _filter_leaves(fe: ast.FilterExpr, kind: type) -> list:
     """The leaves of a filter expression of one kind (AtomicFilter or EventPredicate), in
-    order (iteratively)."""
+    order."""
+    return [node for node in _filter_nodes(fe) if isinstance(node, kind)]
+
+
+def _filter_nodes(fe: ast.FilterExpr) -> list:
+    """Every node of a filter expression."""
     out, stack = [], [fe]
     while stack:
         node = stack.pop()
+        out.append(node)
         if isinstance(node, ast.FilterAnd | ast.FilterOr):
             stack += [node.right, node.left]
-        elif isinstance(node, kind):
-            out.append(node)
     return out
 
 

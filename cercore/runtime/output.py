@@ -1,4 +1,8 @@
-"""What users receive: complex events and the events inside them."""
+"""What users receive: complex events and the events inside them.
+
+``ComplexEvent`` is written once, in ``complex_event.py``; this module exports that file compiled
+(``cercore_fast.output``) when the extension is built, else the same file run as Python
+(``PureComplexEvent``, also the class under ``CERCORE_PURE_PYTHON``)."""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from cercore.runtime.complex_event import ComplexEvent as PureComplexEvent
 
 
 @dataclass(frozen=True)
@@ -18,117 +24,6 @@ class Event:
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "position": self.position, "attributes": self.attributes}
-
-
-_LAZY = object()  # marks a time not looked up yet
-
-
-class _Explicit:
-    """The source of a complex event built by hand: a position -> Event function and,
-    optionally, a bindings function."""
-
-    __slots__ = ("bind", "event")
-
-    def __init__(self, lookup, bind) -> None:
-        self.event = lookup
-        self.bind = bind
-
-    def bindings(self, ce) -> dict[str, tuple[int, ...]]:
-        return self.bind(ce) if self.bind is not None else {}
-
-    def events(self, ce) -> list[Event]:
-        return [self.event(p) for p in ce.positions]
-
-
-class PureComplexEvent:
-    """A complex event (CORE §2): the interval [start, end] of input positions and the positions
-    of the events that form it.
-
-    The engine hands out thin views: a complex event holds its interval, its positions and a
-    reference to the engine's stored batches; ``start_time``, ``end_time``, ``events`` and
-    ``bindings`` are looked up only when read."""
-
-    __slots__ = ("_bindings", "_end_time", "_events", "_source", "_start_time", "end",
-                 "positions", "start")
-
-    def __init__(self, start: int, end: int, positions: tuple[int, ...],
-                 start_time: int | None = None, end_time: int | None = None, lookup=None,
-                 bind=None) -> None:
-        self.start = start
-        self.end = end
-        self.positions = positions
-        self._start_time = start_time
-        self._end_time = end_time
-        self._source = _Explicit(lookup, bind)
-        self._events: list[Event] | None = None
-        self._bindings: dict[str, tuple[int, ...]] | None = None
-
-    @classmethod
-    def view(cls, start: int, end: int, positions: tuple[int, ...], source) -> PureComplexEvent:
-        """A complex event backed by ``source`` (``time(position)``, ``event(position)``,
-        ``bindings(ce)``): what the engine yields, with no per-event work until read."""
-        ce = cls.__new__(cls)
-        ce.start = start
-        ce.end = end
-        ce.positions = positions
-        ce._source = source
-        ce._start_time = ce._end_time = _LAZY
-        ce._events = None
-        ce._bindings = None
-        return ce
-
-    @property
-    def start_time(self) -> int | None:
-        """Event time of ``start`` (None when the schema names no time attribute)."""
-        if self._start_time is _LAZY:
-            self._start_time = self._source.time(self.start)
-        return self._start_time
-
-    @property
-    def end_time(self) -> int | None:
-        """Event time of ``end`` (None when the schema names no time attribute)."""
-        if self._end_time is _LAZY:
-            self._end_time = self._source.time(self.end)
-        return self._end_time
-
-    @property
-    def events(self) -> list[Event]:
-        """The matched events, in stream order."""
-        if self._events is None:
-            self._events = self._source.events(self)
-        return self._events
-
-    @property
-    def bindings(self) -> dict[str, tuple[int, ...]]:
-        """Variable (``AS`` names and event-type names) -> the reported positions bound to it;
-        where several runs produce this complex event, the union of their bindings. Computed on
-        first access (linear in the span from start to end)."""
-        if self._bindings is None:
-            self._bindings = self._source.bindings(self)
-        return self._bindings
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {"start": self.start, "end": self.end, "start_time": self.start_time,
-                "end_time": self.end_time, "positions": list(self.positions),
-                "events": [e.to_dict() for e in self.events]}
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, (PureComplexEvent, ComplexEvent)):
-            return NotImplemented
-        return (self.start, self.end, self.positions) == (other.start, other.end, other.positions)
-
-    def __hash__(self) -> int:
-        return hash((self.start, self.end, self.positions))
-
-    def __repr__(self) -> str:
-        return f"ComplexEvent(start={self.start}, end={self.end}, positions={self.positions})"
-
-    def __reduce__(self):
-        # a pickled complex event carries its events (the engine's store does not travel)
-        events = dict(zip(self.positions, self.events))
-        return (type(self), (self.start, self.end, self.positions, self.start_time,
-                             self.end_time, events.__getitem__))
 
 
 @dataclass
@@ -174,7 +69,8 @@ class MatchArrays:
 
 
 def _compiled_complex_event():
-    """The compiled twin (cercore_fast.output), unless pure Python is forced or not built."""
+    """``complex_event.ComplexEvent`` compiled (cercore_fast.output), unless pure Python is
+    forced or the extension is not built."""
     from cercore.runtime.backend import PURE_PYTHON
 
     if PURE_PYTHON:

@@ -204,10 +204,13 @@ def _integer_time(col, dt, unit: str):
 
 
 def _key_column(schema: Schema, query: str):
-    """The PARTITION BY key as text, null when the engine puts the event in no partition."""
+    """The partition key as text, null when the engine puts the event in no partition: the
+    engine's groups, PARTITION BY's and any that predicates between events imply."""
     from pyspark.sql import functions as F
 
-    groups = parse_query(query).partition_by
+    from cercore.ceql.analysis import analyse
+
+    groups = analyse(parse_query(query), schema, query).partition_by
     if not groups:
         return F.lit(None).cast("string")
     types = schema.attribute_types()

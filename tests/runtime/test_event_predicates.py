@@ -157,3 +157,29 @@ def test_printed_and_parsed_back():
     q = parser.parse_query("SELECT * FROM S WHERE A AS a ; B+ AS l FILTER a[v > 1] AND "
                            "-(a.v) * 2 < NEXT(l).v - l.v AND a.v != 3")
     assert parser.parse_query(printer.format_query(q)) == q
+
+
+@pytest.mark.parametrize("query, implied", [
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL+ AS s FILTER b.name = s.name "
+     "AND s.price > b.price", ("name",)),
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s ; BUY AS c FILTER b.name = s.name "
+     "AND c.name = s.name", ("name",)),
+    # not every atom is tied in, an OR may leave a variable unbound, or ':' reads adjacency
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s ; BUY AS c FILTER b.name = s.name",
+     None),
+    ("SELECT * FROM Stock WHERE BUY AS b ; (SELL OR BUY) AS s FILTER b.name = s.name", None),
+    ("SELECT * FROM Stock WHERE BUY AS b : SELL AS s FILTER b.name = s.name", None),
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER b.name != s.name", None),
+])
+def test_connecting_equalities_become_partitioning(query, implied, backend):
+    q = cercore.compile(query, STOCK_DECL)
+    assert q.analysed.implied_partition == implied
+    if implied:
+        assert "implied by the equality predicates" in q.explain()
+    rows = [("BUY", "A", 10.0), ("BUY", "B", 20.0), ("SELL", "B", 21.0), ("SELL", "A", 11.0),
+            ("SELL", "A", 12.0), ("BUY", "A", 13.0), ("SELL", "B", 19.0), ("BUY", "B", 22.0)]
+    events = [(t, {"id": i, "name": n, "volume": 1, "price": p, "stock_time": i})
+              for i, (t, n, p) in enumerate(rows)]
+    got = agrees_with_oracle(query, STOCK_DECL, events, backend)
+    if implied:  # every complex event keeps to one name
+        assert got and all(len({rows[p][1] for p in ce}) == 1 for ce in got)
