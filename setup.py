@@ -13,7 +13,9 @@ Environment switches (read at build time):
   line tracing (for running the test suite against the kernels).
 
 Setting both DISABLE and REQUIRE is an error. Every ``cercore_fast/*.pyx`` becomes the module
-``cercore_fast.<name>``; with no ``.pyx`` file present nothing is compiled (even with REQUIRE).
+``cercore_fast.<name>``, and so does every Python file of ``PURE_MODE`` (Cython's pure-Python
+mode: the file runs as it is on the pure-Python backend and is compiled with the declarations of
+``cercore_fast/<name>.pxd``); with none of them present nothing is compiled (even with REQUIRE).
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ if DISABLE and REQUIRE:
         "cercore: CERCORE_DISABLE_EXTENSION and CERCORE_REQUIRE_EXTENSION are both set; "
         "unset one of them")
 
+# module name in cercore_fast -> the Python file compiled into it (with cercore_fast/<name>.pxd)
+PURE_MODE = {
+    "output": os.path.join("cercore", "runtime", "complex_event.py"),
+}
+
 RELEASE_DIRECTIVES = {
     "language_level": 3,
     "boundscheck": False,
@@ -62,13 +69,35 @@ def _note(message: str) -> None:
     print(f"cercore setup: {message}", file=sys.stderr)
 
 
+def _modules() -> dict[str, str]:
+    """Module name -> source file (relative to the checkout) of every module to compile."""
+    modules = {}
+    for src in sorted(glob.glob(os.path.join("cercore_fast", "*.pyx"), root_dir=HERE)):
+        modules[src[:-len(".pyx")].replace(os.sep, ".")] = src
+    for name, src in PURE_MODE.items():
+        pxd = os.path.join(HERE, "cercore_fast", name + ".pxd")
+        if os.path.exists(pxd) and os.path.exists(os.path.join(HERE, src)):
+            modules["cercore_fast." + name] = src
+            _regenerate_if_stale(src, pxd)
+    return modules
+
+
+def _regenerate_if_stale(src: str, pxd: str) -> None:
+    """Cython looks for the .pxd of a pure-Python-mode file beside the file when it decides what
+    to regenerate; ours live in cercore_fast/, so drop the generated C of ``src`` when its .pxd
+    is newer (cythonize then regenerates it)."""
+    c_file = os.path.join(HERE, os.path.splitext(src)[0] + ".c")
+    if os.path.exists(c_file) and os.path.getmtime(c_file) < os.path.getmtime(pxd):
+        os.remove(c_file)
+
+
 def extensions() -> list:
     if DISABLE:
         _note("CERCORE_DISABLE_EXTENSION is set; building the pure-Python package only")
         return []
-    sources = sorted(glob.glob(os.path.join("cercore_fast", "*.pyx"), root_dir=HERE))
-    if not sources:
-        _note("no cercore_fast/*.pyx sources; nothing to compile")
+    modules = _modules()
+    if not modules:
+        _note("no cercore_fast/*.pyx or pure-Python-mode sources; nothing to compile")
         return []
     try:
         import numpy
@@ -79,13 +108,8 @@ def extensions() -> list:
         if DEBUG:
             macros.append(("CYTHON_TRACE_NOGIL", "1"))
         exts = [
-            Extension(
-                src[:-len(".pyx")].replace(os.sep, "."),
-                [src],
-                include_dirs=[numpy.get_include()],
-                define_macros=macros,
-            )
-            for src in sources
+            Extension(name, [src], include_dirs=[numpy.get_include()], define_macros=macros)
+            for name, src in modules.items()
         ]
         directives = dict(DEBUG_DIRECTIVES if DEBUG else RELEASE_DIRECTIVES)
         if DEBUG:
