@@ -1,0 +1,168 @@
+# cython: language_level=3
+"""C API of the compiled trend aggregators (trends.pyx), the twin of ``cercore.trends.reference``.
+
+An aggregate vector is ``[count, field 1, ..., field k]`` (``reference.Vectors``): ``nslots =
+1 + k`` slots, each of one ``SlotKind``. In C a slot has three cells: ``ints`` (counts, integer
+sums and integer min/max, int64 with checked arithmetic), ``reals`` (double sums and min/max)
+and ``has`` (a min/max slot holds a value -- 0 is the identity, the reference's None; a double
+sum holds a float -- the reference's sum is the int 0 until then). Vectors are stored in
+``VectorArena``s: ``capacity`` vectors one after the other, in three parallel arrays grown by
+``vectors_reserve``; a ``Vector`` addresses the slots of one of them (or of a block of them).
+Every C array of this module is (re)allocated by ``safe_realloc``.
+"""
+
+from libc.stdint cimport int64_t, uint64_t
+
+
+# what a slot aggregates (slot 0 of a vector is the trend count, SLOT_COUNT)
+cdef enum SlotKind:
+    SLOT_COUNT = 0
+    SLOT_SUM_INT = 1
+    SLOT_SUM_REAL = 2
+    SLOT_MIN_INT = 3
+    SLOT_MIN_REAL = 4
+    SLOT_MAX_INT = 5
+    SLOT_MAX_REAL = 6
+
+# the event selection semantics of a plan
+cdef enum Semantics:
+    SEM_ANY = 0
+    SEM_NEXT = 1
+    SEM_CONTIGUOUS = 2
+
+# a node of a window's arena (event-grained nodes)
+cdef enum NodeState:
+    DEAD = 0
+    LIVE = 1
+    TAKEN = 2   # NEXT: consumed by the current group; dead once the group is applied
+
+cdef enum:
+    MAX_VARS = 62   # variables are bits of a uint64_t mask
+
+
+# ---- predicates on adjacent events: P.a op NEXT(S).b ---------------------------------------
+cdef struct Clause:
+    int pred_var    # P
+    int succ_var    # S
+    int op          # index into _OPS: <, <=, >, >=, ==, !=
+
+
+# ---- one reallocation helper (scikit-learn's safe_realloc): every C array of the module ----
+ctypedef fused realloc_ptr:
+    (int64_t *)
+    (double *)
+    (unsigned char *)
+    (int *)
+    (uint64_t *)
+    (char *)
+    (Clause *)
+
+cdef int safe_realloc(realloc_ptr *p, size_t nelems) except -1
+
+
+# ---- aggregate vectors -------------------------------------------------------------------
+cdef struct Vector:
+    # the slots of one vector (or of consecutive vectors): slot s is ints[s] / reals[s] / has[s]
+    int64_t *ints
+    double *reals
+    unsigned char *has
+
+cdef struct VectorArena:
+    # ``capacity`` vectors of ``nslots`` slots; vector r starts at slot r * nslots
+    int64_t *ints
+    double *reals
+    unsigned char *has
+    Py_ssize_t nslots
+    Py_ssize_t capacity
+
+cdef int vectors_reserve(VectorArena *arena, Py_ssize_t n) except -1
+cdef void vectors_free(VectorArena *arena) noexcept
+
+
+cdef inline Vector vector_at(const VectorArena *arena, Py_ssize_t r) noexcept nogil:
+    """Vector r of the arena (and, for a slot count beyond nslots, the vectors after it)."""
+    cdef Py_ssize_t o = r * arena.nslots
+    cdef Vector v
+    v.ints = arena.ints + o
+    v.reals = arena.reals + o
+    v.has = arena.has + o
+    return v
+
+
+# the same code over int64 and double slots (min / max)
+ctypedef fused number:
+    int64_t
+    double
+
+
+# ---- the aggregators -----------------------------------------------------------------------
+cdef class Kernel:
+    """The compiled aggregators of one plan: constants, and the scratch space of one update."""
+    cdef readonly object plan
+    cdef object reference_cls          # the reference aggregator class (hand-over)
+    cdef int semantics                 # Semantics
+    cdef int nvars, nslots, start, end, nclauses
+    cdef uint64_t event_grained        # mask of the event-grained variables (T_e)
+    cdef int *slot_kinds               # nslots: SlotKind of each slot
+    cdef uint64_t *slot_vars           # nslots: mask of the variables each slot aggregates
+    cdef int *preds                    # nvars x (nvars + 1): predecessors, -1 terminated,
+                                       # in the reference's iteration order
+    cdef Clause *clauses               # nclauses (at least one allocated)
+    cdef object slot_attrs             # attribute aggregated by each slot (None: slot 0)
+    cdef object clause_list            # (pred var, succ var, op, pred attr, succ attr) each
+    # scratch of one update: the vectors of the group's nodes, and which nodes got one
+    cdef VectorArena group_vectors
+    cdef unsigned char *group_counted  # node j is in some trend (count > 0): vector j is set
+
+    cdef int _reserve(self, Py_ssize_t nnodes) except -1
+    # object mode: reference.Vectors' zero / add / extend on Python lists
+    cdef list zero_objects(self)
+    cdef void add_objects(self, list acc, list vec)
+    cdef object extend_objects(self, list pred, int var, bint is_start, dict attrs)
+
+
+cdef class _Group:
+    """The nodes (event, variable) of one timestamp group, laid out for the kernel."""
+    cdef object raw                    # the group as the reference takes it
+    cdef bint fits                     # every aggregated integer fits int64
+    cdef bint theta_exact              # every compared value is exact as a double
+    cdef Py_ssize_t nnodes, n_events
+    cdef char *block                   # owns every array below
+    cdef int *node_var                 # nnodes
+    cdef int64_t *value_ints           # nnodes x nslots: the node's aggregated values
+    cdef double *value_reals
+    cdef double *pred_side             # nnodes x nclauses: values of each clause's P.a
+    cdef double *succ_side             # ... and of its NEXT(S).b
+    cdef unsigned char *pred_known     # the node has that value
+    cdef unsigned char *succ_known
+    cdef list node_attrs
+
+
+cdef class _Window:
+    """The online aggregate state of one window of one partition."""
+    cdef Kernel k
+    cdef object reference              # the reference aggregator, once handed over
+    cdef bint object_mode              # vectors are Python lists of exact numbers
+    # rows: one vector per variable, PRED (accumulator), FINAL, then a backup of those
+    cdef VectorArena rows
+    cdef list row_objects              # object mode: rows vars..., PRED, FINAL as lists
+    # node arena (event-grained nodes): nnodes used, live ones from first_live on
+    cdef Py_ssize_t nnodes, capacity, first_live
+    cdef VectorArena node_vectors      # int64 mode
+    cdef list node_objects             # object mode
+    cdef int *node_var
+    cdef unsigned char *node_state     # NodeState
+    cdef double *node_pred_side        # capacity x nclauses, as _Group.pred_side
+    cdef unsigned char *node_pred_known
+    cdef list node_attrs
+
+    cdef int _grow(self, Py_ssize_t need) except -1
+    cdef void _push(self, _Group g, Py_ssize_t j, Vector vec, object vec_object)
+    cdef int _update(self, _Group g) except -1
+    cdef void _compact(self)
+    cdef object _vector(self, Vector vec)
+    cdef object _row(self, Py_ssize_t r)
+    cdef object _node(self, Py_ssize_t x)
+    cdef void _to_objects(self)
+    cdef void _hand_over(self)
+    cdef void _import(self, list rows, list nodes) except *
