@@ -180,7 +180,7 @@ cdef inline int _extend(Vector out, Vector pred, int var, bint is_start,
                         const uint64_t *slot_vars, int nslots) noexcept nogil:
     """out = the node's vector from its predecessors' vector ``pred`` and its values
     (``reference.Vectors.extend``); 0 (count 0: no vector), 1 (written) or -1 (overflow)."""
-    cdef int64_t count, r, t
+    cdef int64_t count, r = 0, t = 0
     cdef int s, kind
     if trends_add_ovf(<int64_t>is_start, pred.ints[0], &count):
         return -1
