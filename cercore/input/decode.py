@@ -314,9 +314,12 @@ def _check_value(v, t: AttrType, typ: str, a: str, pos: int):
         numeric = isinstance(v, (int, float, np.integer, np.floating))
         if numeric and not isinstance(v, (bool, np.bool_)):
             try:
-                return float(v)
+                f = float(v)
             except OverflowError:  # an int beyond the doubles
-                pass
+                f = None
+            # an integer the double cannot hold exactly (beyond 2^53) would change value
+            if f is not None and (not isinstance(v, (int, np.integer)) or int(f) == int(v)):
+                return f
     elif t is AttrType.STRING:
         if isinstance(v, str):
             return v
@@ -425,7 +428,15 @@ def arrow_values(col, t: AttrType) -> tuple[Any, np.ndarray | None, np.ndarray |
     filled = col if ok is None else pc.fill_null(col, 0)
     raw = filled.to_numpy(zero_copy_only=False)  # zero-copy for numbers without nulls
     if t is AttrType.DOUBLE:
-        return raw.astype(np.float64, copy=False), ok, None
+        values = raw.astype(np.float64, copy=False)
+        if pa.types.is_integer(typ):  # integers beyond 2^53 may not convert exactly
+            big = np.flatnonzero(np.abs(values) > 2.0 ** 53)
+            if len(big):
+                wrong = np.zeros(n, dtype=bool)
+                wrong[big] = [int(float(x)) != int(x) for x in raw[big].tolist()]
+                if wrong.any():
+                    return np.where(wrong, 0.0, values), ok, wrong
+        return values, ok, None
     if pa.types.is_floating(typ):
         # e.g. pandas ints with NaN nulls: accept integral values that fit in int64
         with np.errstate(invalid="ignore"):

@@ -74,3 +74,21 @@ def test_tabular_shapes(backend):
     dup = pd.DataFrame([["A", 1, 0.0, "a", 1]], columns=["event_type", "v", "v", "s", "t"])
     with pytest.raises(cercore.EventError, match="two columns named 'v'"):
         run(backend, dup)
+
+
+def test_integers_a_double_cannot_hold_exactly_are_bad_events(backend):
+    # found by the fuzz campaign: 2**70 + 1 for a double attribute used to become the double
+    # 2**70, so the event was kept (and, skipped nowhere, could complete a NOT) with a changed
+    # value; records and Arrow integer columns alike
+    schema = cercore.Schema.parse("CREATE STREAM S { EVENT A { w:double } }")
+    q = cercore.compile("SELECT * FROM S WHERE A", schema)
+    exact, inexact = 2**53, 2**70 + 1
+    records = [("A", {"w": inexact}), ("A", {"w": exact}), ("A", {"w": 3})]
+    table = pa.table({"event_type": ["A"] * 3,
+                      "w": pa.array([2**62 + 1, exact, 3], pa.int64())})
+    for events in (records, table):
+        engine = q.engine(backend, on_error="skip")
+        assert [ce.positions for ce in engine.process(events)] == [(1,), (2,)]
+        assert engine.stats["skipped"] == 1
+        with pytest.raises(cercore.EventError, match="must be double"):
+            list(q.engine(backend).process(events))
