@@ -33,13 +33,14 @@ from cercore.spark.network import (
     events_dataframe,
     run_plan,
 )
+from cercore.spark.partitions import state_partitions
 from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan
 from cercore.spark.trends import aggregate, aggregate_rows
 
 __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
            "aggregate_rows", "choose_plan", "estimate_pairwise", "estimate_rates",
            "events_dataframe", "explain", "find", "infer_schema", "late_events",
-           "output_schema", "run_plan"]
+           "output_schema", "run_plan", "state_partitions"]
 
 
 def late_events(query) -> int:

@@ -8,33 +8,59 @@ its rows sorted by that position.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from functools import partial
 
 from cercore.errors import EventError
 from cercore.spark.frames import Prepared
 from cercore.spark.job import COORD, GROUP, KEY, POS, SEQ, TIME, run_sorted_groups
+from cercore.spark.partitions import bucket_values, partition_cap, partition_count
 from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
 
 _LOW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row in partition
 
 
-def with_positions(prep: Prepared):
-    """``prep.df`` with a POS column (0-based, in (time, seq) order) and the extent of the
-    ordering time, as (DataFrame, min time, max time, rows)."""
+@dataclass
+class Positions:
+    """What ``with_positions`` learns from its one statistics job."""
+
+    df: object              # the prepared rows with POS, sorted by (time, seq) within partitions
+    lo: int | None          # extent of the ordering time (None: untimed or no rows)
+    hi: int | None
+    rows: int               # rows that get a position
+    keys: int | None = None  # distinct PARTITION BY keys, estimated (if asked for)
+
+
+def with_positions(prep: Prepared, *, count_keys: bool = False) -> Positions:
+    """``prep.df`` with a POS column (0-based, in (time, seq) order), the extent of the
+    ordering time and the number of rows; with ``count_keys`` also the number of distinct keys
+    (HyperLogLog estimate, exact for few keys)."""
     from pyspark.sql import functions as F
 
     df = prep.df
     timed = prep.time is not None
-    # the sorted, numbered rows are pinned so the count job and the plan see the same order
+    parallelism = df.sparkSession.sparkContext.defaultParallelism
+    # the sorted, numbered rows are pinned so the count job and the plan see the same order;
+    # a range shuffle into a number of partitions chosen here (orderBy would take
+    # spark.sql.shuffle.partitions and leave the count to AQE, if enabled)
     order = [TIME, SEQ] if timed else [SEQ]
-    ranked = df.orderBy(*order).withColumn("__cer_mid", F.monotonically_increasing_id())
+    ranked = (df.repartitionByRange(partition_cap(parallelism), *order)
+              .sortWithinPartitions(*order)
+              .withColumn("__cer_mid", F.monotonically_increasing_id()))
     ranked = ranked.localCheckpoint(eager=True)
     part = F.shiftright(F.col("__cer_mid"), _LOW_BITS)
     aggs = [F.count(F.lit(1)).alias("n")]
     if timed:
         aggs += [F.min(TIME).alias("lo"), F.max(TIME).alias("hi"),
                  F.count(F.when(F.col(TIME).isNull(), 1)).alias("nulls")]
-    stats = ranked.groupBy(part.alias("p")).agg(*aggs).collect()
+    stats_df = ranked.groupBy(part.alias("p")).agg(*aggs)
+    if count_keys:  # one more row, p = -1, from the same job
+        stats_df = stats_df.unionByName(
+            ranked.agg(F.approx_count_distinct(KEY).alias("keys"))
+            .withColumn("p", F.lit(-1).cast("long")), allowMissingColumns=True)
+    rows = stats_df.collect()
+    stats = [r for r in rows if r["p"] != -1]
+    keys = next((r["keys"] for r in rows if r["p"] == -1), None)
     nulls = sum(r["nulls"] for r in stats) if timed else 0
     if nulls:
         if prep.job.on_error == "raise":
@@ -54,7 +80,8 @@ def with_positions(prep: Prepared):
     mapping = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv]) if offsets \
         else F.create_map(F.lit(0), F.lit(0))
     pos = (F.element_at(mapping, part) + (F.col("__cer_mid").bitwiseAND((1 << _LOW_BITS) - 1)))
-    return ranked.withColumn(POS, pos.cast("long")).drop("__cer_mid"), lo, hi, total
+    return Positions(ranked.withColumn(POS, pos.cast("long")).drop("__cer_mid"), lo, hi,
+                     total, keys)
 
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
@@ -67,40 +94,66 @@ def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
     return max(plan.span_limit, -(-extent // max(4 * parallelism, 1)))
 
 
+def slice_range(plan: SparkPlan, lo: int | None, hi: int | None, rows: int, advance: int
+                ) -> tuple[int, int]:
+    """The first and last T-CER slice index k holding an event ((0, -1): no events)."""
+    if plan.coordinate == "position":
+        lo, hi = (0, rows - 1) if rows else (None, None)
+    if lo is None:
+        return 0, -1
+    size = plan.slice_size(advance)
+    return (lo - size) // advance + 1, hi // advance  # k·WA > c − WS and k·WA ≤ c
+
+
 def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int | None,
               num_partitions: int | None):
     """The complex events of a batch DataFrame, as a DataFrame with schema ``out_struct``
-    (without match_id). Returns (DataFrame, slice advance used or None)."""
+    (without match_id). Returns (DataFrame, slice advance used or None, partitions).
+
+    Partitions (unless ``num_partitions`` says): keyed, min(keys, PER_CORE × cores); T-CER,
+    min(slices, PER_CORE × cores), slices dealt round-robin; single, 1. Each is a
+    ``repartition(n, ...)`` — an exchange AQE keeps at n (it coalesces only the shuffles it
+    places itself)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    df, lo, hi, rows = with_positions(prep)
+    if num_partitions is not None and num_partitions < 1:
+        raise ValueError("num_partitions must be a positive integer")
+    stats = with_positions(prep, count_keys=plan.kind == KEYED and num_partitions is None)
+    df = stats.df
     spark = df.sparkSession
     parallelism = spark.sparkContext.defaultParallelism
-    n = num_partitions or int(spark.conf.get("spark.sql.shuffle.partitions"))
     advance = None
     if plan.kind == KEYED:
+        n = num_partitions or partition_count(KEYED, parallelism, stats.keys)
         df = df.filter(F.col(KEY).isNotNull()).withColumn(GROUP, F.col(KEY))
         df = df.repartition(n, GROUP)
     elif plan.kind == TCER:
-        advance = slice_advance or default_advance(plan, lo, hi, rows, parallelism)
+        advance = slice_advance or default_advance(plan, stats.lo, stats.hi, stats.rows,
+                                                   parallelism)
         if advance < 1:
             raise ValueError("slice_advance must be a positive integer")
+        first_k, last_k = slice_range(plan, stats.lo, stats.hi, stats.rows, advance)
+        n = num_partitions or partition_count(TCER, parallelism, last_k - first_k + 1)
         size = plan.slice_size(advance)
         coord = F.col(TIME) if plan.coordinate == "time" else F.col(POS)
         df = df.withColumn(COORD, coord.cast("long"))
         first = _floor_div(f"({COORD} - {size})", advance) + F.lit(1)  # k·WA > c − WS
         last = _floor_div(COORD, advance)                               # k·WA ≤ c
         df = df.withColumn(GROUP, F.explode(F.sequence(first, last)))
-        df = df.repartition(n, GROUP)
+        # slice k to partition (k - first_k) mod n: a value that Spark's hash sends there
+        buckets = F.array(*[F.lit(v) for v in bucket_values(n)])
+        slot = F.pmod(F.col(GROUP) - F.lit(first_k), F.lit(n)).cast("int") + F.lit(1)
+        df = df.repartition(n, F.element_at(buckets, slot))
     else:
         assert plan.kind == SINGLE
+        n = 1
         df = df.withColumn(GROUP, F.lit(0).cast("long")).repartition(1)
     df = df.sortWithinPartitions(GROUP, POS)
     tz = spark.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(out_struct, timezone=tz)
     body = partial(_map_body, job=prep.job, slice_advance=advance, out_schema=arrow_schema)
-    return df.mapInArrow(body, out_struct), advance
+    return df.mapInArrow(body, out_struct), advance, n
 
 
 def _map_body(batches, job, slice_advance, out_schema):

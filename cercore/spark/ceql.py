@@ -67,7 +67,13 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
     ``backend`` is the engine backend on the workers ("auto" | "python" | "cython").
     ``plan``: "auto" (see ``explain``) or a plan to force ("single" is always allowed;
     "tcer"/"keyed" only where exact). ``slice_advance`` sets T-CER's WA (time units or
-    positions). ``watermark`` (streaming) is the allowed lateness, e.g. "10 seconds".
+    positions). ``num_partitions`` (batch) sets how many Spark partitions the engines run in;
+    by default min(keys, 3 × ``defaultParallelism``) for the keyed plan, min(slices, 3 ×
+    ``defaultParallelism``) for T-CER, 1 for the single pass — never
+    ``spark.sql.shuffle.partitions``. A streaming query keeps its state in the partitions
+    ``spark.sql.shuffle.partitions`` gives when it first starts: start it inside
+    ``cercore.spark.state_partitions(spark)`` to get 3 × ``defaultParallelism``.
+    ``watermark`` (streaming) is the allowed lateness, e.g. "10 seconds".
 
     Returns a DataFrame with columns ``match_id`` (64-bit hash of partition, interval and
     positions: equal complex events get equal ids in every plan), ``partition`` (the PARTITION
@@ -88,13 +94,20 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
 
     body = StructType(_body_fields(df.schema))
     if streaming:
+        from cercore.spark.partitions import warn_default_state_partitions
         from cercore.spark.streaming import run_streaming
 
+        if num_partitions is not None:
+            raise CercoreError("num_partitions= applies to batch DataFrames; a streaming "
+                               "query's state partitions are fixed when it first starts: "
+                               "start it inside `with cercore.spark.state_partitions(spark, "
+                               "n):`")
+        warn_default_state_partitions(df.sparkSession, "find")
         out = run_streaming(prep, chosen, body, watermark)
     else:
         from cercore.spark.batch import run_batch
 
-        out, _ = run_batch(prep, chosen, body, slice_advance=slice_advance,
+        out, _, _ = run_batch(prep, chosen, body, slice_advance=slice_advance,
                            num_partitions=num_partitions)
     match_id = F.xxhash64(F.coalesce(F.col("partition"), F.lit("")), "start", "end",
                           "positions")

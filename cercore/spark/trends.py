@@ -23,6 +23,8 @@ from typing import Any
 
 from cercore.errors import ConfigError
 from cercore.schema import Schema
+from cercore.spark.partitions import partition_count
+from cercore.spark.plan import KEYED, SINGLE
 from cercore.spark.trend_rows import exact_value, row_schema
 from cercore.trends import reference
 from cercore.trends.engine import TrendEngine, read_types, result_row
@@ -79,8 +81,10 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
     read = read_types(plan)
     is_pandas = type(df).__module__.startswith("pandas")
     if not is_pandas and df.isStreaming:
+        from cercore.spark.partitions import warn_default_state_partitions
         from cercore.spark.trends_streaming import run_streaming
 
+        warn_default_state_partitions(df.sparkSession, "aggregate")
         return run_streaming(query, df.filter(F.col(type_column).isin(read)),
                              backend=backend, type_column=type_column, exact=exact,
                              watermark=watermark, sequence=sequence)
@@ -111,9 +115,18 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
 
     columns = [type_column, POSITION, WINDOW] + list(schema.attribute_types())
     df = df.select(*[c for c in columns if c in df.columns])
-    partial = df.groupBy(*plan.partition_attrs, WINDOW).applyInPandas(
+    # partitions from the cluster, not spark.sql.shuffle.partitions: one (partition, window)
+    # aggregator per group, so one partition when there is one group; AQE keeps an explicit
+    # repartition(n, ...) at n, and groupBy over a subset of its columns adds no shuffle
+    groups = [*plan.partition_attrs, WINDOW]
+    one_group = not plan.partition_attrs and plan.window is None
+    n = partition_count(SINGLE if one_group else KEYED,
+                        df.sparkSession.sparkContext.defaultParallelism)
+    partial = df.repartition(n, *groups).groupBy(*groups).applyInPandas(
         _partition_aggregator(query, backend, type_column),
         schema=f"{WINDOW} long, pkey string, vec string")
+    if plan.partition_attrs:  # else already partitioned by WINDOW alone
+        partial = partial.repartition(n, WINDOW)
     gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
     out_schema, exact_columns = row_schema(query, exact)
     rolled = partial.groupBy(WINDOW).applyInPandas(
