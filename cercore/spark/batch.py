@@ -13,11 +13,27 @@ from functools import partial
 
 from cercore.errors import EventError
 from cercore.spark.frames import Prepared
-from cercore.spark.job import COORD, GROUP, KEY, POS, SEQ, TIME, run_sorted_groups
+from cercore.spark.job import (
+    COORD,
+    GROUP,
+    KEY,
+    LOW_BITS,
+    POS,
+    SEQ,
+    STATS_FIELDS,
+    TIME,
+    partition_statistics,
+    run_sorted_groups,
+    tied_rows,
+)
 from cercore.spark.partitions import bucket_values, partition_cap, partition_count
 from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
 
-_LOW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row in partition
+
+def _stats_struct():
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    return StructType([StructField(name, LongType(), True) for name, _ in STATS_FIELDS])
 
 
 @dataclass
@@ -29,6 +45,7 @@ class Positions:
     hi: int | None
     rows: int               # rows that get a position
     keys: int | None = None  # distinct PARTITION BY keys, estimated (if asked for)
+    tied: int = 0           # rows sharing their time with another row
 
 
 def with_positions(prep: Prepared, *, count_keys: bool = False) -> Positions:
@@ -48,40 +65,47 @@ def with_positions(prep: Prepared, *, count_keys: bool = False) -> Positions:
               .sortWithinPartitions(*order)
               .withColumn("__cer_mid", F.monotonically_increasing_id()))
     ranked = ranked.localCheckpoint(eager=True)
-    part = F.shiftright(F.col("__cer_mid"), _LOW_BITS)
-    aggs = [F.count(F.lit(1)).alias("n")]
-    if timed:
-        aggs += [F.min(TIME).alias("lo"), F.max(TIME).alias("hi"),
-                 F.count(F.when(F.col(TIME).isNull(), 1)).alias("nulls")]
-    stats_df = ranked.groupBy(part.alias("p")).agg(*aggs)
-    if count_keys:  # one more row, p = -1, from the same job
+    part = F.shiftright(F.col("__cer_mid"), LOW_BITS)
+    # per sorted partition (in the Python workers, no shuffle): rows, null times, extent and
+    # the runs of equal times; plus one row (p = -1) with the number of keys, same job
+    stats_df = ranked.select("__cer_mid", *([TIME] if timed else [])).mapInArrow(
+        partial(partition_statistics, timed=timed), _stats_struct())
+    if count_keys:
         stats_df = stats_df.unionByName(
             ranked.agg(F.approx_count_distinct(KEY).alias("keys"))
             .withColumn("p", F.lit(-1).cast("long")), allowMissingColumns=True)
-    rows = stats_df.collect()
+    rows = [r.asDict() for r in stats_df.collect()]
     stats = [r for r in rows if r["p"] != -1]
     keys = next((r["keys"] for r in rows if r["p"] == -1), None)
-    nulls = sum(r["nulls"] for r in stats) if timed else 0
+    nulls = sum(r["nulls"] for r in stats)
     if nulls:
         if prep.job.on_error == "raise":
             raise EventError(f"time column {prep.time!r} is null in {nulls} row(s); cercore "
                              "orders events by it (on_error='skip' drops them)",
                              field=prep.time)
         warnings.warn(f"cercore.spark: skipped {nulls} event(s) with a null {prep.time!r}",
-                      stacklevel=3)
+                      stacklevel=4)
         ranked = ranked.filter(F.col(TIME).isNotNull())
+    total_rows = sum(r["n"] for r in stats) - nulls
+    tied = tied_rows(stats) if timed else 0
+    if tied and prep.sequence is None:
+        warnings.warn(f"cercore.spark: {tied} of {total_rows} events ({tied / total_rows:.0%}) "
+                      f"share their {prep.time!r} with another event, and without sequence= "
+                      "they are evaluated in the order Spark reads them, which can change with "
+                      "the file layout and give other complex events; pass sequence= (a "
+                      "column ordering events with equal times)", stacklevel=4)
     offsets, total = {}, -nulls  # null times sort first: positions start after them
     for r in sorted(stats, key=lambda r: r["p"]):
         offsets[r["p"]] = total
         total += r["n"]
-    lows = [r["lo"] for r in stats if timed and r["lo"] is not None]
-    highs = [r["hi"] for r in stats if timed and r["hi"] is not None]
+    lows = [r["lo"] for r in stats if r["lo"] is not None]
+    highs = [r["hi"] for r in stats if r["hi"] is not None]
     lo, hi = (min(lows), max(highs)) if lows else (None, None)
     mapping = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv]) if offsets \
         else F.create_map(F.lit(0), F.lit(0))
-    pos = (F.element_at(mapping, part) + (F.col("__cer_mid").bitwiseAND((1 << _LOW_BITS) - 1)))
+    pos = (F.element_at(mapping, part) + (F.col("__cer_mid").bitwiseAND((1 << LOW_BITS) - 1)))
     return Positions(ranked.withColumn(POS, pos.cast("long")).drop("__cer_mid"), lo, hi,
-                     total, keys)
+                     total, keys, tied)
 
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,

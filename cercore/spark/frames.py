@@ -109,6 +109,7 @@ class Prepared:
     schema: Schema
     time: str | None  # ordering time column (None: order by sequence only)
     inferred: bool
+    sequence: str | None = None  # the column ordering equal times (None: read order)
 
 
 def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "event_type",
@@ -185,7 +186,7 @@ def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "
     out = out.withColumn(KEY, _key_column(schema, query))
     job = EngineJob(query, schema, tuple(sources), tuple(df.columns), backend, on_error,
                     stream_column, has_time=time is not None)
-    return Prepared(out, job, schema, time, inferred)
+    return Prepared(out, job, schema, time, inferred, sequence)
 
 
 def _integer_time(col, dt, unit: str):

@@ -163,3 +163,86 @@ def complex_event_batch(table: pa.Table, job: EngineJob, start, end, offsets, lo
     arrays = [cols[f.name].combine_chunks() if isinstance(cols[f.name], pa.ChunkedArray)
               else cols[f.name] for f in out_schema]
     return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+
+
+STATS_FIELDS = (("p", pa.int64()), ("n", pa.int64()), ("nulls", pa.int64()),
+                ("lo", pa.int64()), ("hi", pa.int64()), ("lo_run", pa.int64()),
+                ("hi_run", pa.int64()), ("tied", pa.int64()))
+STATS_SCHEMA = pa.schema(list(STATS_FIELDS))
+LOW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row in partition
+
+
+def partition_statistics(batches: Iterator[pa.RecordBatch], timed: bool
+                         ) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body over one partition of numbered rows (columns: the id, then the time if
+    ``timed``) sorted by time: one row (``STATS_SCHEMA``) with the partition index ``p``, its
+    rows ``n``, null times ``nulls``, the extent ``lo``/``hi`` of the other times, the lengths
+    of the runs of rows at ``lo`` and at ``hi``, and ``tied``: the rows of the runs in between
+    that are longer than one (rows sharing their time). The first and last runs may go on in
+    the neighbouring partitions; ``tied_rows`` joins them. Nothing for an empty partition."""
+    p, n, nulls = None, 0, 0
+    first: tuple[int, int] | None = None  # the partition's first run, once closed
+    cur: list[int] | None = None          # the open run [time, length]
+    tied = 0
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        if p is None:
+            p = rb.column(0)[0].as_py() >> LOW_BITS
+        n += rb.num_rows
+        if not timed:
+            continue
+        col = rb.column(1)
+        nulls += col.null_count
+        t = pc.drop_null(col).to_numpy() if col.null_count else col.to_numpy()
+        if not len(t):
+            continue
+        starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
+        vals = t[starts]
+        lens = np.diff(np.r_[starts, len(t)])
+        if cur is not None and vals[0] == cur[0]:
+            cur[1] += int(lens[0])
+            vals, lens = vals[1:], lens[1:]
+        if not len(vals):
+            continue
+        # runs closing now, in order: the open one, then every run of this batch but its last
+        closing_vals, closing_lens = vals[:-1], lens[:-1]
+        if cur is not None:
+            if first is None:
+                first = (cur[0], cur[1])
+            elif cur[1] >= 2:
+                tied += cur[1]
+        if first is None and len(closing_lens):
+            first = (int(closing_vals[0]), int(closing_lens[0]))
+            closing_lens = closing_lens[1:]
+        tied += int(closing_lens[closing_lens >= 2].sum())
+        cur = [int(vals[-1]), int(lens[-1])]
+    if p is None:
+        return
+    if cur is None:  # untimed, or every time null
+        lo = hi = None
+        lo_run = hi_run = 0
+    elif first is None:  # one run
+        lo, hi, lo_run, hi_run = cur[0], cur[0], cur[1], cur[1]
+    else:
+        (lo, lo_run), (hi, hi_run) = first, cur
+    yield pa.RecordBatch.from_pydict(
+        {"p": [p], "n": [n], "nulls": [nulls], "lo": [lo], "hi": [hi], "lo_run": [lo_run],
+         "hi_run": [hi_run], "tied": [tied]}, schema=STATS_SCHEMA)
+
+
+def tied_rows(stats: list[dict]) -> int:
+    """Rows that share their time with another row, from every partition's
+    ``partition_statistics`` (partitions in order, times ascending across them)."""
+    tied, runs = 0, []  # runs at partition borders: [time, length]
+    for s in sorted(stats, key=lambda s: s["p"]):
+        if s["lo"] is None:
+            continue
+        tied += s["tied"]
+        if runs and runs[-1][0] == s["lo"]:
+            runs[-1][1] += s["lo_run"]
+        else:
+            runs.append([s["lo"], s["lo_run"]])
+        if s["hi"] != s["lo"]:
+            runs.append([s["hi"], s["hi_run"]])
+    return tied + sum(length for _, length in runs if length >= 2)
