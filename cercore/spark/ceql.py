@@ -115,11 +115,14 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
 
 
 def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
-            time: str | None = None, time_unit: str | None = None, on_error: str = "raise",
+            time: str | None = None, sequence: str | None = None,
+            time_unit: str | None = None, on_error: str = "raise",
             streaming: bool | None = None, slice_advance: int | None = None) -> str:
     """Which Spark plan ``find`` picks for ``query`` (T-CER / keyed / single pass) and why,
-    followed by the compiled query's own explanation. ``df_or_schema`` is a DataFrame (its
-    schema is inferred as ``find`` would) or a ``Schema`` / declaration text."""
+    the order events are evaluated in (by ``time``, then by ``sequence`` or by read order),
+    the partitions, then the compiled query's own explanation. ``df_or_schema`` is a
+    DataFrame (its schema is inferred as ``find`` would, without the ``sequence`` column) or a
+    ``Schema`` / declaration text. The options mean what they mean for ``find``."""
     if isinstance(df_or_schema, (Schema, str)):
         schema = Schema.coerce(df_or_schema, **({"time_unit": time_unit} if time_unit else {}))
         compiled = CompiledQuery(query, schema)
@@ -130,19 +133,44 @@ def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
     else:
         streaming = df_or_schema.isStreaming if streaming is None else streaming
         prep = prepare(df_or_schema, query, None, type_column=type_column, time=time,
-                       time_unit=time_unit, on_error=on_error, streaming=streaming)
+                       sequence=sequence, time_unit=time_unit, on_error=on_error,
+                       streaming=streaming)
         compiled = prep.job.compiled()
         plan = _plan_for(prep, compiled, "auto", streaming)
+        order = prep.time
         inferred = True
     lines = [plan.describe(slice_advance)]
     if plan.history_dependent and plan.kind != TCER:
         lines.append(f"history-dependent: {plan.history_dependent}")
+    lines.append(_order_line(order, sequence, bool(streaming)))
     if streaming:
         lines.append("streaming: transformWithState, one engine state per "
                      + ("PARTITION BY key" if plan.kind == KEYED else "query (constant key)")
-                     + "; rows wait in a reorder buffer until the watermark passes them")
+                     + "; rows wait in a reorder buffer until the watermark passes them; "
+                     "state partitions: spark.sql.shuffle.partitions when the query first "
+                     "starts (cercore.spark.state_partitions sets it)")
+    else:
+        lines.append("partitions: " + {
+            KEYED: "one per key, at most 3 × defaultParallelism",
+            TCER: "one per slice, at most 3 × defaultParallelism (slices dealt round-robin)",
+            SINGLE: "1"}[plan.kind] + ("" if plan.kind == SINGLE else
+                                       "; num_partitions= overrides"))
     if inferred:
         lines.append("schema (inferred from the DataFrame):")
         lines.append("  " + compiled.schema.to_text().replace("\n", "\n  "))
     lines.append(compiled.explain())
     return "\n".join(lines)
+
+
+def _order_line(time: str | None, sequence: str | None, streaming: bool) -> str:
+    """How ``find`` orders the events: by time, equal times by the sequence or read order."""
+    read = "arrive" if streaming else "are read"
+    if time is None:
+        return (f"order: by the sequence column {sequence!r}" if sequence else
+                f"order: no time and no sequence=, events in the order the rows {read}")
+    if sequence:
+        return f"order: by {time!r}, equal times by the sequence column {sequence!r}"
+    if streaming:
+        return f"order: by {time!r}, equal times in the order the rows arrive (no sequence=)"
+    return (f"order: by {time!r}, equal times in the order the rows are read (no sequence=: "
+            "that order depends on the file layout, and find warns when times tie)")

@@ -83,3 +83,29 @@ def test_explain_names_the_plan_the_reason_and_the_slices():
     single = explain(SCHEMA, "SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS")
     assert single.startswith("spark plan: single ordered pass")
     assert "history-dependent: selection strategy LAST" in single
+
+
+def test_explain_says_how_equal_times_are_ordered():
+    query = "SELECT * FROM S WHERE A; B WITHIN 9 SECONDS"
+    assert "order: by 'ts', equal times by the sequence column 'seq'" in explain(
+        SCHEMA, query, sequence="seq")
+    unordered = explain(SCHEMA, query)
+    assert "equal times in the order the rows are read (no sequence=" in unordered
+    assert "find warns when times tie" in unordered
+    assert "equal times in the order the rows arrive (no sequence=)" in explain(
+        SCHEMA, "SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 9 SECONDS", streaming=True)
+    assert "order: by the sequence column 'seq'" in explain(SCHEMAS["untimed"], query.replace(
+        "9 SECONDS", "3 EVENTS"), sequence="seq")
+    assert "partitions: one per slice, at most 3 × defaultParallelism" in unordered
+
+
+@pytest.mark.spark
+def test_explain_of_a_dataframe_takes_sequence(spark):
+    df = spark.createDataFrame([("A", 1, 10, 0)], "event_type string, v long, ts long, seq long")
+    query = "SELECT * FROM S WHERE A; B WITHIN 9 [ts]"
+    text = explain(df, query, time="ts", sequence="seq")
+    assert "equal times by the sequence column 'seq'" in text
+    assert "seq:" not in text.split("schema (inferred")[1].split("\n\n")[0]  # not an attribute
+    assert "seq:" in explain(df, query, time="ts").split("schema (inferred")[1]
+    with pytest.raises(cercore.CercoreError, match="no sequence column 'sq'"):
+        explain(df, query, time="ts", sequence="sq")
