@@ -12,6 +12,7 @@ type. Edit the behaviour here; keep ``output.pxd`` in step with the attributes.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -20,11 +21,9 @@ def _unchanged(cls):
     return cls
 
 
-try:
+if __name__ == "cercore_fast.output":  # compiled: Cython reads the decorators and the flag
     import cython
-except ImportError:  # Cython not installed: plain Python
-    from types import SimpleNamespace
-
+else:  # run as Python: no need for Cython (importing it would cost ~10 ms)
     cython = SimpleNamespace(compiled=False, cclass=_unchanged, no_gc=_unchanged)
 
 
@@ -147,9 +146,9 @@ def make_view(start, end, positions: tuple, source) -> ComplexEvent:
     ce.end = end
     ce.positions = positions
     ce._source = source
-    ce._start_time = ce._end_time = None
     ce._times_known = False
-    ce._events = ce._bindings = None
+    if not cython.compiled:  # (compiled, __new__ has set the other fields to None already)
+        ce._start_time = ce._end_time = ce._events = ce._bindings = None
     return ce
 
 
