@@ -40,7 +40,15 @@ from cercore.spark.trends import aggregate, aggregate_rows
 __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
            "aggregate_rows", "choose_plan", "estimate_pairwise", "estimate_rates",
            "events_dataframe", "explain", "find", "infer_schema", "late_events",
-           "output_schema", "run_plan", "state_partitions"]
+           "output_schema", "run_plan", "state_partitions", "stop_query"]
+
+
+def stop_query(query, timeout: float = 60.0) -> None:
+    """Stop a streaming query without the ERRORs Spark logs for a cancelled micro-batch (see
+    ``cercore.spark.streaming.stop_query``)."""
+    from cercore.spark.streaming import stop_query as stop
+
+    stop(query, timeout)
 
 
 def late_events(query) -> int:

@@ -239,3 +239,111 @@ def late_events(query) -> int:
                 op.numRowsDroppedByWatermark
             total += int(n or 0)
     return total
+
+
+# Where Spark reports the micro-batch a stop() cancels (all at ERROR, most with stack traces):
+# the writers aborting their job and tasks (file sinks; DataSource V2 sinks such as
+# foreachBatch's and noop), Utils' "Aborting task" around each killed task, a broadcast or a
+# shuffle file whose write the interrupt cut short.
+CANCEL_LOGGERS = ("org.apache.spark.sql.execution.datasources.FileFormatWriter",
+                  "org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+                  "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
+                  "org.apache.spark.util.Utils",
+                  "org.apache.spark.broadcast.TorrentBroadcast",
+                  "org.apache.spark.storage.DiskBlockObjectWriter")
+
+
+def stop_query(query, timeout: float = 60.0) -> None:
+    """Stop a streaming query (a StreamingQuery, e.g. of ``find``) quietly.
+
+    ``query.stop()`` interrupts the micro-batch in progress, and Spark logs that cancellation
+    as ERRORs with stack traces (the sink aborting its job, each task aborting) although
+    nothing failed. Here the stop waits, up to ``timeout`` seconds, for the moment between two
+    micro-batches, so the batch in progress completes and is committed; if one is still
+    running then, it is cancelled with the loggers above silenced until its tasks have ended
+    (and restored after). A query that had already failed raises its
+    ``StreamingQueryException``, as ``awaitTermination`` would."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while query.isActive and _trigger_active(query) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    sc = _spark_context(query)
+    if query.isActive:
+        with _silenced(sc, CANCEL_LOGGERS):
+            query.stop()
+            if sc is not None:
+                _await_tasks_of_run(sc, str(query.runId), deadline=time.monotonic() + 60)
+    error = query.exception()
+    if error is not None:
+        raise error
+
+
+def _trigger_active(query) -> bool:
+    try:
+        return bool(query.status["isTriggerActive"])
+    except Exception:  # the query ended meanwhile
+        return False
+
+
+def _spark_context(query):
+    """The SparkContext of a classic (JVM) query; None under Spark Connect."""
+    if not hasattr(query, "_jsq"):
+        return None
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context
+
+
+class _silenced:
+    """Context: the log4j2 loggers ``names`` off, then as they were (no JVM: nothing)."""
+
+    saved: dict
+
+    def __init__(self, sc, names) -> None:
+        self.jvm = None if sc is None else sc._jvm
+        self.names = names
+
+    def __enter__(self):
+        if self.jvm is None:
+            return self
+        log4j = self.jvm.org.apache.logging.log4j
+        ctx = log4j.LogManager.getContext(False)
+        config = ctx.getConfiguration()
+        self.saved = {}
+        for name in self.names:
+            own = config.getLoggers().containsKey(name)
+            self.saved[name] = config.getLoggerConfig(name).getLevel() if own else None
+            log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.jvm is None:
+            return
+        log4j = self.jvm.org.apache.logging.log4j
+        ctx = log4j.LogManager.getContext(False)
+        config = ctx.getConfiguration()
+        for name, level in self.saved.items():
+            if level is None:  # it had no configuration of its own: follow its parents again
+                config.removeLogger(name)
+            else:
+                log4j.core.config.Configurator.setLevel(name, level)
+        ctx.updateLoggers()
+
+
+def _await_tasks_of_run(sc, run_id: str, deadline: float) -> None:
+    """Until no task of the jobs of ``run_id`` (a streaming query's job group) is running any
+    more (killed tasks report their abort when they end, after the job is gone)."""
+    import time
+
+    tracker = sc.statusTracker()
+    while time.monotonic() < deadline:
+        busy = False
+        for job in tracker.getJobIdsForGroup(run_id):
+            info = tracker.getJobInfo(job)
+            for stage in (info.stageIds if info is not None else ()):
+                s = tracker.getStageInfo(stage)
+                busy = busy or (s is not None and s.numActiveTasks > 0)
+        if not busy:
+            return
+        time.sleep(0.05)
