@@ -546,10 +546,10 @@ cdef class _Window:
         cdef int ns = k.nslots, nv = k.nvars, nc = k.nclauses, semantics = k.semantics
         cdef int v, u, q, rc = 0
         cdef Py_ssize_t m = g.nnodes, j, x, n0 = self.nnodes, first_live0 = self.first_live
-        cdef Vector state = vector_at(&self.rows, 0)        # the nv + 2 rows below
-        cdef Vector pred = vector_at(&self.rows, nv)        # PRED: a node's predecessors
-        cdef Vector final = vector_at(&self.rows, nv + 1)   # FINAL: every trend so far
-        cdef Vector backup = vector_at(&self.rows, nv + 2)  # the rows before the group
+        # rows: vars..., PRED (a node's predecessors), FINAL (every trend so far), then BACKUP
+        # (the nv + 2 rows before the group)
+        cdef Py_ssize_t PRED = nv, FINAL = nv + 1, BACKUP = nv + 2
+        cdef Vector pred = vector_at(&self.rows, PRED)
         cdef Vector node
         cdef uint64_t event_grained = k.event_grained, vars_taken = 0
         cdef const int *kinds = k.slot_kinds
@@ -565,7 +565,7 @@ cdef class _Window:
             group_objects = [None] * m
         else:
             # the rows the apply phase writes, to restore on overflow
-            _copy(backup, state, (nv + 2) * ns)
+            _copy(vector_at(&self.rows, BACKUP), vector_at(&self.rows, 0), (nv + 2) * ns)
         # ---- compute the group's node vectors from the state before the group ------------
         for j in range(m):
             v = g.node_var[j]
@@ -649,7 +649,7 @@ cdef class _Window:
                         k.add_objects(row_objects[v], group_objects[j])
                     continue
                 node = vector_at(&k.group_vectors, j)
-                if v == k.end and _add(final, node, kinds, ns):
+                if v == k.end and _add(vector_at(&self.rows, FINAL), node, kinds, ns):
                     rc = 1
                     break
                 if semantics == SEM_CONTIGUOUS:
@@ -660,7 +660,7 @@ cdef class _Window:
                     rc = 1
                     break
         if rc:  # (int64 mode) restore the state before the group
-            _copy(state, backup, (nv + 2) * ns)
+            _copy(vector_at(&self.rows, 0), vector_at(&self.rows, BACKUP), (nv + 2) * ns)
             for x in range(first_live0, n0):
                 if self.node_state[x] == TAKEN:
                     self.node_state[x] = LIVE
