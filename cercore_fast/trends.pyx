@@ -381,7 +381,7 @@ cdef class _Group:
     in trends.pxd."""
 
     def __cinit__(self, Kernel k, group):
-        cdef Py_ssize_t nnodes = 0, j = 0, s, c, n, nc
+        cdef Py_ssize_t nnodes = 0, j = 0, s, c, n, nc, o
         cdef int nslots = k.nslots, nclauses = k.nclauses, v, kind
         self.raw = group
         self.fits = True
@@ -426,26 +426,30 @@ cdef class _Group:
                         self.fits = False
                 for c in range(nclauses):
                     pred_var, succ_var, _, pred_attr, succ_attr = clauses[c]
-                    if v == pred_var:
-                        x = attrs.get(pred_attr)
-                        if x is not None:
-                            if type(x) is int and abs(x) > _MAX_EXACT:
-                                self.theta_exact = False
-                            else:
-                                self.pred_side[j * nclauses + c] = x
-                                self.pred_known[j * nclauses + c] = 1
-                    if v == succ_var:
-                        x = attrs.get(succ_attr)
-                        if x is not None:
-                            if type(x) is int and abs(x) > _MAX_EXACT:
-                                self.theta_exact = False
-                            else:
-                                self.succ_side[j * nclauses + c] = x
-                                self.succ_known[j * nclauses + c] = 1
+                    o = j * nclauses + c
+                    if v == pred_var and not _compared_value(
+                            attrs, pred_attr, &self.pred_side[o], &self.pred_known[o]):
+                        self.theta_exact = False
+                    if v == succ_var and not _compared_value(
+                            attrs, succ_attr, &self.succ_side[o], &self.succ_known[o]):
+                        self.theta_exact = False
                 j += 1
 
     def __dealloc__(self):
         PyMem_Free(self.block)
+
+
+cdef int _compared_value(object attrs, object attr, double *value, unsigned char *known) except -1:
+    """Store ``attrs[attr]``, when present, as one side of an adjacent predicate; 0 when it is
+    an integer beyond 2^53 (not exact as a double: only the reference compares it exactly)."""
+    x = attrs.get(attr)
+    if x is None:
+        return 1
+    if type(x) is int and abs(x) > _MAX_EXACT:
+        return 0
+    value[0] = x
+    known[0] = 1
+    return 1
 
 
 cdef inline bint _theta(const double *stored_side, const unsigned char *stored_known,
