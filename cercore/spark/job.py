@@ -6,6 +6,7 @@ tested) without a JVM.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,39 +93,77 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
                       slice_advance: int | None, out_schema: pa.Schema
                       ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: the input is sorted by (GROUP, POS) within the Spark partition; one
-    fresh engine per run of equal GROUP values. With ``slice_advance`` (T-CER) GROUP is the
-    slice index k and a complex event is kept only if ⌊coord(start) / WA⌋ = k."""
-    pending: list[pa.RecordBatch] = []
-    current: Any = None
+    fresh engine per run of equal GROUP values, fed batch by batch as Spark hands them over
+    (a group is never held whole), its complex events emitted after each batch. With
+    ``slice_advance`` (T-CER) GROUP is the slice index k and a complex event is kept only if
+    ⌊coord(start) / WA⌋ = k."""
+    run: GroupRun | None = None
     for rb in batches:
         if rb.num_rows == 0:
             continue
         grp = rb.column(rb.schema.get_field_index(GROUP))
         for lo, hi in group_runs(grp):
             g = grp[lo].as_py()
-            if pending and g != current:
-                yield from _run_group(pending, job, slice_advance, out_schema)
-                pending = []
-            current = g
-            pending.append(rb.slice(lo, hi - lo))
-    if pending:
-        yield from _run_group(pending, job, slice_advance, out_schema)
+            if run is None or g != run.group:
+                run = GroupRun(job, g, slice_advance, out_schema)
+            out = run.feed(rb.slice(lo, hi - lo))
+            if out is not None:
+                yield out
 
 
-def _run_group(parts: list[pa.RecordBatch], job: EngineJob, slice_advance: int | None,
-               out_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    table = pa.Table.from_batches(parts).combine_chunks()
-    matches = job.engine().process_arrays(job.engine_table(table))
-    start, end, offsets, local = matches.start, matches.end, matches.offsets, matches.positions
-    if slice_advance is not None and len(start):
-        k = table.column(GROUP)[0].as_py()
-        coord = table.column(COORD).to_numpy()
-        keep = np.floor_divide(coord[start], slice_advance) == k
-        if not keep.all():
-            start, end, offsets, local = _select(keep, start, end, offsets, local)
-    if not len(start):
-        return
-    yield complex_event_batch(table, job, start, end, offsets, local, out_schema)
+class GroupRun:
+    """One engine over the rows of one group, fed in (time, seq) order one record batch at a
+    time. It holds only the rows a later complex event may still report: those from the
+    engine's oldest stored batch on (the engine prunes its store by the window), so with a
+    WITHIN window its memory is bounded by the window and one batch, whatever the group's
+    length."""
+
+    def __init__(self, job: EngineJob, group: Any, slice_advance: int | None,
+                 out_schema: pa.Schema) -> None:
+        self.job = job
+        self.group = group
+        self.slice_advance = slice_advance
+        self.out_schema = out_schema
+        self.engine = job.engine()
+        self.held: deque[tuple[int, pa.RecordBatch]] = deque()  # (engine position, rows)
+        self.held_rows = 0
+
+    def feed(self, rows: pa.RecordBatch) -> pa.RecordBatch | None:
+        """Evaluate the next rows of the group; their complex events as one output batch
+        (None: none)."""
+        first = self.engine.position
+        matches = self.engine.process_arrays(self.job.engine_table(pa.Table.from_batches([rows])))
+        self.held.append((first, rows))
+        self.held_rows += rows.num_rows
+        out = self._output(matches.start, matches.end, matches.offsets, matches.positions)
+        oldest = self.engine.store.starts[0] if self.engine.store.starts \
+            else self.engine.position
+        while self.held and self.held[0][0] + self.held[0][1].num_rows <= oldest:
+            self.held_rows -= self.held.popleft()[1].num_rows
+        return out
+
+    def _output(self, start, end, offsets, positions) -> pa.RecordBatch | None:
+        if not len(start):
+            return None
+        # the rows the complex events report, gathered from the held batches (engine
+        # positions -> row i of ``table``), so the cost follows the output, not what is held
+        need = np.unique(np.concatenate([start, end, positions]))
+        firsts = np.fromiter((f for f, _ in self.held), np.int64, len(self.held))
+        which = np.searchsorted(firsts, need, side="right") - 1
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        pieces = [self.held[which[lo]][1].take(pa.array(need[lo:hi] - firsts[which[lo]]))
+                  for lo, hi in zip([0, *cuts], [*cuts, len(need)])]
+        table = pa.Table.from_batches(pieces).combine_chunks()
+        start, end, local = (np.searchsorted(need, x) for x in (start, end, positions))
+        if self.slice_advance is not None:
+            coord = table.column(COORD).to_numpy()
+            keep = np.floor_divide(coord[start], self.slice_advance) == self.group
+            if not keep.all():
+                start, end, offsets, local = _select(keep, start, end, offsets, local)
+            if not len(start):
+                return None
+        return complex_event_batch(table, self.job, start, end, offsets, local,
+                                   self.out_schema)
 
 
 def _select(keep, start, end, offsets, positions):
