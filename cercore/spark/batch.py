@@ -1,8 +1,21 @@
 """Batch execution: global positions, then one of the three plans (see ``plan``).
 
-Spark's row order is never trusted: every row gets its global position in (time, seq) order
-first (one sort, one small job counting rows per sorted partition), and every engine reads
-its rows sorted by that position.
+Spark's row order is never trusted: events are evaluated in (time, sequence, read order), and
+every reported position is the event's rank in that order over the whole DataFrame. Nothing is
+pinned (no ``localCheckpoint``, which loses the job with an executor and holds its copy until
+garbage collection): positions follow from the data alone, so a recomputed task numbers its rows
+as the first attempt did.
+
+* Two small jobs read only the ordering columns first: the extent, the null times, the keys
+  (and, for plans numbered before they shuffle, bucket bounds), then exact row counts per bucket
+  of the ordering time (and the rows sharing their time, when no ``sequence=`` orders them).
+* **single** and **T-CER by time** then shuffle once: every engine run (the whole stream, or a
+  slice [k·WA, k·WA + WS)) is a contiguous stretch of the global order whose first position is
+  the number of rows before it (the counts per slice give it), so the worker numbers its rows
+  itself.
+* **keyed** and **T-CER by position** number the rows first: one shuffle puts each bucket of
+  the ordering time into its own partition, sorted, where position = rows in earlier buckets +
+  row index (JVM only); then the plan's own shuffle groups them by key or position slice.
 """
 
 from __future__ import annotations
@@ -13,99 +26,131 @@ from functools import partial
 
 from cercore.errors import EventError
 from cercore.spark.frames import Prepared
-from cercore.spark.job import (
-    COORD,
-    GROUP,
-    KEY,
-    LOW_BITS,
-    POS,
-    SEQ,
-    STATS_FIELDS,
-    TIME,
-    partition_statistics,
-    run_sorted_groups,
-    tied_rows,
-)
+from cercore.spark.job import COORD, GROUP, KEY, LOW_BITS, POS, SEQ, TIME, run_sorted_groups
 from cercore.spark.partitions import bucket_values, partition_cap, partition_count
 from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
 
-
-def _stats_struct():
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    return StructType([StructField(name, LongType(), True) for name, _ in STATS_FIELDS])
+RID = "__cer_rid"   # read order: the last tie-breaker when a sequence column may tie
+BUCKET = "__cer_bucket"  # bucket of the ordering time (numbering before the plan's shuffle)
 
 
 @dataclass
-class Positions:
-    """What ``with_positions`` learns from its one statistics job."""
+class Extent:
+    """What the first statistics job learns about the ordering column."""
 
-    df: object              # the prepared rows with POS, sorted by (time, seq) within partitions
-    lo: int | None          # extent of the ordering time (None: untimed or no rows)
+    rows: int               # rows with an ordering value
+    nulls: int              # rows without one (timed only)
+    lo: int | None          # extent of the ordering column (None: no rows)
     hi: int | None
-    rows: int               # rows that get a position
     keys: int | None = None  # distinct PARTITION BY keys, estimated (if asked for)
-    tied: int = 0           # rows sharing their time with another row
+    cuts: tuple[int, ...] = ()  # bucket bounds: bucket b holds cuts[b-1] <= value < cuts[b]
 
 
-def with_positions(prep: Prepared, *, count_keys: bool = False) -> Positions:
-    """``prep.df`` with a POS column (0-based, in (time, seq) order), the extent of the
-    ordering time and the number of rows; with ``count_keys`` also the number of distinct keys
-    (HyperLogLog estimate, exact for few keys)."""
+def order_columns(prep: Prepared) -> list[str]:
+    """The columns that order events: time (if any), sequence, then read order when the
+    sequence is the user's (it may tie; the generated one is the read order already)."""
+    cols = [TIME] if prep.time is not None else []
+    return cols + [SEQ] + ([RID] if prep.sequence is not None else [])
+
+
+def measure(prep: Prepared, *, count_keys: bool, buckets: int) -> Extent:
+    """The first statistics job: one aggregate over the ordering column (and the key)."""
     from pyspark.sql import functions as F
 
-    df = prep.df
-    timed = prep.time is not None
-    parallelism = df.sparkSession.sparkContext.defaultParallelism
-    # the sorted, numbered rows are pinned so the count job and the plan see the same order;
-    # a range shuffle into a number of partitions chosen here (orderBy would take
-    # spark.sql.shuffle.partitions and leave the count to AQE, if enabled)
-    order = [TIME, SEQ] if timed else [SEQ]
-    ranked = (df.repartitionByRange(partition_cap(parallelism), *order)
-              .sortWithinPartitions(*order)
-              .withColumn("__cer_mid", F.monotonically_increasing_id()))
-    ranked = ranked.localCheckpoint(eager=True)
-    part = F.shiftright(F.col("__cer_mid"), LOW_BITS)
-    # per sorted partition (in the Python workers, no shuffle): rows, null times, extent and
-    # the runs of equal times; plus one row (p = -1) with the number of keys, same job
-    stats_df = ranked.select("__cer_mid", *([TIME] if timed else [])).mapInArrow(
-        partial(partition_statistics, timed=timed), _stats_struct())
+    first = TIME if prep.time is not None else SEQ
+    aggs = [F.count(F.lit(1)).alias("n"), F.count(F.col(first)).alias("rows"),
+            F.min(first).alias("lo"), F.max(first).alias("hi")]
     if count_keys:
-        stats_df = stats_df.unionByName(
-            ranked.agg(F.approx_count_distinct(KEY).alias("keys"))
-            .withColumn("p", F.lit(-1).cast("long")), allowMissingColumns=True)
-    rows = [r.asDict() for r in stats_df.collect()]
-    stats = [r for r in rows if r["p"] != -1]
-    keys = next((r["keys"] for r in rows if r["p"] == -1), None)
-    nulls = sum(r["nulls"] for r in stats)
-    if nulls:
-        if prep.job.on_error == "raise":
-            raise EventError(f"time column {prep.time!r} is null in {nulls} row(s); cercore "
-                             "orders events by it (on_error='skip' drops them)",
-                             field=prep.time)
-        warnings.warn(f"cercore.spark: skipped {nulls} event(s) with a null {prep.time!r}",
-                      stacklevel=4)
-        ranked = ranked.filter(F.col(TIME).isNotNull())
-    total_rows = sum(r["n"] for r in stats) - nulls
-    tied = tied_rows(stats) if timed else 0
+        aggs.append(F.approx_count_distinct(KEY).alias("keys"))
+    if buckets > 1:
+        fractions = [i / buckets for i in range(1, buckets)]
+        aggs.append(F.percentile_approx(first, fractions, 10_000).alias("cuts"))
+    r = prep.df.agg(*aggs).collect()[0].asDict()
+    cuts = tuple(sorted(set(r.get("cuts") or ()) - {r["lo"], None}))  # bucket 0 not empty
+    if prep.time is None:  # a null sequence value sorts first, in bucket 0
+        return Extent(r["n"], 0, r["lo"], r["hi"], r.get("keys"), cuts)
+    return Extent(r["rows"], r["n"] - r["rows"], r["lo"], r["hi"], r.get("keys"), cuts)
+
+
+def bucket_of(column: str, cuts: tuple[int, ...]):
+    """The bucket of ``column``'s value: how many cuts are at or below it."""
+    from pyspark.sql import functions as F
+
+    if not cuts:
+        return F.lit(0)
+    return F.aggregate(F.array(*[F.lit(c) for c in cuts]), F.lit(0),
+                       lambda acc, c: acc + F.when(F.col(column) >= c, 1).otherwise(0))
+
+
+def counts_by(prep: Prepared, df, by, *, tie_check: bool) -> tuple[dict[int, int], int]:
+    """The second statistics job: exact rows per value of ``by`` (a function of the ordering
+    column) and, with ``tie_check``, the rows sharing their time with another row."""
+    from pyspark.sql import functions as F
+
+    if not tie_check:
+        rows = df.groupBy(by.alias("b")).agg(F.count(F.lit(1)).alias("n")).collect()
+        return {r["b"]: r["n"] for r in rows}, 0
+    per_time = df.groupBy(TIME).agg(F.count(F.lit(1)).alias("n"))
+    rows = (per_time.groupBy(by.alias("b"))
+            .agg(F.sum("n").alias("n"),
+                 F.sum(F.when(F.col("n") >= 2, F.col("n")).otherwise(0)).alias("tied"))
+            .collect())
+    return {r["b"]: r["n"] for r in rows}, sum(r["tied"] for r in rows)
+
+
+def starts_of(counts: dict[int, int], first: int, last: int) -> dict[int, int]:
+    """For each group g in [first, last], the rows of the groups before it (``counts`` holds
+    the rows per group; groups below ``first`` hold none)."""
+    out = {}
+    total = sum(n for g, n in counts.items() if g < first)
+    for g in range(first, last + 1):
+        out[g] = total
+        total += counts.get(g, 0)
+    return out
+
+
+def checked_rows(prep: Prepared, extent: Extent):
+    """``prep.df`` without the rows that have no ordering time (an error when
+    ``on_error="raise"``, a warning with the count otherwise)."""
+    from pyspark.sql import functions as F
+
+    if not extent.nulls:
+        return prep.df
+    if prep.job.on_error == "raise":
+        raise EventError(f"time column {prep.time!r} is null in {extent.nulls} row(s); cercore "
+                         "orders events by it (on_error='skip' drops them)", field=prep.time)
+    warnings.warn(f"cercore.spark: skipped {extent.nulls} event(s) with a null {prep.time!r}",
+                  stacklevel=4)
+    return prep.df.filter(F.col(TIME).isNotNull())
+
+
+def warn_ties(prep: Prepared, tied: int, rows: int) -> None:
     if tied and prep.sequence is None:
-        warnings.warn(f"cercore.spark: {tied} of {total_rows} events ({tied / total_rows:.0%}) "
-                      f"share their {prep.time!r} with another event, and without sequence= "
-                      "they are evaluated in the order Spark reads them, which can change with "
-                      "the file layout and give other complex events; pass sequence= (a "
-                      "column ordering events with equal times)", stacklevel=4)
-    offsets, total = {}, -nulls  # null times sort first: positions start after them
-    for r in sorted(stats, key=lambda r: r["p"]):
-        offsets[r["p"]] = total
-        total += r["n"]
-    lows = [r["lo"] for r in stats if r["lo"] is not None]
-    highs = [r["hi"] for r in stats if r["hi"] is not None]
-    lo, hi = (min(lows), max(highs)) if lows else (None, None)
-    mapping = F.create_map(*[F.lit(x) for kv in offsets.items() for x in kv]) if offsets \
-        else F.create_map(F.lit(0), F.lit(0))
-    pos = (F.element_at(mapping, part) + (F.col("__cer_mid").bitwiseAND((1 << LOW_BITS) - 1)))
-    return Positions(ranked.withColumn(POS, pos.cast("long")).drop("__cer_mid"), lo, hi,
-                     total, keys, tied)
+        warnings.warn(f"cercore.spark: {tied} of {rows} events ({tied / rows:.0%}) share "
+                      f"their {prep.time!r} with another event, and without sequence= they "
+                      "are evaluated in the order Spark reads them, which can change with the "
+                      "file layout and give other complex events; pass sequence= (a column "
+                      "ordering events with equal times)", stacklevel=4)
+
+
+def numbered(df, prep: Prepared, extent: Extent, counts: dict[int, int]):
+    """``df`` with POS, each bucket sorted in its own partition: POS = rows of the earlier
+    buckets + the row's index in its partition (``monotonically_increasing_id``'s low bits),
+    so the numbering is the JVM's, and the same on every recomputation."""
+    from pyspark.sql import functions as F
+
+    first = TIME if prep.time is not None else SEQ
+    n = len(extent.cuts) + 1
+    starts = starts_of(counts, 0, n - 1)
+    to_partition = F.array(*[F.lit(v) for v in bucket_values(n)])
+    df = df.withColumn(BUCKET, bucket_of(first, extent.cuts))
+    df = (df.repartition(n, F.element_at(to_partition, F.col(BUCKET) + 1))
+          .sortWithinPartitions(*order_columns(prep)))
+    base = F.create_map(*[x for b, start in starts.items()
+                          for x in (F.lit(b).cast("int"), F.lit(start).cast("long"))])
+    index = F.monotonically_increasing_id().bitwiseAND((1 << LOW_BITS) - 1)
+    return df.withColumn(POS, (F.element_at(base, F.col(BUCKET)) + index).cast("long")) \
+        .drop(BUCKET)
 
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
@@ -143,21 +188,40 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
 
     if num_partitions is not None and num_partitions < 1:
         raise ValueError("num_partitions must be a positive integer")
-    stats = with_positions(prep, count_keys=plan.kind == KEYED and num_partitions is None)
-    df = stats.df
-    spark = df.sparkSession
+    if slice_advance is not None and slice_advance < 1:
+        raise ValueError("slice_advance must be a positive integer")
+    spark = prep.df.sparkSession
     parallelism = spark.sparkContext.defaultParallelism
-    advance = None
-    if plan.kind == KEYED:
-        n = num_partitions or partition_count(KEYED, parallelism, stats.keys)
-        df = df.filter(F.col(KEY).isNotNull()).withColumn(GROUP, F.col(KEY))
-        df = df.repartition(n, GROUP)
-    elif plan.kind == TCER:
-        advance = slice_advance or default_advance(plan, stats.lo, stats.hi, stats.rows,
+    numbers_first = plan.kind == KEYED or plan.kind == TCER and plan.coordinate == "position"
+    extent = measure(prep, count_keys=plan.kind == KEYED and num_partitions is None,
+                     buckets=partition_cap(parallelism) if numbers_first else 1)
+    df = checked_rows(prep, extent)
+    if prep.sequence is not None:
+        df = df.withColumn(RID, F.monotonically_increasing_id())
+    tie_check = prep.time is not None and prep.sequence is None
+    advance, starts = None, None
+    if plan.kind == TCER:
+        advance = slice_advance or default_advance(plan, extent.lo, extent.hi, extent.rows,
                                                    parallelism)
-        if advance < 1:
-            raise ValueError("slice_advance must be a positive integer")
-        first_k, last_k = slice_range(plan, stats.lo, stats.hi, stats.rows, advance)
+    if numbers_first:
+        counts, tied = counts_by(prep, df, bucket_of(TIME if prep.time else SEQ, extent.cuts),
+                                 tie_check=tie_check)
+        df = numbered(df, prep, extent, counts)
+    elif plan.kind == TCER:  # slices by time: each slice's first position from the counts
+        counts, tied = counts_by(prep, df, _floor_div(TIME, advance), tie_check=tie_check)
+        starts = starts_of(counts, *slice_range(plan, extent.lo, extent.hi, extent.rows,
+                                                advance))
+    else:
+        assert plan.kind == SINGLE
+        tied = counts_by(prep, df, F.lit(0), tie_check=True)[1] if tie_check else 0
+        starts = {0: 0}
+    warn_ties(prep, tied, extent.rows)
+    if plan.kind == KEYED:
+        n = num_partitions or partition_count(KEYED, parallelism, extent.keys)
+        df = df.filter(F.col(KEY).isNotNull()).withColumn(GROUP, F.col(KEY))
+        df = df.repartition(n, GROUP).sortWithinPartitions(GROUP, POS)
+    elif plan.kind == TCER:
+        first_k, last_k = slice_range(plan, extent.lo, extent.hi, extent.rows, advance)
         n = num_partitions or partition_count(TCER, parallelism, last_k - first_k + 1)
         size = plan.slice_size(advance)
         coord = F.col(TIME) if plan.coordinate == "time" else F.col(POS)
@@ -169,19 +233,21 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         buckets = F.array(*[F.lit(v) for v in bucket_values(n)])
         slot = F.pmod(F.col(GROUP) - F.lit(first_k), F.lit(n)).cast("int") + F.lit(1)
         df = df.repartition(n, F.element_at(buckets, slot))
+        df = df.sortWithinPartitions(GROUP, *(order_columns(prep) if starts is not None
+                                              else [POS]))
     else:
-        assert plan.kind == SINGLE
         n = 1
-        df = df.withColumn(GROUP, F.lit(0).cast("long")).repartition(1)
-    df = df.sortWithinPartitions(GROUP, POS)
+        df = (df.withColumn(GROUP, F.lit(0).cast("long")).repartition(1)
+              .sortWithinPartitions(*order_columns(prep)))
     tz = spark.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(out_struct, timezone=tz)
-    body = partial(_map_body, job=prep.job, slice_advance=advance, out_schema=arrow_schema)
+    body = partial(_map_body, job=prep.job, slice_advance=advance, out_schema=arrow_schema,
+                   starts=starts)
     return df.mapInArrow(body, out_struct), advance, n
 
 
-def _map_body(batches, job, slice_advance, out_schema):
-    return run_sorted_groups(batches, job, slice_advance, out_schema)
+def _map_body(batches, job, slice_advance, out_schema, starts):
+    return run_sorted_groups(batches, job, slice_advance, out_schema, starts)
 
 
 def _floor_div(sql: str, divisor: int):

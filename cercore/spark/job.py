@@ -90,13 +90,15 @@ def group_runs(values: pa.Array) -> list[tuple[int, int]]:
 
 
 def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
-                      slice_advance: int | None, out_schema: pa.Schema
-                      ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: the input is sorted by (GROUP, POS) within the Spark partition; one
-    fresh engine per run of equal GROUP values, fed batch by batch as Spark hands them over
-    (a group is never held whole), its complex events emitted after each batch. With
-    ``slice_advance`` (T-CER) GROUP is the slice index k and a complex event is kept only if
-    ⌊coord(start) / WA⌋ = k."""
+                      slice_advance: int | None, out_schema: pa.Schema,
+                      starts: dict[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: the input is sorted by GROUP, then in event order, within the Spark
+    partition; one fresh engine per run of equal GROUP values, fed batch by batch as Spark
+    hands them over (a group is never held whole), its complex events emitted after each
+    batch. The rows carry their global position POS, or ``starts`` gives each group's first
+    position (its rows are a contiguous stretch of the global order) and the rows are numbered
+    here. With ``slice_advance`` (T-CER) GROUP is the slice index k and a complex event is kept
+    only if ⌊coord(start) / WA⌋ = k."""
     run: GroupRun | None = None
     for rb in batches:
         if rb.num_rows == 0:
@@ -105,7 +107,8 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
         for lo, hi in group_runs(grp):
             g = grp[lo].as_py()
             if run is None or g != run.group:
-                run = GroupRun(job, g, slice_advance, out_schema)
+                run = GroupRun(job, g, slice_advance, out_schema,
+                               None if starts is None else starts[g])
             out = run.feed(rb.slice(lo, hi - lo))
             if out is not None:
                 yield out
@@ -119,8 +122,9 @@ class GroupRun:
     length."""
 
     def __init__(self, job: EngineJob, group: Any, slice_advance: int | None,
-                 out_schema: pa.Schema) -> None:
+                 out_schema: pa.Schema, first_position: int | None = None) -> None:
         self.job = job
+        self.next_position = first_position  # None: the rows carry POS
         self.group = group
         self.slice_advance = slice_advance
         self.out_schema = out_schema
@@ -131,6 +135,11 @@ class GroupRun:
     def feed(self, rows: pa.RecordBatch) -> pa.RecordBatch | None:
         """Evaluate the next rows of the group; their complex events as one output batch
         (None: none)."""
+        if self.next_position is not None:
+            numbers = pa.array(np.arange(self.next_position, self.next_position + rows.num_rows,
+                                         dtype=np.int64))
+            rows = rows.append_column(POS, numbers)
+            self.next_position += rows.num_rows
         first = self.engine.position
         matches = self.engine.process_arrays(self.job.engine_table(pa.Table.from_batches([rows])))
         self.held.append((first, rows))
@@ -204,84 +213,4 @@ def complex_event_batch(table: pa.Table, job: EngineJob, start, end, offsets, lo
     return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 
 
-STATS_FIELDS = (("p", pa.int64()), ("n", pa.int64()), ("nulls", pa.int64()),
-                ("lo", pa.int64()), ("hi", pa.int64()), ("lo_run", pa.int64()),
-                ("hi_run", pa.int64()), ("tied", pa.int64()))
-STATS_SCHEMA = pa.schema(list(STATS_FIELDS))
 LOW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row in partition
-
-
-def partition_statistics(batches: Iterator[pa.RecordBatch], timed: bool
-                         ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body over one partition of numbered rows (columns: the id, then the time if
-    ``timed``) sorted by time: one row (``STATS_SCHEMA``) with the partition index ``p``, its
-    rows ``n``, null times ``nulls``, the extent ``lo``/``hi`` of the other times, the lengths
-    of the runs of rows at ``lo`` and at ``hi``, and ``tied``: the rows of the runs in between
-    that are longer than one (rows sharing their time). The first and last runs may go on in
-    the neighbouring partitions; ``tied_rows`` joins them. Nothing for an empty partition."""
-    p, n, nulls = None, 0, 0
-    first: tuple[int, int] | None = None  # the partition's first run, once closed
-    cur: list[int] | None = None          # the open run [time, length]
-    tied = 0
-    for rb in batches:
-        if rb.num_rows == 0:
-            continue
-        if p is None:
-            p = rb.column(0)[0].as_py() >> LOW_BITS
-        n += rb.num_rows
-        if not timed:
-            continue
-        col = rb.column(1)
-        nulls += col.null_count
-        t = pc.drop_null(col).to_numpy() if col.null_count else col.to_numpy()
-        if not len(t):
-            continue
-        starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
-        vals = t[starts]
-        lens = np.diff(np.r_[starts, len(t)])
-        if cur is not None and vals[0] == cur[0]:
-            cur[1] += int(lens[0])
-            vals, lens = vals[1:], lens[1:]
-        if not len(vals):
-            continue
-        # runs closing now, in order: the open one, then every run of this batch but its last
-        closing_vals, closing_lens = vals[:-1], lens[:-1]
-        if cur is not None:
-            if first is None:
-                first = (cur[0], cur[1])
-            elif cur[1] >= 2:
-                tied += cur[1]
-        if first is None and len(closing_lens):
-            first = (int(closing_vals[0]), int(closing_lens[0]))
-            closing_lens = closing_lens[1:]
-        tied += int(closing_lens[closing_lens >= 2].sum())
-        cur = [int(vals[-1]), int(lens[-1])]
-    if p is None:
-        return
-    if cur is None:  # untimed, or every time null
-        lo = hi = None
-        lo_run = hi_run = 0
-    elif first is None:  # one run
-        lo, hi, lo_run, hi_run = cur[0], cur[0], cur[1], cur[1]
-    else:
-        (lo, lo_run), (hi, hi_run) = first, cur
-    yield pa.RecordBatch.from_pydict(
-        {"p": [p], "n": [n], "nulls": [nulls], "lo": [lo], "hi": [hi], "lo_run": [lo_run],
-         "hi_run": [hi_run], "tied": [tied]}, schema=STATS_SCHEMA)
-
-
-def tied_rows(stats: list[dict]) -> int:
-    """Rows that share their time with another row, from every partition's
-    ``partition_statistics`` (partitions in order, times ascending across them)."""
-    tied, runs = 0, []  # runs at partition borders: [time, length]
-    for s in sorted(stats, key=lambda s: s["p"]):
-        if s["lo"] is None:
-            continue
-        tied += s["tied"]
-        if runs and runs[-1][0] == s["lo"]:
-            runs[-1][1] += s["lo_run"]
-        else:
-            runs.append([s["lo"], s["lo_run"]])
-        if s["hi"] != s["lo"]:
-            runs.append([s["hi"], s["hi_run"]])
-    return tied + sum(length for _, length in runs if length >= 2)

@@ -1,8 +1,8 @@
 """Equal times without ``sequence=``: batch ``find`` warns, naming how many events share their
-time (they are then ordered by how Spark reads them). The count comes from the statistics job
-``with_positions`` already runs: per sorted partition, the runs of equal times
-(``partition_statistics``), joined across partition borders (``tied_rows``) — checked here
-against a plain count over random partitionings, then on Spark.
+time (they are then ordered by how Spark reads them); the count comes from the statistics job
+that counts rows per bucket anyway. A ``sequence=`` column may tie too: read order breaks
+those ties, so positions stay a numbering of every event. And each engine run's first position
+(``starts_of``) is the number of rows before it.
 """
 
 from __future__ import annotations
@@ -10,67 +10,23 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 
-import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from spark_helpers import local_complex_events
 
+import cercore
 from cercore.spark import find
-from cercore.spark.job import LOW_BITS, partition_statistics, tied_rows
+from cercore.spark.batch import starts_of
 
 
-def brute_tied(times: list[int | None]) -> int:
-    counts = Counter(t for t in times if t is not None)
-    return sum(c for c in counts.values() if c >= 2)
-
-
-@st.composite
-def partitioned_times(draw):
-    """Sorted times (nulls first), cut into contiguous partitions, each cut into batches."""
-    nulls = draw(st.integers(0, 3))
-    times = sorted(draw(st.lists(st.integers(0, 12), max_size=40)))
-    rows = [None] * nulls + times
-    cuts = sorted(draw(st.lists(st.integers(0, len(rows)), max_size=5)))
-    bounds = [0, *cuts, len(rows)]
-    parts = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        inner = sorted(draw(st.lists(st.integers(a, b), max_size=4)))
-        parts.append([rows[x:y] for x, y in zip([a, *inner], [*inner, b])])
-    return rows, parts
-
-
-def statistics(parts, timed=True):
-    out = []
-    for p, batches in enumerate(parts):
-        rbs, k = [], 0
-        for chunk in batches:
-            ids = pa.array([(p << LOW_BITS) + k + i for i in range(len(chunk))], pa.int64())
-            cols = [ids, pa.array(chunk, pa.int64())] if timed else [ids]
-            rbs.append(pa.RecordBatch.from_arrays(cols, names=["id", "t"][:len(cols)]))
-            k += len(chunk)
-        out += [r for rb in partition_statistics(iter(rbs), timed) for r in rb.to_pylist()]
-    return out
-
-
-@settings(max_examples=300, deadline=None)
-@given(partitioned_times())
-def test_tied_rows_equal_a_plain_count(data):
-    rows, parts = data
-    stats = statistics(parts)
-    assert tied_rows(stats) == brute_tied(rows)
-    assert sum(s["n"] for s in stats) == len(rows)
-    assert sum(s["nulls"] for s in stats) == rows.count(None)
-    times = [t for t in rows if t is not None]
-    lows = [s["lo"] for s in stats if s["lo"] is not None]
-    highs = [s["hi"] for s in stats if s["hi"] is not None]
-    assert (min(lows), max(highs)) == (min(times), max(times)) if times else not lows
-    assert sorted(s["p"] for s in stats) == [p for p, b in enumerate(parts) if sum(map(len, b))]
-
-
-def test_untimed_statistics_count_rows_only():
-    stats = statistics([[[None, None], [None]], [], [[None]]], timed=False)
-    assert [(s["p"], s["n"], s["lo"]) for s in stats] == [(0, 3, None), (2, 1, None)]
-    assert tied_rows(stats) == 0
+@given(st.dictionaries(st.integers(-5, 30), st.integers(0, 9)), st.integers(-8, 20),
+       st.integers(0, 12))
+def test_a_group_starts_after_the_rows_of_the_groups_before_it(counts, first, length):
+    starts = starts_of(counts, first, first + length)
+    assert list(starts) == list(range(first, first + length + 1))
+    for g, start in starts.items():
+        assert start == sum(n for h, n in counts.items() if h < g)
 
 
 DDL = "event_type string, v long, ts long, seq long"
@@ -90,3 +46,24 @@ def test_ties_without_sequence_warn(spark):
         find(df, QUERY, time="ts", sequence="seq").collect()  # ordered: no warning
         distinct = spark.createDataFrame([(t, i, i, i) for i, t in enumerate("ABABA")], DDL)
         find(distinct, QUERY, time="ts").collect()  # no ties: no warning
+
+
+@pytest.mark.spark
+def test_a_tying_sequence_still_numbers_every_event_once(spark):
+    """sequence= ties as well as time: read order breaks the ties, and every plan numbers
+    each event exactly once (positions 0 .. n-1), its complex events those of the local
+    engine over the events in that order."""
+    schema = cercore.Schema.parse("CREATE STREAM S { EVENT A { v:int, ts:int, k:int }, "
+                                  "EVENT B { v:int, ts:int, k:int } }", time_attribute="ts")
+    rows = [("AB"[i % 2], i, i // 4, 0, i % 3) for i in range(40)]  # (type, v, ts, seq, k)
+    df = spark.createDataFrame(rows, "event_type string, v long, ts long, seq long, k long") \
+        .coalesce(1)
+    events = [(t, {"v": v, "ts": ts, "k": k}) for t, v, ts, _, k in rows]
+    for query in ("SELECT * FROM S WHERE A ; B WITHIN 2 [ts]",
+                  "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 2 [ts]",
+                  "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS",
+                  "SELECT * FROM S WHERE A ; B WITHIN 2 [ts] CONSUME BY ANY"):
+        got = find(df, query, schema=schema, sequence="seq").collect()
+        assert Counter((r["start"], r["end"], tuple(r["positions"])) for r in got) == \
+            local_complex_events(query, schema, events), query
+        assert all(e["v"] == p for r in got for e, p in zip(r["events"], r["positions"]))
