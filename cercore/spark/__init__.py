@@ -12,8 +12,8 @@ calling convention ``(df, query, *, options)``.
   available); Spark only decides which events each engine sees and in what order
   (``cercore.spark.plan``): one engine per PARTITION BY key, T-CER overlapping time slices for
   WITHIN queries without keys, or one ordered pass for history-dependent queries. ``explain``
-  prints the choice and the reason. Streaming DataFrames run through ``transformWithState``
-  (``cercore.spark.streaming``).
+  prints the choice and the reason. Streaming DataFrames run through
+  ``transformWithStateInPandas``, whole Arrow batches per key (``cercore.spark.streaming``).
 * Trend aggregation (``cercore.spark.trends``, streaming in ``trends_streaming``):
   ``aggregate`` gives the result rows as a DataFrame, ``aggregate_rows`` collects them.
 * PrePP (``cercore.spark.network``): ``run_plan`` realises a push-pull plan as semi-join
@@ -51,8 +51,9 @@ def stop_query(query, timeout: float = 60.0) -> None:
     stop(query, timeout)
 
 
-def late_events(query) -> int:
-    """Late rows a streaming ``find`` dropped (see ``cercore.spark.streaming.late_events``)."""
+def late_events(query_or_checkpoint, spark=None) -> int:
+    """Late rows a streaming ``find`` counted over its whole life, restarts included, read
+    from its checkpoint (see ``cercore.spark.streaming.late_events``)."""
     from cercore.spark.streaming import late_events as count
 
-    return count(query)
+    return count(query_or_checkpoint, spark)

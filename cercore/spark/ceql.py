@@ -56,7 +56,7 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
          sequence: str | None = None, time_unit: str | None = None, on_error: str = "raise",
          stream_column: str | None = None, event_types: tuple[str, ...] = (),
          plan: str = "auto", slice_advance: int | None = None,
-         num_partitions: int | None = None, watermark: str = "0 seconds"):
+         num_partitions: int | None = None, watermark: str | None = None):
     """The complex events of ``query`` over the events in ``df`` (batch or streaming).
 
     ``df`` has one row per event: the event type in ``type_column`` and one column per
@@ -73,7 +73,9 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
     ``spark.sql.shuffle.partitions``. A streaming query keeps its state in the partitions
     ``spark.sql.shuffle.partitions`` gives when it first starts: start it inside
     ``cercore.spark.state_partitions(spark)`` to get 3 × ``defaultParallelism``.
-    ``watermark`` (streaming) is the allowed lateness, e.g. "10 seconds".
+    ``watermark`` is required for a streaming DataFrame (batch ignores it): the allowed
+    lateness, e.g. "10 seconds" — a row whose time is that far behind the newest time of the
+    earlier micro-batches is late: counted (``cercore.spark.late_events``), not evaluated.
 
     Returns a DataFrame with columns ``match_id`` (64-bit hash of partition, interval and
     positions: equal complex events get equal ids in every plan), ``partition`` (the PARTITION
@@ -102,6 +104,10 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
                                "query's state partitions are fixed when it first starts: "
                                "start it inside `with cercore.spark.state_partitions(spark, "
                                "n):`")
+        if watermark is None:
+            raise CercoreError("a streaming find needs watermark=, the allowed lateness of "
+                               "events, e.g. watermark=\"10 seconds\": rows arrive out of "
+                               "order, and each waits until the watermark passes it")
         warn_default_state_partitions(df.sparkSession, "find")
         out = run_streaming(prep, chosen, body, watermark)
     else:
@@ -144,9 +150,10 @@ def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
         lines.append(f"history-dependent: {plan.history_dependent}")
     lines.append(_order_line(order, sequence, bool(streaming)))
     if streaming:
-        lines.append("streaming: transformWithState, one engine state per "
+        lines.append("streaming: transformWithStateInPandas, one engine state per "
                      + ("PARTITION BY key" if plan.kind == KEYED else "query (constant key)")
-                     + "; rows wait in a reorder buffer until the watermark passes them; "
+                     + "; rows wait in a columnar reorder buffer until the watermark passes "
+                     "them, late rows are counted in state (late_events); "
                      "state partitions: spark.sql.shuffle.partitions when the query first "
                      "starts (cercore.spark.state_partitions sets it)")
     else:

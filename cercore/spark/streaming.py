@@ -1,22 +1,27 @@
-"""Structured Streaming: one cercore engine per key inside ``transformWithState``.
+"""Structured Streaming: one cercore engine per key inside ``transformWithStateInPandas``.
 
 Per key (the PARTITION BY key for the keyed plan, one constant key otherwise) the state is
 
-* ``engine`` — a ValueState ``(version, offset, blob)``: ``blob`` is
-  ``pickle.dumps((engine, rows, last_time))`` — the engine (which pickles its evaluator in the
-  backend-neutral format), the key's rows a complex event may still report, and the time of
-  the last evaluated event; ``offset`` counts the key's events fed to engines that were
-  evicted; ``version`` is ``STATE_VERSION`` (a checkpoint written by another format is refused,
-  never misread).
-* ``buffer`` — a ListState of rows not yet evaluated (the reorder buffer).
+* ``engine`` — a ValueState ``(version, offset, blob)``: ``offset`` counts the key's events fed
+  to engines that were evicted; ``version`` is ``STATE_VERSION`` (a checkpoint written by
+  another format is refused, never misread); ``blob`` pickles a ``KeyState``: the engine with
+  the key's rows a complex event may still report (``stream_rows.KeyRun``), the reorder buffer
+  — the rows the watermark has not passed yet, sorted by (time, sequence), as one Arrow IPC
+  stream, not one state row per event — and the event-time timer set for the key.
+* ``late`` — a ValueState ``(count,)``: the key's late rows, kept in state so that the total
+  survives a restart (``late_events`` sums it from the checkpoint).
 
-Rows arrive in any order. Spark drops rows at or below the watermark before the processor
-sees them (they are late: ``late_events`` reports how many), so a buffered row whose event time
-is at or below the watermark can never be preceded by a row still to come: an event-time timer
-at that time releases it, sorted by (time, sequence), into the engine. When the query has a
-time window on the ordering time, its strategy keeps no history (no NEXT/LAST/MAX) and the
-watermark has passed the last evaluated time + ε, no future event can complete a partial
-match, so the engine is dropped (only ``offset`` stays, so positions keep counting).
+Each micro-batch hands a key's rows over as pandas frames; they become one Arrow table with the
+declared types (``stream_rows.InputLayout``). Rows at or below the watermark are late: counted
+and dropped. (The operator's input carries no watermarked column, so Spark does not drop them
+itself; the watermark still advances, and timers follow it.) The others join the buffer; the
+buffered rows the watermark has passed can never be preceded by a row still to come (it would
+be late), so they are released, in (time, sequence) order, into the engine in one
+``process_arrays`` call — on arrival of the key's next rows or, on a quiet key, by an
+event-time timer at the earliest buffered time. When the query has a time window on the
+ordering time, its strategy keeps no history (no NEXT/LAST/MAX) and the watermark has passed
+the last evaluated time + ε, no future event can complete a partial match, so the engine is
+dropped (only ``offset`` stays, so positions keep counting).
 
 Positions in streaming output count the events of the key (of the whole stream for the
 single plan) in (time, sequence) order — a global numbering would need a global sort.
@@ -24,22 +29,37 @@ single plan) in (time, sequence) order — a global numbering would need a globa
 
 from __future__ import annotations
 
+import os
 import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import Row
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
 from cercore.errors import CercoreError
 from cercore.schema import TIME_UNITS_PER_SECOND
-from cercore.spark.job import GROUP, KEY, SEQ, TIME, TYPE, US, WM, EngineJob
+from cercore.spark.job import GROUP, KEY, TIME, US, WM, EngineJob
+from cercore.spark.stream_rows import (
+    NULL_MASK,
+    InputColumn,
+    InputLayout,
+    KeyRun,
+    late_mask,
+    sorted_rows,
+    split_at_watermark,
+    table_bytes,
+    table_from_bytes,
+)
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 STATE_SCHEMA = StructType([StructField("version", IntegerType()),
                            StructField("offset", LongType()),
                            StructField("blob", BinaryType())])
+LATE_SCHEMA = StructType([StructField("count", LongType())])
+LATE_STATE = "late"
 
 
 def ms_after(time: int, unit: str) -> int:
@@ -49,11 +69,17 @@ def ms_after(time: int, unit: str) -> int:
     return -(-(time * 1000) // per_second)
 
 
+def ms_after_us(us: int) -> int:
+    """The watermark (ms) at which a row of ``us`` microseconds is no longer late-able."""
+    return -(-us // 1000)
+
+
 class WatermarkBuffer(StatefulProcessor):
     """A transformWithState processor (Row API, EventTime mode) with a reorder buffer: rows
     wait in a ListState until the watermark passes their time (column ``US``), and an
     event-time timer then releases them; subclasses evaluate what ``release`` hands them.
-    The ``engine`` ValueState (``STATE_SCHEMA``) holds the subclass's state."""
+    The ``engine`` ValueState (``STATE_SCHEMA``) holds the subclass's state. (The trend
+    processor's base; CEQL queries use the columnar ``CerProcessor``.)"""
 
     def __init__(self, input_schema: StructType) -> None:
         self.input_schema = input_schema
@@ -90,90 +116,118 @@ class WatermarkBuffer(StatefulProcessor):
         pass
 
 
-class CerProcessor(WatermarkBuffer):
-    """The transformWithState processor of a CEQL query."""
+@dataclass
+class KeyState:
+    """What ``CerProcessor`` keeps for one key between micro-batches."""
 
-    def __init__(self, job: EngineJob, input_schema: StructType, *, keyed: bool,
+    offset: int = 0                 # events of the key fed to engines since evicted
+    run: KeyRun | None = None       # the live engine and the rows it may still report
+    pending: pa.Table | None = None  # the reorder buffer, sorted by (time, sequence)
+    timer: int | None = None        # the event-time timer registered for the key (ms)
+
+
+class CerProcessor(StatefulProcessor):
+    """The ``transformWithStateInPandas`` processor of a CEQL query (EventTime mode)."""
+
+    def __init__(self, job: EngineJob, layout: InputLayout, out_struct: StructType, *,
                  evict_after: int | None) -> None:
-        super().__init__(input_schema)
+        from pyspark.sql.pandas.types import to_arrow_schema
+
         self.job = job
-        self.keyed = keyed
+        self.layout = layout
+        self.out_schema = to_arrow_schema(out_struct)  # built once, on the driver
         self.evict_after = evict_after  # ε in engine time units, when eviction is exact
-        names = input_schema.names
-        self.i_time, self.i_seq = names.index(TIME), names.index(SEQ)
-        self.i_key = names.index(KEY)
-        self.i_events = [names.index(c) for c in job.event_columns]
-        self.engine_columns = sorted({TYPE, *(src for _, src in job.engine_sources),
-                                      *([job.stream_column] if job.stream_column else [])},
-                                     key=names.index)
+        self.unit = job.schema.time_unit
 
     # ---- StatefulProcessor API --------------------------------------------------------------
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+    def init(self, handle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("engine", STATE_SCHEMA)
+        self.late = handle.getValueState(LATE_STATE, LATE_SCHEMA)
+
+    def handleInputRows(self, key, rows, timerValues) -> Iterator[Any]:
         watermark = timerValues.getCurrentWatermarkInMs()
-        ready, rest = self.release(watermark)
-        out: list[Row] = []
-        offset, saved = self._load()
-        if ready:
-            out, saved = self._evaluate(key, ready, offset, saved or (self.job.engine(), {}, None))
-        if not rest and saved is not None and self.evict_after is not None \
-                and saved[2] is not None:
-            dead = ms_after(saved[2] + self.evict_after, self.job.schema.time_unit)
+        table = self.layout.table(rows)
+        late = late_mask(table, watermark)
+        if late.any():
+            self._count_late(int(late.sum()))
+            table = table.filter(pa.array(~late))
+        state = self._load()
+        if table.num_rows:
+            both = table if state.pending is None else pa.concat_tables([state.pending, table])
+            state.pending = sorted_rows(both)
+        return self._advance(state, watermark)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
+        state = self._load()
+        if state.timer == expiredTimerInfo.getExpiryTimeInMs():
+            state.timer = None  # fired (Spark deletes it after this call)
+        return self._advance(state, timerValues.getCurrentWatermarkInMs())
+
+    def close(self) -> None:
+        pass
+
+    # ---- evaluation ----------------------------------------------------------------------
+    def _advance(self, state: KeyState, watermark: int) -> Iterator[Any]:
+        """Release the buffered rows ``watermark`` (ms) has passed into the engine, evict a
+        dead engine, set the key's next timer and save; the complex events as pandas."""
+        out = None
+        if state.pending is not None:
+            ready, rest = split_at_watermark(state.pending, watermark)
+            if ready.num_rows:
+                if state.run is None:
+                    state.run = KeyRun(self.job.engine())
+                out = state.run.feed(ready, self.job, state.offset, self.out_schema)
+            state.pending = rest if rest.num_rows else None
+        next_timer = None
+        if state.pending is not None:
+            next_timer = ms_after_us(state.pending.column(US)[0].as_py())
+        elif state.run is not None and self.evict_after is not None \
+                and state.run.last_time is not None:
+            dead = ms_after(state.run.last_time + self.evict_after, self.unit)
             if watermark >= dead:
-                offset += saved[0].position  # evict: no partial match can complete any more
-                saved = None
+                state.offset += state.run.engine.position  # no partial match can complete
+                state.run = None
             else:
-                self.handle.registerTimer(dead)
-        self._save(offset, saved)
-        return iter(out)
+                next_timer = dead
+        self._set_timer(state, next_timer)
+        self._save(state)
+        return iter(()) if out is None else iter((out.to_pandas(),))
+
+    def _set_timer(self, state: KeyState, timer: int | None) -> None:
+        """One timer per key: the one ``_advance`` needs next (a stale one would only wake
+        the key for nothing)."""
+        if timer == state.timer:
+            return
+        if state.timer is not None:
+            self.handle.deleteTimer(state.timer)
+        if timer is not None:
+            self.handle.registerTimer(timer)
+        state.timer = timer
+
+    def _count_late(self, n: int) -> None:
+        before = self.late.get()[0] if self.late.exists() else 0
+        self.late.update((before + n,))
 
     # ---- state ---------------------------------------------------------------------------
-    def _load(self) -> tuple[int, Any]:
+    def _load(self) -> KeyState:
         if not self.state.exists():
-            return 0, None
+            return KeyState()
         version, offset, blob = self.state.get()
         if version != STATE_VERSION:
             raise CercoreError(f"checkpointed cercore state has format version {version}; "
                                f"this cercore reads version {STATE_VERSION} (restart the query "
                                "from a fresh checkpoint)")
-        return offset, (pickle.loads(blob) if blob is not None else None)
+        if blob is None:
+            return KeyState(offset)
+        run, pending, timer = pickle.loads(blob)
+        return KeyState(offset, run, table_from_bytes(pending), timer)
 
-    def _save(self, offset: int, saved) -> None:
-        blob = None if saved is None else pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
-        self.state.update((STATE_VERSION, offset, blob))
-
-    # ---- evaluation ----------------------------------------------------------------------
-    def _evaluate(self, key, ready: list[tuple], offset: int, saved) -> tuple[list[Row], tuple]:
-        """Feed ``ready`` rows to the engine in (time, seq) order; the complex events they
-        complete and the new saved state."""
-        engine, rows, _ = saved
-        ready.sort(key=lambda r: (r[self.i_time], r[self.i_seq]))
-        first = engine.position
-        names = self.input_schema.names
-        table = pa.table({c: pa.array([r[names.index(c)] for r in ready])
-                          for c in self.engine_columns})
-        matches = engine.process_arrays(self.job.engine_table(table))
-        for k, r in enumerate(ready):
-            rows[first + k] = (r[self.i_time], r[self.i_key],
-                               tuple(r[i] for i in self.i_events))
-        out = []
-        for i in range(len(matches)):
-            s, e = int(matches.start[i]), int(matches.end[i])
-            ps = matches.positions[matches.offsets[i]:matches.offsets[i + 1]].tolist()
-            out.append(Row(partition=key[0] if self.keyed else rows[e][1],
-                           start=offset + s, end=offset + e,
-                           start_time=rows[s][0], end_time=rows[e][0],
-                           positions=[offset + p for p in ps],
-                           events=[rows[p][2] for p in ps]))
-        kept = engine.store.starts[0] if engine.store.starts else engine.position
-        for p in [p for p in rows if p < kept]:
-            del rows[p]  # no complex event can report them any more
-        return out, (engine, rows, ready[-1][self.i_time])
-
-
-def ms_after_us(us: int) -> int:
-    """The watermark (ms) at which a row of ``us`` microseconds is no longer late-able."""
-    return -(-us // 1000)
-
+    def _save(self, state: KeyState) -> None:
+        parts = (state.run, table_bytes(state.pending), state.timer)
+        blob = None if parts == (None, None, None) else \
+            pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL)
+        self.state.update((STATE_VERSION, state.offset, blob))
 
 
 def watermark_column(time_col, unit: str):
@@ -200,6 +254,43 @@ def with_event_time(df, time_column: str, unit: str, watermark: str):
     return df.withWatermark(WM, watermark)
 
 
+NUMERIC_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType")
+
+
+def input_layout(schema: StructType) -> InputLayout:
+    """Where the processor finds each column of a DataFrame with Spark ``schema`` once
+    ``operator_input`` has added the null masks (one per numeric column, after the rest)."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    columns, masks = [], 0
+    for i, f in enumerate(schema.fields):
+        mask = None
+        if type(f.dataType).__name__ in NUMERIC_TYPES:
+            mask = len(schema.fields) + masks
+            masks += 1
+        columns.append(InputColumn(f.name, to_arrow_type(f.dataType), i, mask))
+    return InputLayout(tuple(columns))
+
+
+def operator_input(df) -> tuple[Any, InputLayout]:
+    """``df`` as the pandas processor receives it exactly: each numeric column with its nulls
+    filled, plus a null-mask column (pandas would turn a nullable long into float64), and
+    where the processor finds each column."""
+    from pyspark.sql import functions as F
+
+    from cercore.spark.frames import _quote
+
+    layout = input_layout(df.schema)
+    values, masks = [], []
+    for c, f in zip(layout.columns, df.schema.fields):
+        col = F.col(_quote(f.name))
+        if c.mask is not None:
+            masks.append(col.isNull().alias(f"{NULL_MASK}{len(masks)}"))
+            col = F.coalesce(col, F.lit(0).cast(f.dataType)).alias(f.name)
+        values.append(col)
+    return df.select(*values, *masks), layout
+
+
 def run_streaming(prep, plan, out_struct, watermark: str):
     """The streaming complex events of ``prep`` under the keyed or single ``plan``."""
     from pyspark.sql import functions as F
@@ -216,29 +307,52 @@ def run_streaming(prep, plan, out_struct, watermark: str):
             and analysed.strategy not in ("NEXT", "LAST", "MAX")):
         evict_after = int(w.epsilon)
     df = prep.df
-    keyed = plan.kind == KEYED
-    if keyed:
+    if plan.kind == KEYED:
         df = df.filter(F.col(KEY).isNotNull())
         group = KEY
     else:
         group = GROUP
         df = df.withColumn(group, F.lit(""))
-    df = with_event_time(df, TIME, prep.schema.time_unit, watermark)
-    processor = CerProcessor(prep.job, df.schema, keyed=keyed, evict_after=evict_after)
-    return df.groupBy(group).transformWithState(processor, out_struct, "Append", "EventTime")
+    # without the watermarked column the operator's input has no event-time attribute, so
+    # Spark does not drop late rows before the processor (which counts them in its state);
+    # the watermark node stays in the plan: the watermark advances and timers follow it
+    df = with_event_time(df, TIME, prep.schema.time_unit, watermark).drop(WM)
+    df, layout = operator_input(df)
+    processor = CerProcessor(prep.job, layout, out_struct, evict_after=evict_after)
+    return df.groupBy(group).transformWithStateInPandas(processor, out_struct, "Append",
+                                                        "EventTime")
 
 
-def late_events(query) -> int:
-    """Rows a streaming ``find`` dropped as late (event time at or below the watermark),
-    summed over the progress reports ``query`` (a StreamingQuery) still holds."""
-    total = 0
-    for progress in query.recentProgress:
-        for op in progress.get("stateOperators", []) if isinstance(progress, dict) else \
-                progress.stateOperators:
-            n = op.get("numRowsDroppedByWatermark") if isinstance(op, dict) else \
-                op.numRowsDroppedByWatermark
-            total += int(n or 0)
-    return total
+def late_events(query_or_checkpoint, spark=None) -> int:
+    """Late rows a streaming ``find`` counted (event time at or below the watermark when they
+    arrived; they are not evaluated), over the query's whole life, restarts included: the
+    count is kept in the query's state and read from its checkpoint with Spark's state data
+    source, as of the last committed micro-batch. ``query_or_checkpoint`` is a StreamingQuery
+    (running or stopped) or its checkpoint location; ``spark`` is the session to read with
+    (the active one by default)."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    if isinstance(query_or_checkpoint, (str, os.PathLike)):
+        path = os.fspath(query_or_checkpoint)
+    else:  # a classic (JVM) StreamingQuery knows where its checkpoint is
+        path = query_or_checkpoint._jsq.streamingQuery().resolvedCheckpointRoot()
+    spark = spark or SparkSession.active()
+    if not _has_commits(path):
+        return 0
+    state = (spark.read.format("statestore").option("path", path)
+             .option("stateVarName", LATE_STATE).load())
+    total = state.agg(F.sum("value.count")).first()[0]
+    return int(total or 0)
+
+
+def _has_commits(path: str) -> bool:
+    """Whether the checkpoint at ``path`` (local or a Hadoop URI) has a committed batch."""
+    local = path[len("file:"):] if path.startswith("file:") else path
+    if "://" in local:
+        return True  # a remote store: let the reader say
+    commits = os.path.join(local, "commits")
+    return os.path.isdir(commits) and any(n.isdigit() for n in os.listdir(commits))
 
 
 # Where Spark reports the micro-batch a stop() cancels (all at ERROR, most with stack traces):

@@ -193,13 +193,16 @@ def test_state_partitions_restores_the_setting_and_default_warns(spark):
         "'A' AS event_type", "value AS v", "value AS ts")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the session sets the number: no warning
-        find(source, TCER_QUERY.replace("[v >= 1]", "[v >= 0]"), time="ts")
+        find(source, TCER_QUERY.replace("[v >= 1]", "[v >= 0]"), time="ts",
+             watermark="5 seconds")
     spark.conf.unset(SHUFFLE_PARTITIONS)
     try:
         assert SHUFFLE_PARTITIONS not in spark.conf.getAll
         with pytest.warns(UserWarning, match="state_partitions"):
-            find(source, "SELECT * FROM S WHERE A; A WITHIN 6 [ts]", time="ts")
+            find(source, "SELECT * FROM S WHERE A; A WITHIN 6 [ts]", time="ts",
+                 watermark="5 seconds")
     finally:
         spark.conf.set(SHUFFLE_PARTITIONS, before)
     with pytest.raises(CercoreError, match="state_partitions"):
-        find(source, "SELECT * FROM S WHERE A; A WITHIN 6 [ts]", time="ts", num_partitions=2)
+        find(source, "SELECT * FROM S WHERE A; A WITHIN 6 [ts]", time="ts", num_partitions=2,
+             watermark="5 seconds")

@@ -1,42 +1,45 @@
-"""The transformWithState processor (``cercore.spark.streaming.CerProcessor``) under
+"""The transformWithStateInPandas processor (``cercore.spark.streaming.CerProcessor``) under
 pyspark's ``TwsTester``: no JVM, so these are fast. Rows arrive out of order in chunks, the
 watermark moves, and the complex events emitted must be the local engine's over the accepted
-(non-late) events in (time, seq) order; state is evicted once the window makes it dead, and
-positions keep counting after eviction; a checkpoint in another state format is refused.
+(non-late) events in (time, seq) order; late rows are counted in state; state is evicted once
+the window makes it dead, and positions keep counting after eviction; a checkpoint in another
+state format is refused; values pandas would bend (longs above 2**53, nulls) arrive exact.
 """
 
 from __future__ import annotations
 
-import datetime
+import pickle
 import random
 
+import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import Row  # noqa: E402
 from pyspark.sql.streaming.tws_tester import TwsTester  # noqa: E402
-from pyspark.sql.types import (  # noqa: E402
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import LongType, StringType, StructField, StructType  # noqa: E402
 
 import cercore  # noqa: E402
+from cercore.spark.ceql import _body_fields  # noqa: E402
 from cercore.spark.frames import infer_schema  # noqa: E402
 from cercore.spark.job import KEY, SEQ, TIME, TYPE, US, EngineJob  # noqa: E402
-from cercore.spark.streaming import STATE_VERSION, CerProcessor  # noqa: E402
+from cercore.spark.stream_rows import table_from_bytes  # noqa: E402
+from cercore.spark.streaming import (  # noqa: E402
+    LATE_STATE,
+    STATE_VERSION,
+    CerProcessor,
+    input_layout,
+)
 
 USER = StructType([StructField("event_type", StringType()), StructField("id", LongType()),
                    StructField("ts", LongType()), StructField("seq", LongType())])
 INPUT = StructType(USER.fields + [StructField(TYPE, StringType()), StructField(TIME, LongType()),
                                   StructField(SEQ, LongType()), StructField(KEY, StringType()),
-                                  StructField("__cer_wm", TimestampType()),
                                   StructField(US, LongType())])
+LAYOUT = input_layout(INPUT)
 QUERY = "SELECT * FROM S WHERE A; B+; C PARTITION BY [id] WITHIN 5 [ts]"
 WIDE = "SELECT * FROM S WHERE A; B+; C PARTITION BY [id] WITHIN 10 [ts]"
 
@@ -45,70 +48,139 @@ def processor(query: str = QUERY, evict: bool = True) -> CerProcessor:
     schema = infer_schema(USER, query, time="ts", exclude=("seq",))
     job = EngineJob(query, schema, (("id", "id"), ("ts", TIME)), tuple(USER.names))
     w = job.compiled().analysed.window
-    return CerProcessor(job, INPUT, keyed=True, evict_after=int(w.epsilon) if evict else None)
+    return CerProcessor(job, LAYOUT, StructType(_body_fields(USER)),
+                        evict_after=int(w.epsilon) if evict else None)
 
 
 def make_tester(proc: CerProcessor) -> TwsTester:
-    return TwsTester(proc, timeMode="EventTime", eventTimeExtractor=lambda r: r[US] // 1000)
+    # the processor counts and drops late rows itself: the tester must not filter them
+    return TwsTester(proc, timeMode="EventTime", eventTimeExtractor=lambda r: 2**62)
 
 
-ROW = Row(*INPUT.names)
-
-
-def row(t: str, key: int, ts: int, seq: int) -> Row:
+def row(t: str, key: int | None, ts: int, seq: int) -> tuple:
     """A prepared input row (time unit: seconds)."""
-    when = datetime.datetime.fromtimestamp(ts, datetime.UTC)
-    return ROW(t, key, ts, seq, t if t in "ABC" else "__cer_other", ts, seq, f'["{key}"]',
-               when, ts * 1_000_000)
+    return (t, key, ts, seq, t if t in "ABC" else "__cer_other", ts, seq, f'["{key}"]',
+            ts * 1_000_000)
+
+
+def frame(rows: list[tuple]) -> pd.DataFrame:
+    """The pandas frame Spark hands over for ``rows``: numeric columns with nulls filled, the
+    null masks after every column, columns named by position (as pandas renames them)."""
+    values = [[] for _ in LAYOUT.columns]
+    masks = {c.mask: [] for c in LAYOUT.columns if c.mask is not None}
+    for r in rows:
+        for c, v in zip(LAYOUT.columns, r):
+            if c.mask is not None:
+                masks[c.mask].append(v is None)
+                v = 0 if v is None else v
+            values[c.index].append(v)
+    cols = [pd.Series(v, dtype="int64" if c.mask is not None else object)
+            for c, v in zip(LAYOUT.columns, values)]
+    cols += [pd.Series(masks[m], dtype=bool) for m in sorted(masks)]
+    return pd.DataFrame({f"_{i}": c for i, c in enumerate(cols)})
+
+
+def feed(t: TwsTester, key: str, rows: list[tuple]) -> list[dict]:
+    return records(t.testInPandas(key, frame(rows)))
+
+
+def records(pdf: pd.DataFrame) -> list[dict]:
+    return pdf.to_dict("records")
+
+
+def key_state(t: TwsTester, key: str) -> tuple:
+    """(version, offset, run, buffered rows, timer) of ``key``."""
+    version, offset, blob = t.peekValueState("engine", key)
+    run, pending, timer = pickle.loads(blob) if blob is not None else (None, None, None)
+    buffered = table_from_bytes(pending)
+    return version, offset, run, 0 if buffered is None else buffered.num_rows, timer
+
+
+def late_count(t: TwsTester, key: str) -> int:
+    value = t.peekValueState(LATE_STATE, key)
+    return 0 if value is None else value[0]
 
 
 def seqs(rows) -> list[tuple]:
-    return sorted(tuple(e[3] for e in r["events"]) for r in rows)
+    return sorted(tuple(e["seq"] for e in r["events"]) for r in rows)
 
 
 def test_rows_wait_for_the_watermark_and_are_evaluated_in_time_order():
     t = make_tester(processor())
-    assert t.test('["1"]', [row("C", 1, 13, 3), row("A", 1, 10, 0)]) == []
-    assert len(t.peekListState("buffer", '["1"]')) == 2
-    assert t.setWatermark(11_000) == []  # releases A10 only
-    assert len(t.peekListState("buffer", '["1"]')) == 1
-    assert t.test('["1"]', [row("B", 1, 12, 2), row("B", 1, 11, 1)]) == []  # B11 is late
-    out = t.setWatermark(13_000)
+    assert feed(t, '["1"]', [row("C", 1, 13, 3), row("A", 1, 10, 0)]) == []
+    assert key_state(t, '["1"]')[3:] == (2, 10_000)  # buffered; a timer at the earliest
+    assert records(t.setWatermark(11_000)) == []  # releases A10 only
+    assert key_state(t, '["1"]')[3:] == (1, 13_000)
+    assert feed(t, '["1"]', [row("B", 1, 12, 2), row("B", 1, 11, 1)]) == []  # B11 is late
+    assert late_count(t, '["1"]') == 1
+    out = records(t.setWatermark(13_000))
     assert seqs(out) == [(0, 2, 3)]
-    assert [(r["start"], r["end"], r["positions"]) for r in out] == [(0, 2, [0, 1, 2])]
+    assert [(r["start"], r["end"], list(r["positions"])) for r in out] == [(0, 2, [0, 1, 2])]
     assert out[0]["partition"] == '["1"]' and out[0]["start_time"] == 10
+
+
+def test_rows_the_watermark_has_passed_are_released_on_arrival():
+    """Spark runs a micro-batch's input rows before its timers: a key with new rows releases
+    what the watermark has passed then, and moves its timer (no stale one fires)."""
+    t = make_tester(processor())
+    feed(t, '["1"]', [row("A", 1, 10, 0), row("B", 1, 12, 1)])
+    t._currentWatermarkMs = 11_000  # the next batch's watermark, before its timers fire
+    assert feed(t, '["1"]', [row("C", 1, 13, 2)]) == []
+    assert key_state(t, '["1"]')[3:] == (2, 12_000)  # A10 went to the engine
+    assert list(t.handle._timers.listTimers('["1"]')) == [12_000]
+    assert seqs(records(t.setWatermark(13_000))) == [(0, 1, 2)]
+
+
+def test_late_rows_are_counted_per_key_and_not_evaluated():
+    t = make_tester(processor())
+    feed(t, '["1"]', [row("A", 1, 10, 0)])
+    t.setWatermark(20_000)
+    assert feed(t, '["1"]', [row("B", 1, 15, 1), row("C", 1, 20, 2), row("C", 1, 21, 3)]) == []
+    feed(t, '["2"]', [row("A", 2, 3, 4)])
+    assert (late_count(t, '["1"]'), late_count(t, '["2"]')) == (2, 1)
+    assert key_state(t, '["1"]')[3] == 1
 
 
 def test_state_is_evicted_when_dead_and_positions_keep_counting():
     t = make_tester(processor())
-    t.test('["1"]', [row("A", 1, 10, 0), row("B", 1, 11, 1), row("C", 1, 12, 2)])
-    assert seqs(t.setWatermark(12_000)) == [(0, 1, 2)]
-    version, offset, blob = t.peekValueState("engine", '["1"]')
-    assert (version, offset) == (STATE_VERSION, 0) and blob is not None
+    feed(t, '["1"]', [row("A", 1, 10, 0), row("B", 1, 11, 1), row("C", 1, 12, 2)])
+    assert seqs(records(t.setWatermark(12_000))) == [(0, 1, 2)]
+    version, offset, run, buffered, timer = key_state(t, '["1"]')
+    assert (version, offset, buffered, timer) == (STATE_VERSION, 0, 0, 17_000)
+    assert run is not None
     t.setWatermark(16_000)  # 12 + 5 = 17 not yet passed: an event at 17 may still come
-    assert t.peekValueState("engine", '["1"]')[2] is not None
+    assert key_state(t, '["1"]')[2] is not None
     t.setWatermark(17_000)
     assert t.peekValueState("engine", '["1"]') == (STATE_VERSION, 3, None)
-    t.test('["1"]', [row("A", 1, 20, 3), row("B", 1, 21, 4), row("C", 1, 22, 5)])
-    out = t.setWatermark(22_000)
+    feed(t, '["1"]', [row("A", 1, 20, 3), row("B", 1, 21, 4), row("C", 1, 22, 5)])
+    out = records(t.setWatermark(22_000))
     assert [(r["start"], r["end"]) for r in out] == [(3, 5)]
 
 
 def test_no_eviction_without_a_time_window():
     t = make_tester(processor("SELECT * FROM S WHERE A; C PARTITION BY [id]", evict=False))
-    t.test('["1"]', [row("A", 1, 10, 0)])
+    feed(t, '["1"]', [row("A", 1, 10, 0)])
     t.setWatermark(10_000)
     t.setWatermark(1_000_000)
-    t.test('["1"]', [row("C", 1, 2000, 1)])
-    assert seqs(t.setWatermark(2_000_000)) == [(0, 1)]
+    feed(t, '["1"]', [row("C", 1, 2000, 1)])
+    assert seqs(records(t.setWatermark(2_000_000))) == [(0, 1)]
 
 
 def test_state_of_another_format_version_is_refused():
     t = make_tester(processor())
-    t.updateValueState("engine", '["1"]', (STATE_VERSION + 1, 0, b"whatever"))
-    t.test('["1"]', [row("A", 1, 10, 0)])
-    with pytest.raises(cercore.CercoreError, match="format version"):
-        t.setWatermark(10_000)
+    t.updateValueState("engine", '["1"]', (STATE_VERSION - 1, 0, b"whatever"))
+    with pytest.raises(cercore.CercoreError, match="format version 1"):
+        feed(t, '["1"]', [row("A", 1, 10, 0)])
+
+
+def test_values_pandas_would_bend_arrive_exact():
+    big = 2**60 + 1
+    rows = [row("A", None, 10, big), row("B", 7, 11, 1)]
+    table = LAYOUT.table([frame(rows)])
+    assert table.schema.field(SEQ).type == pa.int64()
+    assert table.column("seq").to_pylist() == [big, 1]
+    assert table.column("id").to_pylist() == [None, 7]
+    assert table.column(KEY).to_pylist() == ['["None"]', '["7"]']
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -130,12 +202,13 @@ def test_processor_equals_local_engine(n, seed, delay, chunk):
         for key in (0, 1):
             rows = [row(*e) for e in part if e[1] == key]
             accepted += [e for e in part if e[1] == key and e[2] * 1000 > watermark]
-            out += t.test(f'["{key}"]', rows)
+            if rows:
+                out += feed(t, f'["{key}"]', rows)
         newest = max([newest] + [e[2] for e in part])
         if (newest - delay) * 1000 > watermark:
             watermark = (newest - delay) * 1000
-            out += t.setWatermark(watermark)
-    out += t.setWatermark(10**9)
+            out += records(t.setWatermark(watermark))
+    out += records(t.setWatermark(10**9))
     want = []
     for key in (0, 1):
         mine = sorted((e for e in accepted if e[1] == key), key=lambda e: (e[2], e[3]))
@@ -146,3 +219,5 @@ def test_processor_equals_local_engine(n, seed, delay, chunk):
     event("some complex events" if want else "no complex events")
     event("some late rows" if len(accepted) < len(events) else "no late rows")
     assert seqs(out) == sorted(want)
+    late = sum(late_count(t, f'["{key}"]') for key in (0, 1))
+    assert late == len(events) - len(accepted)

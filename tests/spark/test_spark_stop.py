@@ -131,7 +131,7 @@ def test_a_failed_query_still_raises_and_is_logged(spark, tmp_path):
     def sink(df, batch_id):
         raise RuntimeError("the sink is broken")
 
-    out = find(source, QUERY, time="ts", sequence="seq", time_unit="s")
+    out = find(source, QUERY, time="ts", sequence="seq", time_unit="s", watermark="5 seconds")
     with jvm_log(spark) as log:
         query = (out.writeStream.foreachBatch(sink)
                  .option("checkpointLocation", os.path.join(base, "checkpoint")).start())

@@ -1,7 +1,9 @@
 """Structured Streaming ``find`` on a real local SparkSession: a Parquet file source read one
 file per micro-batch, rows out of order within the watermark, a stop and a restart from the
 checkpoint, and late rows beyond the watermark. The union of everything the sink received must
-equal the batch ``find`` over the same (non-late) events: nothing lost, nothing twice.
+equal the batch ``find`` over the same (non-late) events: nothing lost, nothing twice. The late
+rows are counted in the query's state: the total read after the restart (from the query or its
+checkpoint) is the late rows of both runs. A streaming ``find`` needs ``watermark=``.
 
 Complex events are compared by the ``seq`` of their events (streaming positions count per key,
 batch positions globally).
@@ -16,6 +18,7 @@ from collections import Counter
 import pytest
 from spark_helpers import write_file
 
+import cercore
 from cercore.spark import find, late_events
 
 pytestmark = pytest.mark.spark
@@ -69,9 +72,12 @@ def test_stream_restart_equals_batch(spark, tmp_path, plan):
     for rows in chunks:
         random.Random(len(rows)).shuffle(rows)
     write_file(spark, os.path.join(base, "in"), "b0", chunks[0], DDL)
-    write_file(spark, os.path.join(base, "in"), "b1", chunks[1], DDL)
+    # one row far behind the watermark before the restart (late: counted, not evaluated)
+    late_before = [("B", 1, 0, 50, 999)]
+    write_file(spark, os.path.join(base, "in"), "b1", chunks[1] + late_before, DDL)
     late_1 = run_available(spark, base, query)
     first = spark.read.parquet(os.path.join(base, "out")).collect()
+    assert late_events(os.path.join(base, "checkpoint")) == late_1
     # after the restart: more rows, two far too late (their time is long behind the
     # watermark) and one far in the future that pushes the watermark past everything else
     too_late = [("A", 0, 2, 101, 1000), ("C", 0, 2, 102, 1001)]
@@ -89,4 +95,13 @@ def test_stream_restart_equals_batch(spark, tmp_path, plan):
     assert len(first) > 0 and len(rows) > len(first)  # output before and after the restart
     assert got == want
     assert max(got.values()) == 1
-    assert late_1 == 0 and late_2 == 2
+    assert late_1 == 1 and late_2 == 1 + 2  # the count survived the restart
+    assert late_events(os.path.join(base, "checkpoint"), spark) == 3
+
+
+def test_streaming_find_needs_a_watermark(spark, tmp_path):
+    source = spark.readStream.schema(DDL).parquet(str(tmp_path))
+    with pytest.raises(cercore.CercoreError, match='watermark="10 seconds"'):
+        find(source, QUERIES["keyed"], time="ts", sequence="seq", time_unit="s")
+    batch = spark.createDataFrame(make_events(10, seed=1), DDL)
+    find(batch, QUERIES["keyed"], time="ts", sequence="seq")  # batch: no watermark needed
