@@ -31,7 +31,8 @@ from cercore.errors import CercoreError
 from cercore.runtime.backend import CYTHON_AVAILABLE
 
 EXPERIMENTS = {"cogra": "cercore.trends.experiment", "prepp": "cercore.network.experiment",
-               "breakdown": "cercore.bench.breakdown", "multi": "cercore.bench.multiquery"}
+               "breakdown": "cercore.bench.breakdown", "multi": "cercore.bench.multiquery",
+               "spark": "cercore.bench.spark"}
 DATASETS = ("stock_trace", "stocks", "smart_homes", "taxis")
 FAMILIES = ("sequence", "no-output", "window", "operators")
 BUILTIN = ("core", "suite", "scaling")

@@ -1,0 +1,210 @@
+"""Spark find against the local engine, each plan, local[1] and local[N], Parquet in and out.
+
+``cercore-bench spark [--events N] [--cores N] [--repeat R] [--plans keyed,tcer,single]``
+
+Every run is end to end on the same generated stock trades (``cercore.bench.datasets.stocks``,
+with a ``seq`` column), written once as Parquet:
+
+* **local engine** — read the Parquet file, ``engine.process_arrays``, write the complex
+  events (with their events nested, as Spark writes them) to Parquet, in this process;
+* **Spark local[k]** — ``cercore.spark.find(spark.read.parquet(...), query, sequence="seq")``
+  written with ``.write.parquet``, default Spark settings (``spark.sql.shuffle.partitions``
+  200, AQE on), one warm-up run per plan first.
+
+Reported per plan: wall seconds (best of ``--repeat``), CPU seconds of this process and every
+descendant (the JVM, the Python workers; from /proc), events/s, Spark/local throughput and
+local[N]/local[1] speed-up. The complex events of every run are checked equal to the local
+engine's. Needs pyspark and Java.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import cercore
+from cercore.bench.datasets import schema, stocks
+
+QUERIES = {
+    "keyed": "SELECT * FROM S WHERE BUY AS b; SELL AS s FILTER b[volume >= 500] AND "
+             "s[volume >= 500] PARTITION BY [name] WITHIN 1000 [stock_time]",
+    "tcer": "SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = "
+            "'INTC'] AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN 1000 [stock_time]",
+    "single": "SELECT NEXT * FROM S WHERE SELL as T1; BUY as T2 FILTER T1[name = 'INTC'] AND "
+              "T2[name = 'RIMM'] WITHIN 1000 [stock_time]",
+}
+
+PLAN_NAMES = {"keyed": "keyed", "tcer": "T-CER", "single": "single"}  # as explain says
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--events", type=int, default=1_000_000, help="stock trades (default 1M)")
+    p.add_argument("--cores", type=int, default=os.cpu_count() or 2,
+                   help="N of local[N] (default: this machine's CPUs)")
+    p.add_argument("--repeat", type=int, default=2, help="runs per configuration (best kept)")
+    p.add_argument("--plans", default=",".join(QUERIES), help="of " + ", ".join(QUERIES))
+    p.add_argument("--json", default=None, help="also write the rows to this JSON file")
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system, with reaped children) of ``root`` and its descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stat: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        stat[int(entry)] = fields
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stat:
+            total += sum(int(x) for x in stat[pid][11:15])  # utime stime cutime cstime
+        todo += children.get(pid, [])
+    return total / tick
+
+
+def session(master: str):
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    spark = (SparkSession.builder.master(master).appName("cercore-bench-spark")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.sql.session.timeZone", "UTC")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def complex_event_keys(table: pa.Table) -> list[tuple]:
+    return sorted(zip(table.column("start").to_pylist(), table.column("end").to_pylist(),
+                      map(tuple, table.column("positions").to_pylist())))
+
+
+def local_run(query: str, decl, in_file: str, out_file: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of the local engine: Parquet in, complex events with their events
+    nested written to Parquet."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    table = pq.read_table(in_file)
+    m = cercore.compile(query, decl).engine().process_arrays(table.drop_columns(["seq"]))
+    offsets = pa.array(m.offsets, pa.int32())
+    events = pa.ListArray.from_arrays(
+        offsets, pa.StructArray.from_arrays(
+            [c.combine_chunks() for c in table.take(pa.array(m.positions, pa.int64())).columns],
+            names=table.column_names))
+    out = m.to_arrow().append_column("events", events)
+    pq.write_table(out, out_file)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def spark_run(spark, in_path: str, out_path: str, query: str, decl) -> tuple[float, float]:
+    """(wall, CPU of the whole process tree) seconds of ``find`` written to Parquet."""
+    from cercore.spark import find
+
+    shutil.rmtree(out_path, ignore_errors=True)
+    cpu0, t0 = tree_cpu_seconds(os.getpid()), time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        find(spark.read.parquet(in_path), query, schema=decl, sequence="seq") \
+            .write.parquet(out_path)
+    return time.perf_counter() - t0, tree_cpu_seconds(os.getpid()) - cpu0
+
+
+def run(args: argparse.Namespace) -> int:
+    plans = args.plans.split(",")
+    unknown = [p for p in plans if p not in QUERIES]
+    if unknown:
+        raise cercore.CercoreError(f"unknown plan(s) {unknown}; use {', '.join(QUERIES)}")
+    decl = schema("stocks")
+    work = Path(tempfile.mkdtemp(prefix="cercore-bench-spark-"))
+    try:
+        return _run(args, plans, decl, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args, plans: list[str], decl, work: Path) -> int:
+    table = stocks(args.events)
+    in_path = work / "events"
+    in_path.mkdir()
+    in_file = str(in_path / "part-0.parquet")
+    pq.write_table(table.append_column("seq", pa.array(range(table.num_rows), pa.int64())),
+                   in_file)
+    rows: dict[str, dict] = {}
+    for plan in plans:
+        best = min(local_run(QUERIES[plan], decl, in_file, str(work / "local.parquet"))
+                   for _ in range(args.repeat))
+        want = complex_event_keys(pq.read_table(work / "local.parquet"))
+        rows[plan] = {"plan": plan, "complex_events": len(want), "local_wall": best[0],
+                      "local_cpu": best[1], "want": want}
+    masters = [f"local[{k}]" for k in dict.fromkeys([1, args.cores])]
+    for master in masters:
+        spark = session(master)
+        try:
+            for plan in plans:
+                _spark_plan(spark, master, plan, rows[plan], decl, str(in_path),
+                            str(work / "spark"), args.repeat)
+        finally:
+            spark.stop()
+    print(f"# cercore-bench spark: {args.events:,} stock trades, Parquet in and out, "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d')}; events/s (wall), CPU s of the process tree")
+    cols = ["local engine", *masters]
+    print("| plan | complex events | " + " | ".join(cols) + " | Spark ÷ local | "
+          f"{masters[-1]} ÷ local[1] |")
+    print("|---|--:|" + "--:|" * (len(cols) + 2))
+    for plan in plans:
+        r = rows.pop(plan)
+        r.pop("want")
+        cells = [f"{args.events / r['local_wall'] / 1e3:,.0f} k ({r['local_cpu']:.1f} s)"]
+        cells += [f"{args.events / r[m]['wall'] / 1e3:,.0f} k ({r[m]['cpu']:.1f} s)"
+                  for m in masters]
+        last = r[masters[-1]]["wall"]
+        print(f"| {plan} | {r['complex_events']:,} | "
+              + " | ".join(cells)
+              + f" | {r['local_wall'] / last:.2f}× | {r[masters[0]]['wall'] / last:.2f}× |")
+        rows[plan] = r
+    if args.json:
+        Path(args.json).write_text(json.dumps(list(rows.values()), indent=1))
+    return 0
+
+
+def _spark_plan(spark, master: str, plan: str, row: dict, decl, in_path: str, out_path: str,
+                repeat: int) -> None:
+    from cercore.spark import explain
+
+    chosen = explain(decl, QUERIES[plan]).split("\n")[0]
+    if PLAN_NAMES[plan] not in chosen:
+        raise cercore.CercoreError(f"the {plan} query runs as {chosen!r}")
+    spark_run(spark, in_path, out_path, QUERIES[plan], decl)  # warm-up: JVM, workers
+    runs = []
+    for _ in range(repeat):
+        runs.append(spark_run(spark, in_path, out_path, QUERIES[plan], decl))
+        got = complex_event_keys(pq.read_table(out_path, columns=["start", "end", "positions"]))
+        if got != row["want"]:
+            raise cercore.CercoreError(f"{plan} on {master}: Spark's complex events differ "
+                                       "from the local engine's")
+    wall, cpu = min(runs)
+    row[master] = {"wall": wall, "cpu": cpu}
