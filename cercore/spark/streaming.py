@@ -206,14 +206,15 @@ class CerProcessor(StatefulProcessor):
         state.timer = timer
 
     def _count_late(self, n: int) -> None:
-        before = self.late.get()[0] if self.late.exists() else 0
-        self.late.update((before + n,))
+        before = self.late.get()
+        self.late.update(((before[0] if before else 0) + n,))
 
     # ---- state ---------------------------------------------------------------------------
     def _load(self) -> KeyState:
-        if not self.state.exists():
+        value = self.state.get()  # None when absent (each call is a round trip to the JVM)
+        if value is None:
             return KeyState()
-        version, offset, blob = self.state.get()
+        version, offset, blob = value
         if version != STATE_VERSION:
             raise CercoreError(f"checkpointed cercore state has format version {version}; "
                                f"this cercore reads version {STATE_VERSION} (restart the query "

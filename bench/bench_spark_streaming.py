@@ -1,0 +1,170 @@
+"""Structured Streaming ``find`` against the local engine (issue 15): generated stock trades
+(``cercore.bench.datasets``) split into Parquet files of ``--batch`` rows, read one file per
+micro-batch (``maxFilesPerTrigger=1``, ``trigger(availableNow=True)``), complex events written
+to a Parquet sink, on ``--master`` (local[2]) with ``--partitions`` state partitions.
+
+    python bench/bench_spark_streaming.py [--events N] [--batch ROWS] [--master local[2]]
+                                          [--partitions P] [--plans keyed,single]
+
+Per plan:
+
+* ``local engine`` — ``cercore.compile(q).engine().process_arrays(table)`` over the same events
+  in memory (best of 3, the same run, the same machine);
+* ``Spark streaming`` — wall time from ``start()`` to the end of the last micro-batch (the first
+  micro-batch includes starting the Python workers), and the steady rate: rows over the summed
+  duration of the micro-batches that read a file.
+
+The last file also holds one event far in the future, so the watermark releases every other
+event; the streamed complex events are checked equal to the local engine's (by the ``seq`` of
+their events: streaming positions count per key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import cercore  # noqa: E402
+from cercore.bench.datasets import schema, stocks  # noqa: E402
+
+QUERIES = {
+    "keyed": "SELECT * FROM S WHERE BUY AS b; SELL AS s FILTER b[volume >= 500] AND "
+             "s[volume >= 500] PARTITION BY [name] WITHIN 1000 [stock_time]",
+    "single": "SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = "
+              "'INTC'] AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN 1000 [stock_time]",
+}
+WATERMARK = "10 seconds"
+
+
+def session(master: str, partitions: int):
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    spark = (SparkSession.builder.master(master).appName("cercore-bench-spark-streaming")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "2g")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.shuffle.partitions", str(partitions))
+             .config("spark.sql.streaming.stateStore.providerClass",
+                     "org.apache.spark.sql.execution.streaming.state."
+                     "RocksDBStateStoreProvider")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def write_batches(table: pa.Table, folder: str, rows: int) -> int:
+    """``table`` as Parquet files of ``rows`` rows with increasing modification times (the
+    file source reads them in that order), the last with one far-future event appended (a
+    keyed BUY that matches nothing: an event without a key would not move the watermark)."""
+    os.makedirs(folder)
+    last = table.slice(table.num_rows - 1).to_pylist()[0]
+    flush = dict(last, event_type="BUY", volume=0, stock_time=last["stock_time"] + 10**9,
+                 seq=table.num_rows)
+    table = pa.concat_tables([table, pa.Table.from_pylist([flush], schema=table.schema)])
+    stamp = time.time() - 10_000
+    files = 0
+    for lo in range(0, table.num_rows, rows):
+        path = os.path.join(folder, f"part-{files:05d}.parquet")
+        pq.write_table(table.slice(lo, rows), path)
+        os.utime(path, (stamp + files, stamp + files))
+        files += 1
+    return files
+
+
+def local_run(query: str, decl, table: pa.Table) -> tuple[float, Counter]:
+    best = float("inf")
+    events = table.drop_columns(["seq"])  # not an attribute: the engine refuses it
+    for _ in range(3):
+        engine = cercore.compile(query, decl).engine()
+        t0 = time.perf_counter()
+        m = engine.process_arrays(events)
+        best = min(best, time.perf_counter() - t0)
+    seq = table.column("seq").to_numpy()
+    want = Counter(tuple(seq[m.positions[m.offsets[i]:m.offsets[i + 1]]].tolist())
+                   for i in range(len(m)))
+    return best, want
+
+
+def stream_run(spark, work: Path, query: str, decl) -> tuple[float, float, int, Counter]:
+    """(wall s, steady events/s, micro-batches, complex events by the seqs of their events)."""
+    from cercore.spark import find
+
+    out_path, checkpoint = str(work / "out"), str(work / "checkpoint")
+    shutil.rmtree(out_path, ignore_errors=True)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    source = (spark.readStream.schema(spark.read.parquet(str(work / "in")).schema)
+              .option("maxFilesPerTrigger", 1).parquet(str(work / "in")))
+    out = find(source, query, schema=decl, sequence="seq", watermark=WATERMARK)
+    t0 = time.perf_counter()
+    q = (out.writeStream.format("parquet").option("path", out_path)
+         .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    q.awaitTermination()
+    wall = time.perf_counter() - t0
+    progress = [p for p in q.recentProgress if p["numInputRows"]]
+    busy = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
+    rows = sum(p["numInputRows"] for p in progress)
+    got = pq.read_table(out_path, columns=["events"]).column("events").to_pylist()
+    return wall, rows / busy, len(q.recentProgress), Counter(
+        tuple(e["seq"] for e in events) for events in got)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--plans", default=",".join(QUERIES))
+    args = ap.parse_args(argv)
+
+    decl = schema("stocks")
+    table = stocks(args.events)
+    table = table.append_column("seq", pa.array(range(table.num_rows), pa.int64()))
+    work = Path(tempfile.mkdtemp(prefix="cercore-bench-spark-streaming-"))
+    files = write_batches(table, str(work / "in"), args.batch)
+    spark = session(args.master, args.partitions)
+    print(f"# {args.events:,} events in {files} Parquet files of {args.batch:,} rows (one per "
+          f"micro-batch), {args.master}, {args.partitions} state partitions, watermark "
+          f"{WATERMARK}, {os.cpu_count()} CPUs, {platform.python_version()}, pyspark "
+          f"{spark.version}, {time.strftime('%Y-%m-%d')}")
+    print("| plan | run | complex events | wall s | events/s | steady events/s | "
+          "× local engine |")
+    print("|---|---|--:|--:|--:|--:|--:|")
+    try:
+        for plan in args.plans.split(","):
+            query = QUERIES[plan]
+            lwall, want = local_run(query, decl, table)
+            print(f"| {plan} | local engine | {sum(want.values()):,} | {lwall:.2f} | "
+                  f"{args.events / lwall / 1e3:,.0f} k | | 1 |", flush=True)
+            wall, steady, batches, got = stream_run(spark, work, query, decl)
+            if got != want:
+                raise SystemExit(f"{plan}: streamed complex events differ from the local "
+                                 f"engine's ({sum(got.values())} vs {sum(want.values())})")
+            print(f"| {plan} | Spark streaming, {batches} micro-batches | "
+                  f"{sum(got.values()):,} | {wall:.2f} | {args.events / wall / 1e3:,.1f} k | "
+                  f"{steady / 1e3:,.1f} k | {wall / lwall:,.0f}× slower |", flush=True)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
