@@ -241,13 +241,14 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
               .sortWithinPartitions(*order_columns(prep)))
     tz = spark.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(out_struct, timezone=tz)
-    body = partial(_map_body, job=prep.job, slice_advance=advance, out_schema=arrow_schema,
+    slices = None if advance is None else (advance, plan.span_limit - 1)
+    body = partial(_map_body, job=prep.job, slices=slices, out_schema=arrow_schema,
                    starts=starts)
     return df.mapInArrow(body, out_struct), advance, n
 
 
-def _map_body(batches, job, slice_advance, out_schema, starts):
-    return run_sorted_groups(batches, job, slice_advance, out_schema, starts)
+def _map_body(batches, job, slices, out_schema, starts):
+    return run_sorted_groups(batches, job, slices, out_schema, starts)
 
 
 def _floor_div(sql: str, divisor: int):

@@ -90,15 +90,16 @@ def group_runs(values: pa.Array) -> list[tuple[int, int]]:
 
 
 def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
-                      slice_advance: int | None, out_schema: pa.Schema,
+                      slices: tuple[int, int] | None, out_schema: pa.Schema,
                       starts: dict[int, int] | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: the input is sorted by GROUP, then in event order, within the Spark
     partition; one fresh engine per run of equal GROUP values, fed batch by batch as Spark
     hands them over (a group is never held whole), its complex events emitted after each
     batch. The rows carry their global position POS, or ``starts`` gives each group's first
     position (its rows are a contiguous stretch of the global order) and the rows are numbered
-    here. With ``slice_advance`` (T-CER) GROUP is the slice index k and a complex event is kept
-    only if ⌊coord(start) / WA⌋ = k."""
+    here. With ``slices`` = (WA, ε) (T-CER) GROUP is the slice index k and a complex event is
+    kept only if ⌊(coord(end) − ε) / WA⌋ = k: the one slice holding the whole window before
+    its end, [end − ε, end], so all it depends on."""
     run: GroupRun | None = None
     for rb in batches:
         if rb.num_rows == 0:
@@ -107,7 +108,7 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
         for lo, hi in group_runs(grp):
             g = grp[lo].as_py()
             if run is None or g != run.group:
-                run = GroupRun(job, g, slice_advance, out_schema,
+                run = GroupRun(job, g, slices, out_schema,
                                None if starts is None else starts[g])
             out = run.feed(rb.slice(lo, hi - lo))
             if out is not None:
@@ -121,12 +122,12 @@ class GroupRun:
     WITHIN window its memory is bounded by the window and one batch, whatever the group's
     length."""
 
-    def __init__(self, job: EngineJob, group: Any, slice_advance: int | None,
+    def __init__(self, job: EngineJob, group: Any, slices: tuple[int, int] | None,
                  out_schema: pa.Schema, first_position: int | None = None) -> None:
         self.job = job
         self.next_position = first_position  # None: the rows carry POS
         self.group = group
-        self.slice_advance = slice_advance
+        self.slices = slices  # T-CER (WA, ε), or None
         self.out_schema = out_schema
         self.engine = job.engine()
         self.held: deque[tuple[int, pa.RecordBatch]] = deque()  # (engine position, rows)
@@ -164,9 +165,10 @@ class GroupRun:
                   for lo, hi in zip([0, *cuts], [*cuts, len(need)])]
         table = pa.Table.from_batches(pieces).combine_chunks()
         start, end, local = (np.searchsorted(need, x) for x in (start, end, positions))
-        if self.slice_advance is not None:
+        if self.slices is not None:
+            advance, epsilon = self.slices
             coord = table.column(COORD).to_numpy()
-            keep = np.floor_divide(coord[start], self.slice_advance) == self.group
+            keep = np.floor_divide(coord[end] - epsilon, advance) == self.group
             if not keep.all():
                 start, end, offsets, local = _select(keep, start, end, offsets, local)
             if not len(start):

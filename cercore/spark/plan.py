@@ -12,9 +12,12 @@ The three plans ("Aggregates are all you need", §4 T-CER, keyed and ordered eva
 * **tcer** — the T-CER construction for queries whose matches span at most ε (WITHIN,
   inclusive): overlapping slices [l, l + WS) with l = k·WA, WS = WA + D_C − 1 and D_C = ε + 1
   (WITHIN is ≤, T-CER's span bound is <, hence the + 1). Each slice runs a fresh engine;
-  a match is kept only by the slice l* = ⌊start / WA⌋·WA (the last slice that holds it), so it
-  is reported exactly once. Exact when the matches found in a slice do not depend on what came
-  before the slice: ALL/ANY/STRICT, no CONSUME BY, no LIMIT. The slice coordinate is the
+  a complex event is kept only by the slice k = ⌊(end − ε) / WA⌋, the one slice that holds
+  the whole window before its end, [end − ε, end], so it is reported exactly once. Exact when
+  the complex events ending at an event depend only on the events of that window: every
+  strategy under WITHIN (NEXT/LAST/MAX select among the complex events that fit the window)
+  and LIMIT (per triggering event, after selection); not CONSUME BY, which discards runs after
+  earlier matches. The slice coordinate is the
   window attribute when it is also the ordering time, or the global position for
   WITHIN n EVENTS when the query reads every event (ticks = positions).
 * **single** — one engine over the whole stream in (time, seq) order: always exact, no
@@ -60,8 +63,9 @@ class SparkPlan:
             if advance is not None:
                 size = self.slice_size(advance)
                 lines.append(f"slice advance WA = {advance}, slice size WS = {size}, "
-                             f"≤ {-(-size // advance)} slices per event; a match is kept "
-                             "by the slice ⌊start / WA⌋·WA only")
+                             f"≤ {-(-size // advance)} slices per event; a complex event "
+                             "is kept by the slice ⌊(end − ε) / WA⌋ only (the one holding "
+                             "the window before its end)")
             else:
                 lines.append("slice advance WA: chosen from the data's extent (≥ D_C, so "
                              "each event is in at most 2 slices), or slice_advance=")
@@ -69,16 +73,15 @@ class SparkPlan:
 
 
 def history_dependence(analysed) -> str | None:
-    """Why the matches a fresh engine finds inside a slice may differ from the full run's
-    (None: they are the same for every slice that holds the whole match)."""
+    """Why the complex events ending at an event may depend on more than the events of the
+    window before it (None: a fresh engine over any stretch holding [end − ε, end] finds
+    them all, the same)."""
     q = analysed.query
-    if analysed.strategy in ("NEXT", "LAST", "MAX"):
-        return (f"selection strategy {analysed.strategy} compares a match with candidates that "
-                "may start before any slice")
     if q.consume in ("ANY", "PARTITION"):
         return f"CONSUME BY {q.consume} discards runs depending on earlier matches"
-    if q.limit is not None:
-        return "LIMIT counts complex events per triggering event, across slices"
+    if analysed.strategy in ("NEXT", "LAST", "MAX") and analysed.window.kind is None:
+        return (f"selection strategy {analysed.strategy} without WITHIN compares a match "
+                "with candidates from the whole stream before it")
     return None
 
 

@@ -33,10 +33,13 @@ CASES = [
     ("SELECT * FROM S WHERE A; B WITHIN 3 [v]", False, SINGLE, None, None,
      "not the ordering time"),
     ("SELECT * FROM S WHERE A; B", False, SINGLE, None, None, "no WITHIN"),
-    ("SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS", False, SINGLE, None, None,
-     "strategy LAST"),
-    ("SELECT MAX * FROM S WHERE A; B WITHIN 3 SECONDS", False, SINGLE, None, None, "MAX"),
-    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS LIMIT 2", False, SINGLE, None, None, "LIMIT"),
+    # strategies select within the window, LIMIT counts per triggering event: window-local
+    ("SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS", False, TCER, "time", 4, "WITHIN"),
+    ("SELECT MAX * FROM S WHERE A; B WITHIN 3 SECONDS", False, TCER, "time", 4, "WITHIN"),
+    ("SELECT NEXT * FROM S, T WHERE A; B WITHIN 2 EVENTS", False, TCER, "position", 3,
+     "EVENTS"),
+    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS LIMIT 2", False, TCER, "time", 4, "WITHIN"),
+    ("SELECT NEXT * FROM S WHERE A; B", False, SINGLE, None, None, "no WITHIN"),
     ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS CONSUME BY ANY", False, SINGLE, None, None,
      "CONSUME BY ANY"),
     ("SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS CONSUME BY ANY", False,
@@ -80,9 +83,12 @@ def test_explain_names_the_plan_the_reason_and_the_slices():
     assert text.startswith("spark plan: T-CER")
     assert "WA = 5, slice size WS = 14, ≤ 3 slices per event" in text
     assert "window: 9" in text  # followed by the compiled query's own explanation
-    single = explain(SCHEMA, "SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS")
+    assert "kept by the slice ⌊(end − ε) / WA⌋ only" in text
+    single = explain(SCHEMA, "SELECT LAST * FROM S WHERE A; B")
     assert single.startswith("spark plan: single ordered pass")
-    assert "history-dependent: selection strategy LAST" in single
+    assert "history-dependent: selection strategy LAST without WITHIN" in single
+    consume = explain(SCHEMA, "SELECT * FROM S WHERE A; B WITHIN 3 SECONDS CONSUME BY ANY")
+    assert "history-dependent: CONSUME BY ANY discards runs" in consume
 
 
 def test_explain_says_how_equal_times_are_ordered():
