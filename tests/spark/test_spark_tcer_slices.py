@@ -1,9 +1,10 @@
 """The T-CER construction as the Spark workers run it (``cercore.spark.job``), without a JVM:
 slices [k·WA, k·WA + WS) built straight from the definition (every slice that holds an event,
 by enumeration — not by the floor-division formula batch.py uses), one fresh engine per slice,
-a complex event kept only by slice ⌊start / WA⌋. The union must equal the local engine's
-complex events exactly (as a multiset: nothing lost, nothing twice), for every valid slice
-advance, including WA = 1 (every event in D_C slices) and the minimal WS = WA + D_C − 1.
+a complex event kept only by slice ⌊(end − ε) / WA⌋ (the one holding the window before its
+end). The union must equal the local engine's complex events exactly (as a multiset: nothing
+lost, nothing twice), for every valid slice advance, including WA = 1 (every event in D_C
+slices) and the minimal WS = WA + D_C − 1.
 
 Also the note's test vectors (shared/notes/seed-001-aggregates.md §4: examples 5, 6, 7, 11).
 """
