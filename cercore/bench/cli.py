@@ -355,3 +355,7 @@ def run_plugin(name: str, argv: list[str]) -> int:
     except CercoreError as exc:
         print(f"cercore-bench {name}: error: {exc}", file=sys.stderr)
         return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

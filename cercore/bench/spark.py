@@ -41,8 +41,8 @@ QUERIES = {
              "s[volume >= 500] PARTITION BY [name] WITHIN 1000 [stock_time]",
     "tcer": "SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = "
             "'INTC'] AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN 1000 [stock_time]",
-    "single": "SELECT NEXT * FROM S WHERE SELL as T1; BUY as T2 FILTER T1[name = 'INTC'] AND "
-              "T2[name = 'RIMM'] WITHIN 1000 [stock_time]",
+    "single": "SELECT * FROM S WHERE SELL as T1; BUY as T2 FILTER T1[name = 'INTC'] AND "
+              "T2[name = 'RIMM'] WITHIN 1000 [stock_time] CONSUME BY ANY",
 }
 
 PLAN_NAMES = {"keyed": "keyed", "tcer": "T-CER", "single": "single"}  # as explain says
@@ -138,6 +138,12 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise cercore.CercoreError(f"unknown plan(s) {unknown}; use {', '.join(QUERIES)}")
     decl = schema("stocks")
+    from cercore.spark import explain
+
+    for plan in plans:  # before any work: each query must run as the plan it stands for
+        chosen = explain(decl, QUERIES[plan]).split("\n")[0]
+        if PLAN_NAMES[plan] not in chosen:
+            raise cercore.CercoreError(f"the {plan} query runs as {chosen!r}")
     work = Path(tempfile.mkdtemp(prefix="cercore-bench-spark-"))
     try:
         return _run(args, plans, decl, work)
@@ -193,11 +199,6 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
 
 def _spark_plan(spark, master: str, plan: str, row: dict, decl, in_path: str, out_path: str,
                 repeat: int) -> None:
-    from cercore.spark import explain
-
-    chosen = explain(decl, QUERIES[plan]).split("\n")[0]
-    if PLAN_NAMES[plan] not in chosen:
-        raise cercore.CercoreError(f"the {plan} query runs as {chosen!r}")
     spark_run(spark, in_path, out_path, QUERIES[plan], decl)  # warm-up: JVM, workers
     runs = []
     for _ in range(repeat):
