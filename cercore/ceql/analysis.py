@@ -469,6 +469,8 @@ class _Analyser:
             if c.op != "==" or not all(isinstance(e, ast.EventAttr) and not e.next
                                        for e in (c.left, c.right)):
                 continue
+            if c.left.var == c.right.var:
+                continue  # x.a = x.b compares each event of x with itself, never two events
             for e in (c.left, c.right):
                 for t in bindable.get(e.var, ()):
                     if key.setdefault(t, e.attr) != e.attr:

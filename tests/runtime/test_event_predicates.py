@@ -170,6 +170,9 @@ def test_printed_and_parsed_back():
     ("SELECT * FROM Stock WHERE BUY AS b ; (SELL OR BUY) AS s FILTER b.name = s.name", None),
     ("SELECT * FROM Stock WHERE BUY AS b : SELL AS s FILTER b.name = s.name", None),
     ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER b.name != s.name", None),
+    # one variable on both sides: each event is compared with itself, events are not tied
+    ("SELECT * FROM Stock WHERE BUY AS b ; BUY AS b FILTER b.name = b.name", None),
+    ("SELECT * FROM Stock WHERE BUY ; BUY FILTER BUY.name = BUY.name", None),
 ])
 def test_connecting_equalities_become_partitioning(query, implied, backend):
     q = cercore.compile(query, STOCK_DECL)
