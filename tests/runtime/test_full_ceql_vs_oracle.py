@@ -66,7 +66,8 @@ def projected_attributes(q: ast.Query, events, positions, bindings) -> list[list
 
 def describe(text, events, got, expected) -> str:
     lines = [f"query: {text}", "events:"]
-    lines += [f"  {i}: {t} {a}" for i, (t, a) in enumerate(events)]
+    lines += [f"  {i}: {' '.join(map(str, e))}" for i, e in enumerate(events)]  # (type, attrs[,
+    # stream])
     for end in sorted(set(got) | set(expected)):
         g, x = set(got.get(end, ())), expected.get(end, set())
         if g != x:
