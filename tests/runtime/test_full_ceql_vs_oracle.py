@@ -66,8 +66,8 @@ def projected_attributes(q: ast.Query, events, positions, bindings) -> list[list
 
 def describe(text, events, got, expected) -> str:
     lines = [f"query: {text}", "events:"]
-    lines += [f"  {i}: {' '.join(map(str, e))}" for i, e in enumerate(events)]  # (type, attrs[,
-    # stream])
+    # an event is (type, attrs) or, tagged with its stream, (type, attrs, stream)
+    lines += [f"  {i}: {' '.join(map(str, e))}" for i, e in enumerate(events)]
     for end in sorted(set(got) | set(expected)):
         g, x = set(got.get(end, ())), expected.get(end, set())
         if g != x:
