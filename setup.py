@@ -10,7 +10,9 @@ Environment switches (read at build time):
   With neither set, the extension is optional: if it cannot be built, cercore installs and runs
   on its pure-Python backend.
 * ``CERCORE_DEBUG_BUILD=1``: keep Cython's bounds/wraparound/initialisation checks on and emit
-  line tracing (for running the test suite against the kernels).
+  line tracing (for running the test suite against the kernels); its C files are generated
+  under build/cython-debug, apart from the release build's (``build_ext --force`` regenerates
+  the C files of either).
 
 Setting both DISABLE and REQUIRE is an error. Every ``cercore_fast/*.pyx`` becomes the module
 ``cercore_fast.<name>``, and so does every Python file of ``PURE_MODE`` (Cython's pure-Python
@@ -46,6 +48,12 @@ if DISABLE and REQUIRE:
 PURE_MODE = {
     "output": os.path.join("cercore", "runtime", "complex_event.py"),
 }
+
+# Cython regenerates a C file when its sources are newer, whatever the directives: the checked
+# build keeps its C files apart, so switching CERCORE_DEBUG_BUILD on or off never compiles the
+# other build's C, and `build_ext --force` regenerates the C as well as recompiling it.
+CYTHON_BUILD_DIR = os.path.join("build", "cython-debug") if DEBUG else None
+FORCE = "--force" in sys.argv
 
 RELEASE_DIRECTIVES = {
     "language_level": 3,
@@ -86,7 +94,7 @@ def _regenerate_if_stale(src: str, pxd: str) -> None:
     """Cython looks for the .pxd of a pure-Python-mode file beside the file when it decides what
     to regenerate; ours live in cercore_fast/, so drop the generated C of ``src`` when its .pxd
     is newer (cythonize then regenerates it)."""
-    c_file = os.path.join(HERE, os.path.splitext(src)[0] + ".c")
+    c_file = os.path.join(HERE, CYTHON_BUILD_DIR or "", os.path.splitext(src)[0] + ".c")
     if os.path.exists(c_file) and os.path.getmtime(c_file) < os.path.getmtime(pxd):
         os.remove(c_file)
 
@@ -114,7 +122,8 @@ def extensions() -> list:
         directives = dict(DEBUG_DIRECTIVES if DEBUG else RELEASE_DIRECTIVES)
         if DEBUG:
             directives["linetrace"] = True
-        exts = cythonize(exts, compiler_directives=directives, quiet=True)
+        exts = cythonize(exts, compiler_directives=directives, quiet=True,
+                         build_dir=CYTHON_BUILD_DIR, force=FORCE)
     except Exception as exc:  # Cython/numpy missing or a Cython compile error
         if REQUIRE:
             raise
