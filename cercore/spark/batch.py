@@ -26,7 +26,17 @@ from functools import partial
 
 from cercore.errors import EventError
 from cercore.spark.frames import Prepared
-from cercore.spark.job import COORD, GROUP, KEY, LOW_BITS, POS, SEQ, TIME, run_sorted_groups
+from cercore.spark.job import (
+    COORD,
+    GROUP,
+    KEY,
+    LOW_BITS,
+    POS,
+    SEQ,
+    TIME,
+    TYPE,
+    run_sorted_groups,
+)
 from cercore.spark.partitions import bucket_values, partition_cap, partition_count
 from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
 
@@ -218,7 +228,9 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     warn_ties(prep, tied, extent.rows)
     if plan.kind == KEYED:
         n = num_partitions or partition_count(KEYED, parallelism, extent.keys)
-        df = df.filter(F.col(KEY).isNotNull()).withColumn(GROUP, F.col(KEY))
+        # a 64-bit hash of the key, not a second copy of its text: two keys sharing a hash
+        # share one engine, which keeps PARTITION BY keys apart itself
+        df = df.filter(F.col(KEY).isNotNull()).withColumn(GROUP, F.xxhash64(KEY))
         df = df.repartition(n, GROUP).sortWithinPartitions(GROUP, POS)
     elif plan.kind == TCER:
         first_k, last_k = slice_range(plan, extent.lo, extent.hi, extent.rows, advance)
@@ -239,12 +251,24 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         n = 1
         df = (df.withColumn(GROUP, F.lit(0).cast("long")).repartition(1)
               .sortWithinPartitions(*order_columns(prep)))
+    df = df.select(*worker_columns(prep, df.columns))
     tz = spark.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(out_struct, timezone=tz)
     slices = None if advance is None else (advance, plan.span_limit - 1)
     body = partial(_map_body, job=prep.job, slices=slices, out_schema=arrow_schema,
                    starts=starts)
     return df.mapInArrow(body, out_struct), advance, n
+
+
+def worker_columns(prep: Prepared, available: list[str]) -> list[str]:
+    """The columns the workers read (the engine's, the output's, the grouping), in
+    ``available``'s order: every row crosses from the JVM to Python, so nothing more."""
+    job = prep.job
+    wanted = {TYPE, KEY, GROUP, POS, COORD, *job.event_columns,
+              *(src for _, src in job.engine_sources),
+              *([TIME] if job.has_time else []),
+              *([job.stream_column] if job.stream_column else [])}
+    return [c for c in available if c in wanted]
 
 
 def _map_body(batches, job, slices, out_schema, starts):
