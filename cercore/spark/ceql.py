@@ -51,6 +51,15 @@ def _plan_for(prep: Prepared, compiled: CompiledQuery, plan: str, streaming: boo
                        f"use plan='auto' ({auto.kind}) or 'single'")
 
 
+def require_watermark(watermark: str | None, what: str) -> None:
+    """A streaming query's ``watermark=`` (the allowed lateness) is never guessed: a default
+    of zero would drop every row that arrives a moment out of order."""
+    if watermark is None:
+        raise CercoreError(f"a streaming {what} needs watermark=, the allowed lateness of "
+                           "events, e.g. watermark=\"10 seconds\": rows arrive out of "
+                           "order, and each waits until the watermark passes it")
+
+
 def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "auto",
          type_column: str = "event_type", time: str | None = None,
          sequence: str | None = None, time_unit: str | None = None, on_error: str = "raise",
@@ -104,10 +113,7 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
                                "query's state partitions are fixed when it first starts: "
                                "start it inside `with cercore.spark.state_partitions(spark, "
                                "n):`")
-        if watermark is None:
-            raise CercoreError("a streaming find needs watermark=, the allowed lateness of "
-                               "events, e.g. watermark=\"10 seconds\": rows arrive out of "
-                               "order, and each waits until the watermark passes it")
+        require_watermark(watermark, "find")
         warn_default_state_partitions(df.sparkSession, "find")
         out = run_streaming(prep, chosen, body, watermark)
     else:

@@ -53,7 +53,7 @@ def trend_query(query: CompiledTrendQuery | str, schema: Schema | str | None = N
 def aggregate(df: Any, query: CompiledTrendQuery | str, *,
               schema: Schema | str | None = None, spark=None, backend: str = "auto",
               type_column: str = "event_type", exact: str = "decimal",
-              watermark: str = "0 seconds", sequence: str | None = None):
+              watermark: str | None = None, sequence: str | None = None):
     """The result rows of ``query`` (a compiled trend query, or its text with ``schema``)
     over the events in ``df`` as a Spark DataFrame: ``window_start``, ``window_end`` (with a
     window), the GROUP BY attributes, then one column per aggregate named by its text
@@ -68,7 +68,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
 
     A streaming ``df`` runs through ``cercore.spark.trends_streaming`` (the query needs a
     window): rows come out once the watermark -- the latest event time minus ``watermark``, the
-    allowed lateness -- passes a window's end; later rows are late and dropped by Spark.
+    allowed lateness, required for a stream -- passes a window's end; later rows are late and
+    dropped by Spark.
     ``sequence`` names a column that orders events with equal times (else read or arrival
     order)."""
     from pyspark.sql import functions as F
@@ -81,9 +82,11 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
     read = read_types(plan)
     is_pandas = type(df).__module__.startswith("pandas")
     if not is_pandas and df.isStreaming:
+        from cercore.spark.ceql import require_watermark
         from cercore.spark.partitions import warn_default_state_partitions
         from cercore.spark.trends_streaming import run_streaming
 
+        require_watermark(watermark, "aggregate")
         warn_default_state_partitions(df.sparkSession, "aggregate")
         return run_streaming(query, df.filter(F.col(type_column).isin(read)),
                              backend=backend, type_column=type_column, exact=exact,

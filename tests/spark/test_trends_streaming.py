@@ -84,3 +84,15 @@ def test_stream_restart_equals_local(spark, tmp_path, semantics):
     key = lambda r: (r["window_start"], r["g"])  # noqa: E731
     assert len(want) >= 10 and 0 < len(first) < len(got)  # output before and after restart
     assert sorted(got, key=key) == want
+
+
+def test_streaming_aggregate_needs_a_watermark(spark, tmp_path):
+    """As a streaming find: no guessed lateness (a default of 0 s would drop every row that
+    arrives a moment out of order)."""
+    import cercore
+    from cercore.spark import aggregate
+
+    q = compile_trend(QUERY.format(semantics="skip-till-any-match"), SCHEMA, time_unit="s")
+    source = spark.readStream.schema(DDL).parquet(str(tmp_path))
+    with pytest.raises(cercore.CercoreError, match='aggregate needs watermark=.*"10 seconds"'):
+        aggregate(source, q, exact="string", sequence="seq")
