@@ -168,11 +168,29 @@ def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
             TCER: "one per slice, at most 3 × defaultParallelism (slices dealt round-robin)",
             SINGLE: "1"}[plan.kind] + ("" if plan.kind == SINGLE else
                                        "; num_partitions= overrides"))
+        lines.append("jobs: " + _jobs_line(plan))
     if inferred:
         lines.append("schema (inferred from the DataFrame):")
         lines.append("  " + compiled.schema.to_text().replace("\n", "\n  "))
     lines.append(compiled.explain())
     return "\n".join(lines)
+
+
+def _jobs_line(plan: SparkPlan) -> str:
+    """What a batch ``find`` of ``plan`` runs (cercore.spark.batch)."""
+    if plan.kind == SINGLE:
+        return ("one small job over the ordering columns (extent, null times; a second counts "
+                "the rows sharing their time when there is no sequence=), then one shuffle into "
+                "one partition, where the worker numbers the rows; nothing checkpointed")
+    if plan.kind == TCER and plan.coordinate == "time":
+        return ("two small jobs over the ordering columns (extent, then exact rows per slice), "
+                "then one shuffle; each slice's worker numbers its rows from the rows before "
+                "the slice; nothing checkpointed")
+    return ("two small jobs over the ordering columns (extent and bucket bounds, then exact "
+            "rows per bucket), then two shuffles: one numbers the rows per bucket of the "
+            "ordering time, one groups them " + ("by key" if plan.kind == KEYED
+                                                 else "into position slices")
+            + "; nothing checkpointed")
 
 
 def _order_line(time: str | None, sequence: str | None, streaming: bool) -> str:

@@ -84,6 +84,10 @@ def test_explain_names_the_plan_the_reason_and_the_slices():
     assert "WA = 5, slice size WS = 14, ≤ 3 slices per event" in text
     assert "window: 9" in text  # followed by the compiled query's own explanation
     assert "kept by the slice ⌊(end − ε) / WA⌋ only" in text
+    assert "then one shuffle; each slice's worker numbers its rows" in text
+    keyed = explain(SCHEMA, "SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS")
+    assert "two shuffles: one numbers the rows per bucket of the ordering time, one groups " \
+        "them by key; nothing checkpointed" in keyed
     single = explain(SCHEMA, "SELECT LAST * FROM S WHERE A; B")
     assert single.startswith("spark plan: single ordered pass")
     assert "history-dependent: selection strategy LAST without WITHIN" in single
