@@ -9,8 +9,9 @@ Environment switches (read at build time):
   builds set it, so a broken extension is never shipped silently as a pure-Python wheel).
   With neither set, the extension is optional: if it cannot be built, cercore installs and runs
   on its pure-Python backend.
-* ``CERCORE_DEBUG_BUILD=1``: keep Cython's bounds/wraparound/initialisation checks on and emit
-  line tracing (for running the test suite against the kernels); its C files are generated
+* ``CERCORE_DEBUG_BUILD=1``: keep Cython's bounds/wraparound/initialisation checks on (for
+  running the test suite against the kernels; no line tracing, which only slowed the checked
+  suites and fed no coverage tool); its C files are generated
   under build/cython-debug, apart from the release build's (``build_ext --force`` regenerates
   the C files of either).
 
@@ -113,15 +114,11 @@ def extensions() -> list:
         from setuptools import Extension
 
         macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
-        if DEBUG:
-            macros.append(("CYTHON_TRACE_NOGIL", "1"))
         exts = [
             Extension(name, [src], include_dirs=[numpy.get_include()], define_macros=macros)
             for name, src in modules.items()
         ]
         directives = dict(DEBUG_DIRECTIVES if DEBUG else RELEASE_DIRECTIVES)
-        if DEBUG:
-            directives["linetrace"] = True
         exts = cythonize(exts, compiler_directives=directives, quiet=True,
                          build_dir=CYTHON_BUILD_DIR, force=FORCE)
     except Exception as exc:  # Cython/numpy missing or a Cython compile error
