@@ -39,6 +39,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import cercore  # noqa: E402
 from cercore.bench.datasets import schema, stocks  # noqa: E402
+from cercore.bench.spark import session as spark_session  # noqa: E402
 
 QUERIES = {
     "keyed": "SELECT * FROM S WHERE BUY AS b; SELL AS s FILTER b[volume >= 500] AND "
@@ -50,24 +51,10 @@ WATERMARK = "10 seconds"
 
 
 def session(master: str, partitions: int):
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master(master).appName("cercore-bench-spark-streaming")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "2g")
-             .config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.shuffle.partitions", str(partitions))
-             .config("spark.sql.streaming.stateStore.providerClass",
-                     "org.apache.spark.sql.execution.streaming.state."
-                     "RocksDBStateStoreProvider")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return spark_session(master, "cercore-bench-spark-streaming", **{
+        "spark.sql.shuffle.partitions": str(partitions),
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"})
 
 
 def write_batches(table: pa.Table, folder: str, rows: int) -> int:
