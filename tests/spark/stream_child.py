@@ -15,21 +15,13 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 
 from conftest import spark_session_builder  # noqa: E402
-
-from cercore.spark import find  # noqa: E402
-
-DDL = "event_type string, id long, v long, ts long, seq long"
+from test_spark_streaming import start_available  # noqa: E402
 
 
 def main(base: str, query: str) -> None:
     spark = spark_session_builder("cercore-stream-child").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    source = (spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1)
-              .parquet(os.path.join(base, "in")))
-    out = find(source, query, time="ts", sequence="seq", time_unit="s", watermark="6 seconds")
-    q = (out.writeStream.format("parquet").option("path", os.path.join(base, "out"))
-         .option("checkpointLocation", os.path.join(base, "checkpoint"))
-         .trigger(availableNow=True).start())
+    q = start_available(spark, base, query)
     while q.isActive:
         q.awaitTermination(0.2)
         progress = q.lastProgress

@@ -40,14 +40,20 @@ def make_events(n: int, seed: int) -> list[tuple]:
 
 
 
-def run_available(spark, base: str, query: str) -> int:
-    """Process every file not yet processed (one per micro-batch), then stop; late rows."""
+def start_available(spark, base: str, query: str):
+    """Start the query over every file of base/in not yet processed (one per micro-batch), to
+    the Parquet sink base/out with the checkpoint base/checkpoint; it stops when done."""
     source = (spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1)
               .parquet(os.path.join(base, "in")))
     out = find(source, query, time="ts", sequence="seq", time_unit="s", watermark="6 seconds")
-    q = (out.writeStream.format("parquet").option("path", os.path.join(base, "out"))
-         .option("checkpointLocation", os.path.join(base, "checkpoint"))
-         .trigger(availableNow=True).start())
+    return (out.writeStream.format("parquet").option("path", os.path.join(base, "out"))
+            .option("checkpointLocation", os.path.join(base, "checkpoint"))
+            .trigger(availableNow=True).start())
+
+
+def run_available(spark, base: str, query: str) -> int:
+    """``start_available`` to the end; the late rows."""
+    q = start_available(spark, base, query)
     q.awaitTermination()
     return late_events(q)
 
