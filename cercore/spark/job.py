@@ -115,12 +115,82 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
                 yield out
 
 
+class HeldRows:
+    """The rows a later complex event may still report, addressed by engine position: record
+    batches in stream order, dropped from the front once the engine's store (which it prunes
+    by the window) no longer reaches them. Gathering takes only the rows asked for, so its
+    cost follows the output, not what is held. Pickles as one Arrow IPC stream."""
+
+    def __init__(self) -> None:
+        self.parts: deque[tuple[int, pa.RecordBatch]] = deque()  # (engine position, rows)
+        self.count = 0
+
+    def add(self, first: int, rows: pa.Table | pa.RecordBatch) -> None:
+        """Hold ``rows``, the engine's events from position ``first`` on."""
+        for rb in rows.to_batches() if isinstance(rows, pa.Table) else [rows]:
+            if rb.num_rows:
+                self.parts.append((first, rb))
+                first += rb.num_rows
+                self.count += rb.num_rows
+
+    def gather(self, positions: np.ndarray) -> pa.Table:
+        """The rows at the sorted, distinct engine ``positions``, in that order."""
+        firsts = np.fromiter((f for f, _ in self.parts), np.int64, len(self.parts))
+        which = np.searchsorted(firsts, positions, side="right") - 1
+        cuts = np.flatnonzero(np.diff(which)) + 1
+        pieces = [self.parts[which[lo]][1].take(pa.array(positions[lo:hi] - firsts[which[lo]]))
+                  for lo, hi in zip([0, *cuts], [*cuts, len(positions)])]
+        return pa.Table.from_batches(pieces).combine_chunks()
+
+    def prune(self, engine) -> None:
+        """Drop the batches before the engine's oldest stored event."""
+        oldest = engine.store.starts[0] if engine.store.starts else engine.position
+        while self.parts and self.parts[0][0] + self.parts[0][1].num_rows <= oldest:
+            self.count -= self.parts.popleft()[1].num_rows
+
+    def __getstate__(self) -> dict[str, Any]:
+        table = pa.Table.from_batches([rb for _, rb in self.parts]) if self.parts else None
+        return {"first": self.parts[0][0] if self.parts else 0, "rows": table_bytes(table)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()
+        rows = table_from_bytes(state["rows"])
+        if rows is not None:
+            self.add(state["first"], rows.combine_chunks())
+
+
+def table_bytes(table: pa.Table | None) -> bytes | None:
+    """``table`` as an Arrow IPC stream (None: no rows). IPC, not pickle: a slice is written
+    without the rest of its buffers."""
+    if table is None or table.num_rows == 0:
+        return None
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table.combine_chunks())
+    return sink.getvalue().to_pybytes()
+
+
+def table_from_bytes(data: bytes | None) -> pa.Table | None:
+    if data is None:
+        return None
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+def reported_rows(held: HeldRows, matches) -> tuple[pa.Table, np.ndarray, np.ndarray,
+                                                    np.ndarray, np.ndarray]:
+    """The rows the complex events of ``matches`` report, their engine positions, and the
+    complex events' start, end and positions as indices into those rows."""
+    need = np.unique(np.concatenate([matches.start, matches.end, matches.positions]))
+    start, end, local = (np.searchsorted(need, x) for x in
+                         (matches.start, matches.end, matches.positions))
+    return held.gather(need), need, start, end, local
+
+
 class GroupRun:
     """One engine over the rows of one group, fed in (time, seq) order one record batch at a
-    time. It holds only the rows a later complex event may still report: those from the
-    engine's oldest stored batch on (the engine prunes its store by the window), so with a
-    WITHIN window its memory is bounded by the window and one batch, whatever the group's
-    length."""
+    time. It holds only the rows a later complex event may still report (``HeldRows``), so
+    with a WITHIN window its memory is bounded by the window and one batch, whatever the
+    group's length."""
 
     def __init__(self, job: EngineJob, group: Any, slices: tuple[int, int] | None,
                  out_schema: pa.Schema, first_position: int | None = None) -> None:
@@ -130,8 +200,11 @@ class GroupRun:
         self.slices = slices  # T-CER (WA, ε), or None
         self.out_schema = out_schema
         self.engine = job.engine()
-        self.held: deque[tuple[int, pa.RecordBatch]] = deque()  # (engine position, rows)
-        self.held_rows = 0
+        self.held = HeldRows()
+
+    @property
+    def held_rows(self) -> int:
+        return self.held.count
 
     def feed(self, rows: pa.RecordBatch) -> pa.RecordBatch | None:
         """Evaluate the next rows of the group; their complex events as one output batch
@@ -141,30 +214,17 @@ class GroupRun:
                                          dtype=np.int64))
             rows = rows.append_column(POS, numbers)
             self.next_position += rows.num_rows
-        first = self.engine.position
+        self.held.add(self.engine.position, rows)
         matches = self.engine.process_arrays(self.job.engine_table(pa.Table.from_batches([rows])))
-        self.held.append((first, rows))
-        self.held_rows += rows.num_rows
-        out = self._output(matches.start, matches.end, matches.offsets, matches.positions)
-        oldest = self.engine.store.starts[0] if self.engine.store.starts \
-            else self.engine.position
-        while self.held and self.held[0][0] + self.held[0][1].num_rows <= oldest:
-            self.held_rows -= self.held.popleft()[1].num_rows
+        out = self._output(matches)
+        self.held.prune(self.engine)
         return out
 
-    def _output(self, start, end, offsets, positions) -> pa.RecordBatch | None:
-        if not len(start):
+    def _output(self, matches) -> pa.RecordBatch | None:
+        if not len(matches.start):
             return None
-        # the rows the complex events report, gathered from the held batches (engine
-        # positions -> row i of ``table``), so the cost follows the output, not what is held
-        need = np.unique(np.concatenate([start, end, positions]))
-        firsts = np.fromiter((f for f, _ in self.held), np.int64, len(self.held))
-        which = np.searchsorted(firsts, need, side="right") - 1
-        cuts = np.flatnonzero(np.diff(which)) + 1
-        pieces = [self.held[which[lo]][1].take(pa.array(need[lo:hi] - firsts[which[lo]]))
-                  for lo, hi in zip([0, *cuts], [*cuts, len(need)])]
-        table = pa.Table.from_batches(pieces).combine_chunks()
-        start, end, local = (np.searchsorted(need, x) for x in (start, end, positions))
+        table, _, start, end, local = reported_rows(self.held, matches)
+        offsets = matches.offsets
         if self.slices is not None:
             advance, epsilon = self.slices
             coord = table.column(COORD).to_numpy()

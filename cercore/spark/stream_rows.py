@@ -7,7 +7,7 @@ driver sends every numeric column as two (``InputLayout``): the value with nulls
 null mask; ``rows_table`` rebuilds the exact Arrow column from the pair. Every other column is
 converted by its declared Arrow type.
 
-A key's state keeps its rows as Arrow tables serialised as IPC streams (``table_bytes``), never
+A key's state keeps its rows as Arrow tables serialised as IPC streams (``cercore.spark.job.table_bytes``), never
 one state row per event: the reorder buffer (rows the watermark has not passed yet, sorted by
 (time, sequence)) and the rows a later complex event may still report (``KeyRun.held``).
 """
@@ -15,13 +15,21 @@ one state row per event: the reorder buffer (rows the watermark has not passed y
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cercore.spark.job import POS, SEQ, TIME, US, EngineJob, complex_event_batch
+from cercore.spark.job import (
+    POS,
+    SEQ,
+    TIME,
+    US,
+    EngineJob,
+    HeldRows,
+    complex_event_batch,
+    reported_rows,
+)
 
 NULL_MASK = "__cer_null"  # prefix of the null-mask columns of the operator's input
 
@@ -68,23 +76,6 @@ class InputLayout:
         return pa.schema([(c.name, c.arrow_type) for c in self.columns]).empty_table()
 
 
-def table_bytes(table: pa.Table | None) -> bytes | None:
-    """``table`` as an Arrow IPC stream (None: no rows). IPC, not pickle: a slice is written
-    without the rest of its buffers."""
-    if table is None or table.num_rows == 0:
-        return None
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table.combine_chunks())
-    return sink.getvalue().to_pybytes()
-
-
-def table_from_bytes(data: bytes | None) -> pa.Table | None:
-    if data is None:
-        return None
-    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
-
-
 def sorted_rows(table: pa.Table) -> pa.Table:
     """``table`` sorted by (time, sequence); equal pairs keep their order (arrival)."""
     order = pc.sort_indices(table, sort_keys=[(TIME, "ascending"), (SEQ, "ascending")])
@@ -106,59 +97,27 @@ def split_at_watermark(rows: pa.Table, watermark_ms: int) -> tuple[pa.Table, pa.
 
 
 class KeyRun:
-    """One key's engine and the rows a later complex event may still report (``held``,
-    starting at engine position ``held_first``); ``last_time`` is the time of the last
-    evaluated row. Pickled into the key's state (the rows as IPC)."""
+    """One key's engine and the rows a later complex event may still report (``held``);
+    ``last_time`` is the time of the last evaluated row. Pickled into the key's state."""
 
     def __init__(self, engine) -> None:
         self.engine = engine
-        self.held: pa.Table | None = None
-        self.held_first = 0
+        self.held = HeldRows()
         self.last_time: int | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"engine": self.engine, "held": table_bytes(self.held),
-                "held_first": self.held_first, "last_time": self.last_time}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.engine = state["engine"]
-        self.held = table_from_bytes(state["held"])
-        self.held_first = state["held_first"]
-        self.last_time = state["last_time"]
 
     def feed(self, ready: pa.Table, job: EngineJob, offset: int,
              out_schema: pa.Schema) -> pa.RecordBatch | None:
         """Evaluate ``ready`` (sorted, after every row fed before) in one engine call; the
         complex events it completes as one output batch (None: none), positions counted
         from ``offset``."""
-        if self.held is None or self.held.num_rows == 0:
-            self.held, self.held_first = ready, self.engine.position
-        else:
-            self.held = pa.concat_tables([self.held, ready])
+        self.held.add(self.engine.position, ready)
         matches = self.engine.process_arrays(job.engine_table(ready))
         self.last_time = ready.column(TIME)[-1].as_py()
-        out = self._output(matches, job, offset, out_schema)
-        self._prune()
+        out = None
+        if len(matches.start):
+            table, positions, start, end, local = reported_rows(self.held, matches)
+            table = table.append_column(POS, pa.array(positions + offset, pa.int64()))
+            out = complex_event_batch(table, job, start, end, matches.offsets, local,
+                                      out_schema)
+        self.held.prune(self.engine)
         return out
-
-    def _output(self, matches, job: EngineJob, offset: int,
-                out_schema: pa.Schema) -> pa.RecordBatch | None:
-        if not len(matches.start):
-            return None
-        # only the rows the complex events report, so the cost follows the output
-        need = np.unique(np.concatenate([matches.start, matches.end, matches.positions]))
-        table = self.held.take(pa.array(need - self.held_first))
-        table = table.append_column(POS, pa.array(need + offset, pa.int64()))
-        start, end, local = (np.searchsorted(need, x) for x in
-                             (matches.start, matches.end, matches.positions))
-        return complex_event_batch(table, job, start, end, matches.offsets, local, out_schema)
-
-    def _prune(self) -> None:
-        """Drop the held rows before the engine's oldest stored event: no complex event can
-        report them any more."""
-        store = self.engine.store
-        oldest = store.starts[0] if store.starts else self.engine.position
-        drop = min(max(oldest - self.held_first, 0), self.held.num_rows)
-        if drop:
-            self.held = self.held.slice(drop)
-            self.held_first += drop

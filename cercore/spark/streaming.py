@@ -41,7 +41,16 @@ from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, St
 
 from cercore.errors import CercoreError
 from cercore.schema import TIME_UNITS_PER_SECOND
-from cercore.spark.job import GROUP, KEY, TIME, US, WM, EngineJob
+from cercore.spark.job import (
+    GROUP,
+    KEY,
+    TIME,
+    US,
+    WM,
+    EngineJob,
+    table_bytes,
+    table_from_bytes,
+)
 from cercore.spark.stream_rows import (
     NULL_MASK,
     InputColumn,
@@ -50,8 +59,6 @@ from cercore.spark.stream_rows import (
     late_mask,
     sorted_rows,
     split_at_watermark,
-    table_bytes,
-    table_from_bytes,
 )
 
 STATE_VERSION = 2

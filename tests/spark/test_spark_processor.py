@@ -25,8 +25,15 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType  # n
 import cercore  # noqa: E402
 from cercore.spark.ceql import _body_fields  # noqa: E402
 from cercore.spark.frames import infer_schema  # noqa: E402
-from cercore.spark.job import KEY, SEQ, TIME, TYPE, US, EngineJob  # noqa: E402
-from cercore.spark.stream_rows import table_from_bytes  # noqa: E402
+from cercore.spark.job import (  # noqa: E402
+    KEY,
+    SEQ,
+    TIME,
+    TYPE,
+    US,
+    EngineJob,
+    table_from_bytes,
+)
 from cercore.spark.streaming import (  # noqa: E402
     LATE_STATE,
     STATE_VERSION,
