@@ -63,11 +63,16 @@ def order_columns(prep: Prepared) -> list[str]:
     return cols + [SEQ] + ([RID] if prep.sequence is not None else [])
 
 
+def ordering_column(prep: Prepared) -> str:
+    """The first column of the order: the time, or the sequence when there is none."""
+    return TIME if prep.time is not None else SEQ
+
+
 def measure(prep: Prepared, *, count_keys: bool, buckets: int) -> Extent:
     """The first statistics job: one aggregate over the ordering column (and the key)."""
     from pyspark.sql import functions as F
 
-    first = TIME if prep.time is not None else SEQ
+    first = ordering_column(prep)
     aggs = [F.count(F.lit(1)).alias("n"), F.count(F.col(first)).alias("rows"),
             F.min(first).alias("lo"), F.max(first).alias("hi")]
     if count_keys:
@@ -92,7 +97,7 @@ def bucket_of(column: str, cuts: tuple[int, ...]):
                        lambda acc, c: acc + F.when(F.col(column) >= c, 1).otherwise(0))
 
 
-def counts_by(prep: Prepared, df, by, *, tie_check: bool) -> tuple[dict[int, int], int]:
+def counts_by(df, by, *, tie_check: bool) -> tuple[dict[int, int], int]:
     """The second statistics job: exact rows per value of ``by`` (a function of the ordering
     column) and, with ``tie_check``, the rows sharing their time with another row."""
     from pyspark.sql import functions as F
@@ -110,7 +115,7 @@ def counts_by(prep: Prepared, df, by, *, tie_check: bool) -> tuple[dict[int, int
 
 def starts_of(counts: dict[int, int], first: int, last: int) -> dict[int, int]:
     """For each group g in [first, last], the rows of the groups before it (``counts`` holds
-    the rows per group; groups below ``first`` hold none)."""
+    the rows per group, groups below ``first`` included)."""
     out = {}
     total = sum(n for g, n in counts.items() if g < first)
     for g in range(first, last + 1):
@@ -149,18 +154,24 @@ def numbered(df, prep: Prepared, extent: Extent, counts: dict[int, int]):
     so the numbering is the JVM's, and the same on every recomputation."""
     from pyspark.sql import functions as F
 
-    first = TIME if prep.time is not None else SEQ
     n = len(extent.cuts) + 1
     starts = starts_of(counts, 0, n - 1)
-    to_partition = F.array(*[F.lit(v) for v in bucket_values(n)])
-    df = df.withColumn(BUCKET, bucket_of(first, extent.cuts))
-    df = (df.repartition(n, F.element_at(to_partition, F.col(BUCKET) + 1))
-          .sortWithinPartitions(*order_columns(prep)))
+    df = df.withColumn(BUCKET, bucket_of(ordering_column(prep), extent.cuts))
+    df = into_partitions(df, n, F.col(BUCKET)).sortWithinPartitions(*order_columns(prep))
     base = F.create_map(*[x for b, start in starts.items()
                           for x in (F.lit(b).cast("int"), F.lit(start).cast("long"))])
     index = F.monotonically_increasing_id().bitwiseAND((1 << LOW_BITS) - 1)
     return df.withColumn(POS, (F.element_at(base, F.col(BUCKET)) + index).cast("long")) \
         .drop(BUCKET)
+
+
+def into_partitions(df, n: int, index):
+    """``df`` in ``n`` partitions, the row of ``index`` (an int column, 0 ≤ index < n) in
+    partition ``index``: by a value Spark's hash sends there (``bucket_values``)."""
+    from pyspark.sql import functions as F
+
+    values = F.array(*[F.lit(v) for v in bucket_values(n)])
+    return df.repartition(n, F.element_at(values, index.cast("int") + F.lit(1)))
 
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
@@ -213,17 +224,17 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     if plan.kind == TCER:
         advance = slice_advance or default_advance(plan, extent.lo, extent.hi, extent.rows,
                                                    parallelism)
+        first_k, last_k = slice_range(plan, extent.lo, extent.hi, extent.rows, advance)
     if numbers_first:
-        counts, tied = counts_by(prep, df, bucket_of(TIME if prep.time else SEQ, extent.cuts),
+        counts, tied = counts_by(df, bucket_of(ordering_column(prep), extent.cuts),
                                  tie_check=tie_check)
         df = numbered(df, prep, extent, counts)
     elif plan.kind == TCER:  # slices by time: each slice's first position from the counts
-        counts, tied = counts_by(prep, df, _floor_div(TIME, advance), tie_check=tie_check)
-        starts = starts_of(counts, *slice_range(plan, extent.lo, extent.hi, extent.rows,
-                                                advance))
+        counts, tied = counts_by(df, _floor_div(TIME, advance), tie_check=tie_check)
+        starts = starts_of(counts, first_k, last_k)
     else:
         assert plan.kind == SINGLE
-        tied = counts_by(prep, df, F.lit(0), tie_check=True)[1] if tie_check else 0
+        tied = counts_by(df, F.lit(0), tie_check=True)[1] if tie_check else 0
         starts = {0: 0}
     warn_ties(prep, tied, extent.rows)
     if plan.kind == KEYED:
@@ -233,7 +244,6 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         df = df.filter(F.col(KEY).isNotNull()).withColumn(GROUP, F.xxhash64(KEY))
         df = df.repartition(n, GROUP).sortWithinPartitions(GROUP, POS)
     elif plan.kind == TCER:
-        first_k, last_k = slice_range(plan, extent.lo, extent.hi, extent.rows, advance)
         n = num_partitions or partition_count(TCER, parallelism, last_k - first_k + 1)
         size = plan.slice_size(advance)
         coord = F.col(TIME) if plan.coordinate == "time" else F.col(POS)
@@ -241,10 +251,8 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         first = _floor_div(f"({COORD} - {size})", advance) + F.lit(1)  # k·WA > c − WS
         last = _floor_div(COORD, advance)                               # k·WA ≤ c
         df = df.withColumn(GROUP, F.explode(F.sequence(first, last)))
-        # slice k to partition (k - first_k) mod n: a value that Spark's hash sends there
-        buckets = F.array(*[F.lit(v) for v in bucket_values(n)])
-        slot = F.pmod(F.col(GROUP) - F.lit(first_k), F.lit(n)).cast("int") + F.lit(1)
-        df = df.repartition(n, F.element_at(buckets, slot))
+        # slice k to partition (k - first_k) mod n
+        df = into_partitions(df, n, F.pmod(F.col(GROUP) - F.lit(first_k), F.lit(n)))
         df = df.sortWithinPartitions(GROUP, *(order_columns(prep) if starts is not None
                                               else [POS]))
     else:
