@@ -120,7 +120,7 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
         from cercore.spark.batch import run_batch
 
         out, _, _ = run_batch(prep, chosen, body, slice_advance=slice_advance,
-                           num_partitions=num_partitions)
+                              num_partitions=num_partitions)
     match_id = F.xxhash64(F.coalesce(F.col("partition"), F.lit("")), "start", "end",
                           "positions")
     return out.select(match_id.alias("match_id"), *[f.name for f in body.fields])
