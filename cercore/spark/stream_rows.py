@@ -7,9 +7,10 @@ driver sends every numeric column as two (``InputLayout``): the value with nulls
 null mask; ``rows_table`` rebuilds the exact Arrow column from the pair. Every other column is
 converted by its declared Arrow type.
 
-A key's state keeps its rows as Arrow tables serialised as IPC streams (``cercore.spark.job.table_bytes``), never
-one state row per event: the reorder buffer (rows the watermark has not passed yet, sorted by
-(time, sequence)) and the rows a later complex event may still report (``KeyRun.held``).
+A key's state keeps its rows as Arrow tables serialised as IPC streams
+(``cercore.spark.job.table_bytes``), never one state row per event: the reorder buffer (rows the
+watermark has not passed yet, sorted by (time, sequence)) and the rows a later complex event may
+still report (``KeyRun.held``).
 """
 
 from __future__ import annotations
