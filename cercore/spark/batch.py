@@ -6,7 +6,7 @@ pinned (no ``localCheckpoint``, which loses the job with an executor and holds i
 garbage collection): positions follow from the data alone, so a recomputed task numbers its rows
 as the first attempt did.
 
-* Two small jobs read only the ordering columns first: the extent, the null times, the keys
+* Two small jobs read only the ordering columns first: the extent, the null times
   (and, for plans numbered before they shuffle, bucket bounds), then exact row counts per bucket
   of the ordering time (and the rows sharing their time, when no ``sequence=`` orders them).
 * **single** and **T-CER by time** then shuffle once: every engine run (the whole stream, or a
@@ -52,7 +52,6 @@ class Extent:
     nulls: int              # rows without one (timed only)
     lo: int | None          # extent of the ordering column (None: no rows)
     hi: int | None
-    keys: int | None = None  # distinct PARTITION BY keys, estimated (if asked for)
     cuts: tuple[int, ...] = ()  # bucket bounds: bucket b holds cuts[b-1] <= value < cuts[b]
 
 
@@ -68,23 +67,23 @@ def ordering_column(prep: Prepared) -> str:
     return TIME if prep.time is not None else SEQ
 
 
-def measure(prep: Prepared, *, count_keys: bool, buckets: int) -> Extent:
-    """The first statistics job: one aggregate over the ordering column (and the key)."""
+def measure(prep: Prepared, *, buckets: int) -> Extent:
+    """The first statistics job: one aggregate over the ordering column. (Not the number of
+    keys: the key text is the dearest column to compute, and counting its distinct values
+    cost more than the empty partitions of a plan with fewer keys than cores.)"""
     from pyspark.sql import functions as F
 
     first = ordering_column(prep)
     aggs = [F.count(F.lit(1)).alias("n"), F.count(F.col(first)).alias("rows"),
             F.min(first).alias("lo"), F.max(first).alias("hi")]
-    if count_keys:
-        aggs.append(F.approx_count_distinct(KEY).alias("keys"))
     if buckets > 1:
         fractions = [i / buckets for i in range(1, buckets)]
         aggs.append(F.percentile_approx(first, fractions, 10_000).alias("cuts"))
     r = prep.df.agg(*aggs).collect()[0].asDict()
     cuts = tuple(sorted(set(r.get("cuts") or ()) - {r["lo"], None}))  # bucket 0 not empty
     if prep.time is None:  # a null sequence value sorts first, in bucket 0
-        return Extent(r["n"], 0, r["lo"], r["hi"], r.get("keys"), cuts)
-    return Extent(r["rows"], r["n"] - r["rows"], r["lo"], r["hi"], r.get("keys"), cuts)
+        return Extent(r["n"], 0, r["lo"], r["hi"], cuts)
+    return Extent(r["rows"], r["n"] - r["rows"], r["lo"], r["hi"], cuts)
 
 
 def bucket_of(column: str, cuts: tuple[int, ...]):
@@ -200,7 +199,7 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     """The complex events of a batch DataFrame, as a DataFrame with schema ``out_struct``
     (without match_id). Returns (DataFrame, slice advance used or None, partitions).
 
-    Partitions (unless ``num_partitions`` says): keyed, min(keys, PER_CORE × cores); T-CER,
+    Partitions (unless ``num_partitions`` says): keyed, PER_CORE × cores; T-CER,
     min(slices, PER_CORE × cores), slices dealt round-robin; single, 1. Each is a
     ``repartition(n, ...)`` — an exchange AQE keeps at n (it coalesces only the shuffles it
     places itself)."""
@@ -214,8 +213,7 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     spark = prep.df.sparkSession
     parallelism = spark.sparkContext.defaultParallelism
     numbers_first = plan.kind == KEYED or plan.kind == TCER and plan.coordinate == "position"
-    extent = measure(prep, count_keys=plan.kind == KEYED and num_partitions is None,
-                     buckets=partition_cap(parallelism) if numbers_first else 1)
+    extent = measure(prep, buckets=partition_cap(parallelism) if numbers_first else 1)
     df = checked_rows(prep, extent)
     if prep.sequence is not None:
         df = df.withColumn(RID, F.monotonically_increasing_id())
@@ -238,7 +236,7 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         starts = {0: 0}
     warn_ties(prep, tied, extent.rows)
     if plan.kind == KEYED:
-        n = num_partitions or partition_count(KEYED, parallelism, extent.keys)
+        n = num_partitions or partition_count(KEYED, parallelism)
         # a 64-bit hash of the key, not a second copy of its text: two keys sharing a hash
         # share one engine, which keeps PARTITION BY keys apart itself
         df = df.filter(F.col(KEY).isNotNull()).withColumn(GROUP, F.xxhash64(KEY))

@@ -120,16 +120,18 @@ SINGLE_QUERY = "SELECT * FROM S WHERE A; B FILTER A[v >= 1] WITHIN 6 [ts] CONSUM
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("keys, want", [(1, 1), (3, 3), (40, PER_CORE * 2)])
-def test_keyed_partitions_follow_the_keys(spark, capsys, keys, want):
+@pytest.mark.parametrize("keys", [1, 3, 40])
+def test_keyed_partitions_follow_the_cores(spark, capsys, keys):
+    """PER_CORE × cores whatever the number of keys (counting them cost more than the empty
+    partitions), never spark.sql.shuffle.partitions."""
     assert spark.sparkContext.defaultParallelism == 2
+    want = PER_CORE * 2
     rows, n, plan = run(spark, capsys, KEYED_QUERY, events(keys))
     assert rows
     assert n == want
     # AQE ran (final plan) and kept the exchange at n: an explicit repartition is not coalesced
     assert "isFinalPlan=true" in plan
-    assert "hashpartitioning(__cer_grp#" in plan and f", {want}), REPARTITION_BY_NUM" in plan \
-        or want == 1 and "SinglePartition" in plan
+    assert "hashpartitioning(__cer_grp#" in plan and f", {want}), REPARTITION_BY_NUM" in plan
     assert "200" not in plan.replace("AdaptiveSparkPlan", "")
 
 
