@@ -3,7 +3,8 @@
 ``cercore-bench spark [--events N] [--cores N] [--repeat R] [--plans keyed,tcer,single]``
 
 Every run is end to end on the same generated stock trades (``cercore.bench.datasets.stocks``,
-with a ``seq`` column), written once as Parquet:
+with a ``seq`` column), written once as Parquet in row groups of ``ROW_GROUP`` rows (Spark
+reads one file's row groups in parallel; a single row group would be read by one task):
 
 * **local engine** — read the Parquet file, ``engine.process_arrays``, write the complex
   events (with their events nested, as Spark writes them) to Parquet, in this process;
@@ -14,7 +15,10 @@ with a ``seq`` column), written once as Parquet:
 Reported per plan: wall seconds (best of ``--repeat``), CPU seconds of this process and every
 descendant (the JVM, the Python workers; from /proc), events/s, Spark/local throughput and
 local[N]/local[1] speed-up. The complex events of every run are checked equal to the local
-engine's. Needs pyspark and Java.
+engine's. Below the table, Spark's own floor on each master, measured the same way: the Parquet
+copied by Spark alone, and copied through a Python ``mapInArrow`` that returns its input (no
+engine) -- no plan that runs Python workers can be faster than the second. Needs pyspark and
+Java.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ QUERIES = {
               "T2[name = 'RIMM'] WITHIN 1000 [stock_time] CONSUME BY ANY",
 }
 
+ROW_GROUP = 131_072
 PLAN_NAMES = {"keyed": "keyed", "tcer": "T-CER", "single": "single"}  # as explain says
 
 
@@ -135,6 +140,23 @@ def spark_run(spark, in_path: str, out_path: str, query: str, decl) -> tuple[flo
     return time.perf_counter() - t0, tree_cpu_seconds(os.getpid()) - cpu0
 
 
+def floor_run(spark, in_path: str, out_path: str, through_python: bool
+              ) -> tuple[float, float]:
+    """(wall, CPU of the process tree) seconds of copying the Parquet input with Spark,
+    through a Python ``mapInArrow`` that returns its batches unchanged or without Python."""
+    shutil.rmtree(out_path, ignore_errors=True)
+    cpu0, t0 = tree_cpu_seconds(os.getpid()), time.perf_counter()
+    df = spark.read.parquet(in_path)
+    if through_python:
+        df = df.mapInArrow(_same_batches, df.schema)
+    df.write.parquet(out_path)
+    return time.perf_counter() - t0, tree_cpu_seconds(os.getpid()) - cpu0
+
+
+def _same_batches(batches):
+    yield from batches
+
+
 def run(args: argparse.Namespace) -> int:
     plans = args.plans.split(",")
     unknown = [p for p in plans if p not in QUERIES]
@@ -160,7 +182,7 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
     in_path.mkdir()
     in_file = str(in_path / "part-0.parquet")
     pq.write_table(table.append_column("seq", pa.array(range(table.num_rows), pa.int64())),
-                   in_file)
+                   in_file, row_group_size=ROW_GROUP)
     rows: dict[str, dict] = {}
     for plan in plans:
         best = min(local_run(QUERIES[plan], decl, in_file, str(work / "local.parquet"))
@@ -169,9 +191,14 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
         rows[plan] = {"plan": plan, "complex_events": len(want), "local_wall": best[0],
                       "local_cpu": best[1], "want": want}
     masters = [f"local[{k}]" for k in dict.fromkeys([1, args.cores])]
+    floors: dict[str, list[tuple[float, float]]] = {}
     for master in masters:
         spark = session(master)
         try:
+            floors[master] = [
+                min(floor_run(spark, str(in_path), str(work / "spark"), python)
+                    for _ in range(args.repeat + 1))  # the first run warms the JVM up
+                for python in (False, True)]
             for plan in plans:
                 _spark_plan(spark, master, plan, rows[plan], decl, str(in_path),
                             str(work / "spark"), args.repeat)
@@ -195,6 +222,10 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
               + " | ".join(cells)
               + f" | {r['local_wall'] / last:.2f}× | {r[masters[0]]['wall'] / last:.2f}× |")
         rows[plan] = r
+    for label, i in (("Spark alone", 0), ("through a Python identity mapInArrow", 1)):
+        print(f"- floor, Parquet copied by {label}: " + ", ".join(
+            f"{m} {args.events / floors[m][i][0] / 1e3:,.0f} k ({floors[m][i][1]:.1f} s)"
+            for m in masters))
     if args.json:
         Path(args.json).write_text(json.dumps(list(rows.values()), indent=1))
     return 0
