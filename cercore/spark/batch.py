@@ -228,7 +228,7 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
                                  tie_check=tie_check)
         df = numbered(df, prep, extent, counts)
     elif plan.kind == TCER:  # slices by time: each slice's first position from the counts
-        counts, tied = counts_by(df, _floor_div(TIME, advance), tie_check=tie_check)
+        counts, tied = counts_by(df, F.expr(floor_div(TIME, advance)), tie_check=tie_check)
         starts = starts_of(counts, first_k, last_k)
     else:
         assert plan.kind == SINGLE
@@ -246,8 +246,8 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         size = plan.slice_size(advance)
         coord = F.col(TIME) if plan.coordinate == "time" else F.col(POS)
         df = df.withColumn(COORD, coord.cast("long"))
-        first = _floor_div(f"({COORD} - {size})", advance) + F.lit(1)  # k·WA > c − WS
-        last = _floor_div(COORD, advance)                               # k·WA ≤ c
+        first = F.expr(floor_div(f"{COORD} - {size}", advance) + " + 1")  # k·WA > c − WS
+        last = F.expr(floor_div(COORD, advance))                          # k·WA ≤ c
         df = df.withColumn(GROUP, F.explode(F.sequence(first, last)))
         # slice k to partition (k - first_k) mod n
         df = into_partitions(df, n, F.pmod(F.col(GROUP) - F.lit(first_k), F.lit(n)))
@@ -281,9 +281,7 @@ def _map_body(batches, job, slices, out_schema, starts):
     return run_sorted_groups(batches, job, slices, out_schema, starts)
 
 
-def _floor_div(sql: str, divisor: int):
-    """⌊sql / divisor⌋ in exact long arithmetic (no doubles: times may be nanoseconds);
-    ``sql`` is an expression over the hidden (plain-named) columns."""
-    from pyspark.sql import functions as F
-
-    return F.expr(f"(({sql}) - pmod({sql}, {int(divisor)}L)) div {int(divisor)}L")
+def floor_div(sql: str, divisor: int) -> str:
+    """SQL for ⌊sql / divisor⌋ in exact long arithmetic (no doubles: times may be
+    nanoseconds); ``sql`` is a SQL expression (column names quoted where they need it)."""
+    return f"((({sql}) - pmod({sql}, {int(divisor)}L)) div {int(divisor)}L)"

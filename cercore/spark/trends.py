@@ -1,6 +1,8 @@
-"""Trend aggregation on Spark, batch path: window assignment, one aggregator per (partition,
-window) with ``groupBy(...).applyInPandas``, then the roll-up of partition aggregates to the
-GROUP BY groups. Results equal ``CompiledTrendQuery.run`` on the same events.
+"""Trend aggregation on Spark, batch path: every event goes to the runs (chunks of consecutive
+windows) that need it, a shuffle by GROUP BY values and run sorts each Spark partition by (run,
+time, input position), and one local trend engine per run, fed batch by batch
+(``cercore.spark.trend_job``), emits the rows of its windows. Results equal
+``CompiledTrendQuery.run`` on the same events.
 
     rows_df = aggregate(events_df, query)            # a DataFrame, one row per (window, group)
     rows = aggregate_rows(events_df, query)          # collected: the rows query.run returns
@@ -8,32 +10,30 @@ GROUP BY groups. Results equal ``CompiledTrendQuery.run`` on the same events.
 ``query`` is a compiled trend query or its text (then ``schema=`` is needed). A streaming
 DataFrame runs through ``cercore.spark.trends_streaming``.
 
-The per-(partition, window) aggregator is the local one (Cython when built): events are sorted
-by (time, input position) inside each group, exactly as the local engine sees them. Aggregate
-vectors cross Spark pickled (base64 text), so counts stay exact Python ints however large
-(Spark's LongType would overflow at 2^63).
+Each (window, GROUP BY group) is computed whole by one engine: the GROUP BY values decide the
+Spark partition, and a run holds every event of its windows. There are about four runs per core
+(each at least as many windows as one event spans, so an event is in at most two runs), so a
+query without GROUP BY is parallel too. Without a window there is one run (one per Spark
+partition), in one Spark partition when there is no GROUP BY either. Nothing is collected or
+pinned: one small job reads the time extent first (windowed queries only).
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import pickle
+from functools import partial
 from typing import Any
 
 from cercore.errors import ConfigError
 from cercore.schema import Schema
-from cercore.spark.partitions import partition_count
-from cercore.spark.plan import KEYED, SINGLE
-from cercore.spark.trend_rows import exact_value, row_schema
-from cercore.trends import reference
-from cercore.trends.engine import TrendEngine, read_types, result_row
+from cercore.spark.batch import floor_div, into_partitions
+from cercore.spark.job import GROUP
+from cercore.spark.partitions import partition_cap
+from cercore.spark.trend_job import POSITION, TrendJob, run_trend_groups
+from cercore.spark.trend_rows import row_schema
+from cercore.trends.engine import read_types
 from cercore.trends.query import CompiledTrendQuery, compile_trend
 
 PREFIX = "_cercore_"
-POSITION = f"{PREFIX}pos"
-WINDOW = f"{PREFIX}window"
-KEEP = f"{PREFIX}keep"
 
 
 def trend_query(query: CompiledTrendQuery | str, schema: Schema | str | None = None
@@ -103,39 +103,58 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
             df = df.withColumn(POSITION, F.col(sequence).cast("long"))
         elif POSITION not in df.columns:  # read order breaks timestamp ties
             df = df.withColumn(POSITION, F.monotonically_increasing_id())
-    df = df.filter(F.col(type_column).isin(read))
+    return _run_batch(df.filter(F.col(type_column).isin(read)), query, backend=backend,
+                      type_column=type_column, exact=exact)
+
+
+def _run_batch(df, query: CompiledTrendQuery, *, backend: str, type_column: str, exact: str):
+    """The result rows of ``query`` over ``df`` (read types only, POSITION added)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    plan = query.plan
+    schema = plan.schema
     for a in plan.partition_attrs:  # events without a partition belong to none
         df = df.filter(F.col(a).isNotNull())
     tcol = schema.time_attribute or POSITION
+    spark = df.sparkSession
+    parallelism = spark.sparkContext.defaultParallelism
+    n = partition_cap(parallelism)
+    chunk = None
     if plan.window is None:
-        df = df.withColumn(WINDOW, F.lit(0).cast("long"))
+        df = df.withColumn(GROUP, F.lit(0).cast("long"))
+        if not plan.group_by:
+            n = 1
+        df = df.repartition(n, *plan.group_by) if plan.group_by else df.repartition(1)
     else:  # window k holds time t iff k*slide <= t < k*slide + size
         size, slide = plan.window
-        first = (F.floor((F.col(tcol) - F.lit(size)) / F.lit(slide)) + 1).cast("long")
-        last = F.floor(F.col(tcol) / F.lit(slide)).cast("long")
-        # with slide > size some times are in no window (sequence would count down)
-        df = df.filter(first <= last).withColumn(WINDOW, F.explode(F.sequence(first, last)))
-
-    columns = [type_column, POSITION, WINDOW] + list(schema.attribute_types())
-    df = df.select(*[c for c in columns if c in df.columns])
-    # partitions from the cluster, not spark.sql.shuffle.partitions: one (partition, window)
-    # aggregator per group, so one partition when there is one group; AQE keeps an explicit
-    # repartition(n, ...) at n, and groupBy over a subset of its columns adds no shuffle
-    groups = [*plan.partition_attrs, WINDOW]
-    one_group = not plan.partition_attrs and plan.window is None
-    n = partition_count(SINGLE if one_group else KEYED,
-                        df.sparkSession.sparkContext.defaultParallelism)
-    partial = df.repartition(n, *groups).groupBy(*groups).applyInPandas(
-        _partition_aggregator(query, backend, type_column),
-        schema=f"{WINDOW} long, pkey string, vec string")
-    if plan.partition_attrs:  # else already partitioned by WINDOW alone
-        partial = partial.repartition(n, WINDOW)
-    gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
-    out_schema, exact_columns = row_schema(query, exact)
-    rolled = partial.groupBy(WINDOW).applyInPandas(
-        _roll_up(query, gidx, out_schema, exact_columns, exact),
-        schema=_with_keep_flag(out_schema))
-    return rolled.filter(F.col(KEEP)).drop(KEEP)
+        t = "`" + tcol.replace("`", "``") + "`"
+        first = floor_div(f"{t} - {size}", slide) + " + 1"
+        last = floor_div(t, slide)
+        df = df.filter(F.expr(f"{first} <= {last}"))  # slide > size: times in no window
+        r = df.agg(F.min(tcol).alias("lo"), F.max(tcol).alias("hi")).collect()[0]
+        lo, hi = (r["lo"], r["hi"]) if r["lo"] is not None else (0, 0)
+        first_window = (lo - size) // slide + 1
+        span = -(-size // slide)  # the windows one event is in, at most
+        chunk = max(span, -(-(hi // slide - first_window + 1) // (4 * parallelism)))
+        df = df.withColumn(GROUP, F.explode(F.sequence(F.expr(floor_div(first, chunk)),
+                                                       F.expr(floor_div(last, chunk)))))
+        if plan.group_by:
+            df = df.repartition(n, *plan.group_by, GROUP)
+        else:  # runs dealt round-robin
+            first_run = first_window // chunk
+            n = min(n, hi // slide // chunk - first_run + 1)
+            df = into_partitions(df, n, F.pmod(F.col(GROUP) - F.lit(first_run), F.lit(n)))
+    df = df.sortWithinPartitions(GROUP, tcol, POSITION)
+    job = TrendJob(query, backend, type_column, exact, tuple(row_schema(query, exact)[1]),
+                   chunk)
+    columns = [type_column, POSITION, GROUP, *schema.attribute_types()]
+    df = df.select(*dict.fromkeys(c for c in columns if c in df.columns))
+    out_struct = row_schema(query, exact)[0]
+    arrow_schema = to_arrow_schema(out_struct,
+                                   timezone=spark.conf.get("spark.sql.session.timeZone"))
+    return df.mapInArrow(partial(run_trend_groups, job=job, out_schema=arrow_schema),
+                         out_struct)
 
 
 def aggregate_rows(df: Any, query: CompiledTrendQuery | str, *,
@@ -155,95 +174,3 @@ def aggregate_rows(df: Any, query: CompiledTrendQuery | str, *,
         rows.append(row)
     head = ["window_start"] if query.plan.window else []
     return sorted(rows, key=lambda r: [r[c] for c in head + list(query.plan.group_by)])
-
-
-def _with_keep_flag(struct):
-    """``struct`` and the ``KEEP`` flag that marks the real rows of a roll-up."""
-    from pyspark.sql import types as T
-
-    return T.StructType(list(struct.fields) + [T.StructField(KEEP, T.BooleanType(),
-                                                             nullable=False)])
-
-
-def _partition_aggregator(query: CompiledTrendQuery, backend: str, type_column: str):
-    plan = query.plan
-
-    def aggregate(pdf):
-        import pandas as pd
-
-        engine = TrendEngine(plan, backend, type_column=type_column)
-        names = plan.schema.type_names
-        ids = {n: i for i, n in enumerate(names)}
-        tattr = plan.schema.time_attribute
-        pdf = pdf.sort_values([tattr or POSITION, POSITION], kind="stable")
-        declared = {n: [a for a, _ in plan.schema.event_types[n].attributes] for n in names}
-        events, pkey = [], None
-        for rec in pdf.to_dict("records"):
-            etype = rec[type_column]
-            attrs = {a: _py(rec.get(a)) for a in declared[etype]}
-            # a null aggregated attribute is an EventError naming the row (its read position)
-            node = engine.accept(ids[etype], attrs, int(rec[POSITION]))
-            if node is None:
-                continue
-            vs, pkey = node
-            t = attrs[tattr] if tattr else rec[POSITION]
-            events.append((t, vs, attrs))
-        k = int(pdf[WINDOW].iloc[0])
-        if not events:  # every event filtered out: an empty partition aggregate
-            return pd.DataFrame({WINDOW: [k], "pkey": [None], "vec": [None]})
-        vec = engine.aggregate_window(events)
-        return pd.DataFrame({WINDOW: [k], "pkey": [json.dumps(pkey)], "vec": [_encode(vec)]})
-    return aggregate
-
-
-def _roll_up(query: CompiledTrendQuery, gidx: list[int], out_schema, exact_columns: list,
-             exact: str):
-    plan = query.plan
-    names = [f.name for f in out_schema.fields]
-
-    def roll(pdf):
-        import pandas as pd
-
-        vx = reference.Vectors(plan.fields)
-        k = int(pdf[WINDOW].iloc[0])
-        groups: dict[str, list] = {}
-        for pkey, vec in zip(pdf["pkey"], pdf["vec"]):
-            if pkey is None:
-                continue
-            g = json.dumps([json.loads(pkey)[i] for i in gidx])
-            acc = groups.setdefault(g, vx.zero())
-            vx.add(acc, _decode(vec))
-        window = None
-        if plan.window is not None:
-            size, slide = plan.window
-            window = (k * slide, k * slide + size)
-        rows = [result_row(plan, vec, tuple(json.loads(g)), window)
-                for g, vec in groups.items() if vec[0] > 0]
-        for row in rows:
-            for c in exact_columns:
-                row[c] = exact_value(c, row[c], exact)
-        # always one row at least (dropped by the keep flag): empty frames upset the Arrow path
-        cols = {n: [r[n] for r in rows] or [None] for n in names}
-        cols[KEEP] = [True] * len(rows) or [False]
-        return pd.DataFrame(cols)
-    return roll
-
-
-def _encode(obj) -> str:
-    return base64.b64encode(pickle.dumps(obj)).decode("ascii")
-
-
-def _decode(text: str):
-    return pickle.loads(base64.b64decode(text))
-
-
-def _py(v):
-    """A pandas cell as the Python value the local engine would see (NaN/NaT -> None)."""
-    if v is None:
-        return None
-    item = getattr(v, "item", None)
-    if item is not None:
-        v = item()
-    if isinstance(v, float) and v != v:
-        return None
-    return v

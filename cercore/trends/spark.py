@@ -9,9 +9,9 @@ from typing import Any
 
 from cercore.deprecation import deprecated
 from cercore.spark import trends
-from cercore.spark.trends import KEEP, POSITION, PREFIX, WINDOW
+from cercore.spark.trends import POSITION, PREFIX
 
-__all__ = ["KEEP", "POSITION", "PREFIX", "WINDOW", "aggregate", "run_spark"]
+__all__ = ["POSITION", "PREFIX", "aggregate", "run_spark"]
 
 
 def aggregate(query, events: Any, spark=None, **options):
