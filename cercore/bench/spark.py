@@ -14,10 +14,11 @@ reads one file's row groups in parallel; a single row group would be read by one
 
 Reported per plan: wall seconds (best of ``--repeat``), CPU seconds of this process and every
 descendant (the JVM, the Python workers; from /proc), events/s, Spark/local throughput and
-local[N]/local[1] speed-up. The complex events of every run are checked equal to the local
-engine's. Below the table, Spark's own floor on each master, measured the same way: the Parquet
-copied by Spark alone, and copied through a Python ``mapInArrow`` that returns its input (no
-engine) -- no plan that runs Python workers can be faster than the second. Needs pyspark and
+local[N]/local[1] speed-up. The results of every run (complex events; rows for the trend
+plans, ``cercore.spark.aggregate`` against ``CompiledTrendQuery.run``) are checked equal to the
+local engine's. Below the table, Spark's own floor on each master, measured the same way: the
+Parquet copied by Spark alone, and copied through a Python ``mapInArrow`` that returns its input
+(no engine) -- no plan that runs Python workers can be faster than the second. Needs pyspark and
 Java.
 """
 
@@ -51,6 +52,13 @@ QUERIES = {
 
 ROW_GROUP = 131_072
 PLAN_NAMES = {"keyed": "keyed", "tcer": "T-CER", "single": "single"}  # as explain says
+TRENDS = {  # trend aggregation (cercore.spark.aggregate): by GROUP BY value, by runs of windows
+    "trends": "RETURN name, COUNT(*), SUM(B.volume) PATTERN SEQ(BUY B+, SELL S) SEMANTICS "
+              "skip-till-next-match WHERE [name] GROUP-BY name WITHIN 10000 SLIDE 5000",
+    "trends-ungrouped": "RETURN COUNT(*), MAX(B.price) PATTERN SEQ(BUY B+, SELL S) SEMANTICS "
+                        "contiguous WITHIN 10000 SLIDE 5000",
+}
+PLANS = [*QUERIES, *TRENDS]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -58,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cores", type=int, default=os.cpu_count() or 2,
                    help="N of local[N] (default: this machine's CPUs)")
     p.add_argument("--repeat", type=int, default=2, help="runs per configuration (best kept)")
-    p.add_argument("--plans", default=",".join(QUERIES), help="of " + ", ".join(QUERIES))
+    p.add_argument("--plans", default=",".join(PLANS), help="of " + ", ".join(PLANS))
     p.add_argument("--json", default=None, help="also write the rows to this JSON file")
 
 
@@ -127,16 +135,38 @@ def local_run(query: str, decl, in_file: str, out_file: str) -> tuple[float, flo
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def spark_run(spark, in_path: str, out_path: str, query: str, decl) -> tuple[float, float]:
-    """(wall, CPU of the whole process tree) seconds of ``find`` written to Parquet."""
-    from cercore.spark import find
+def local_trend_run(query: str, decl, in_file: str, out_file: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of the local trend engine: Parquet in, result rows to Parquet."""
+    from cercore.trends import compile_trend
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    rows = compile_trend(query, decl).run(pq.read_table(in_file).drop_columns(["seq"]))
+    pq.write_table(pa.Table.from_pylist(rows), out_file)
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def result_keys(plan: str, table: pa.Table) -> list:
+    """What two runs of ``plan`` must agree on: complex events' positions, or trend rows."""
+    if plan in TRENDS:
+        return sorted(tuple(str(v) for v in r.values()) for r in table.to_pylist())
+    return complex_event_keys(table)
+
+
+def spark_run(spark, in_path: str, out_path: str, plan: str, decl) -> tuple[float, float]:
+    """(wall, CPU of the whole process tree) seconds of ``find`` (``aggregate`` for a trend
+    plan) written to Parquet."""
+    from cercore.spark import aggregate, find
 
     shutil.rmtree(out_path, ignore_errors=True)
     cpu0, t0 = tree_cpu_seconds(os.getpid()), time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        find(spark.read.parquet(in_path), query, schema=decl, sequence="seq") \
-            .write.parquet(out_path)
+        df = spark.read.parquet(in_path)
+        if plan in TRENDS:
+            out = aggregate(df, TRENDS[plan], schema=decl, sequence="seq", exact="string")
+        else:
+            out = find(df, QUERIES[plan], schema=decl, sequence="seq")
+        out.write.parquet(out_path)
     return time.perf_counter() - t0, tree_cpu_seconds(os.getpid()) - cpu0
 
 
@@ -159,13 +189,13 @@ def _same_batches(batches):
 
 def run(args: argparse.Namespace) -> int:
     plans = args.plans.split(",")
-    unknown = [p for p in plans if p not in QUERIES]
+    unknown = [p for p in plans if p not in PLANS]
     if unknown:
-        raise cercore.CercoreError(f"unknown plan(s) {unknown}; use {', '.join(QUERIES)}")
+        raise cercore.CercoreError(f"unknown plan(s) {unknown}; use {', '.join(PLANS)}")
     decl = schema("stocks")
     from cercore.spark import explain
 
-    for plan in plans:  # before any work: each query must run as the plan it stands for
+    for plan in (p for p in plans if p in QUERIES):  # each query runs as the plan it names
         chosen = explain(decl, QUERIES[plan]).split("\n")[0]
         if PLAN_NAMES[plan] not in chosen:
             raise cercore.CercoreError(f"the {plan} query runs as {chosen!r}")
@@ -185,10 +215,12 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
                    in_file, row_group_size=ROW_GROUP)
     rows: dict[str, dict] = {}
     for plan in plans:
-        best = min(local_run(QUERIES[plan], decl, in_file, str(work / "local.parquet"))
+        local = str(work / "local.parquet")
+        best = min(local_trend_run(TRENDS[plan], decl, in_file, local) if plan in TRENDS
+                   else local_run(QUERIES[plan], decl, in_file, local)
                    for _ in range(args.repeat))
-        want = complex_event_keys(pq.read_table(work / "local.parquet"))
-        rows[plan] = {"plan": plan, "complex_events": len(want), "local_wall": best[0],
+        want = result_keys(plan, pq.read_table(local))
+        rows[plan] = {"plan": plan, "results": len(want), "local_wall": best[0],
                       "local_cpu": best[1], "want": want}
     masters = [f"local[{k}]" for k in dict.fromkeys([1, args.cores])]
     floors: dict[str, list[tuple[float, float]]] = {}
@@ -208,7 +240,7 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}; events/s (wall), CPU s of the process tree")
     cols = ["local engine", *masters]
-    print("| plan | complex events | " + " | ".join(cols) + " | Spark ÷ local | "
+    print("| plan | results | " + " | ".join(cols) + " | Spark ÷ local | "
           f"{masters[-1]} ÷ local[1] |")
     print("|---|--:|" + "--:|" * (len(cols) + 2))
     for plan in plans:
@@ -218,7 +250,7 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
         cells += [f"{args.events / r[m]['wall'] / 1e3:,.0f} k ({r[m]['cpu']:.1f} s)"
                   for m in masters]
         last = r[masters[-1]]["wall"]
-        print(f"| {plan} | {r['complex_events']:,} | "
+        print(f"| {plan} | {r['results']:,} | "
               + " | ".join(cells)
               + f" | {r['local_wall'] / last:.2f}× | {r[masters[0]]['wall'] / last:.2f}× |")
         rows[plan] = r
@@ -233,13 +265,12 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
 
 def _spark_plan(spark, master: str, plan: str, row: dict, decl, in_path: str, out_path: str,
                 repeat: int) -> None:
-    spark_run(spark, in_path, out_path, QUERIES[plan], decl)  # warm-up: JVM, workers
+    spark_run(spark, in_path, out_path, plan, decl)  # warm-up: JVM, workers
     runs = []
     for _ in range(repeat):
-        runs.append(spark_run(spark, in_path, out_path, QUERIES[plan], decl))
-        got = complex_event_keys(pq.read_table(out_path, columns=["start", "end", "positions"]))
-        if got != row["want"]:
-            raise cercore.CercoreError(f"{plan} on {master}: Spark's complex events differ "
-                                       "from the local engine's")
+        runs.append(spark_run(spark, in_path, out_path, plan, decl))
+        if result_keys(plan, pq.read_table(out_path)) != row["want"]:
+            raise cercore.CercoreError(f"{plan} on {master}: Spark's results differ from the "
+                                       "local engine's")
     wall, cpu = min(runs)
     row[master] = {"wall": wall, "cpu": cpu}

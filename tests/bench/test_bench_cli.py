@@ -228,9 +228,10 @@ def test_spark_experiment_compares_each_plan_with_the_local_engine(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr[-2000:]
     lines = [line for line in done.stdout.splitlines() if line.startswith("| ")]
-    assert lines[0].startswith("| plan | complex events | local engine | local[1] |")
-    assert [line.split(" | ")[0] for line in lines[1:]] == ["| keyed", "| tcer", "| single"]
+    assert lines[0].startswith("| plan | results | local engine | local[1] |")
+    assert [line.split(" | ")[0] for line in lines[1:]] == [
+        "| keyed", "| tcer", "| single", "| trends", "| trends-ungrouped"]
     floors = [line for line in done.stdout.splitlines() if line.startswith("- floor")]
     assert len(floors) == 2 and all("local[1] " in line for line in floors)
     rows = json.loads(out.read_text())
-    assert all(r["complex_events"] > 0 and r["local[1]"]["wall"] > 0 for r in rows)
+    assert all(r["results"] > 0 and r["local[1]"]["wall"] > 0 for r in rows)
