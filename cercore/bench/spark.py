@@ -254,7 +254,7 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
               + " | ".join(cells)
               + f" | {r['local_wall'] / last:.2f}× | {r[masters[0]]['wall'] / last:.2f}× |")
         rows[plan] = r
-    for label, i in (("Spark alone", 0), ("through a Python identity mapInArrow", 1)):
+    for label, i in (("Spark alone", 0), ("Spark through a Python identity mapInArrow", 1)):
         print(f"- floor, Parquet copied by {label}: " + ", ".join(
             f"{m} {args.events / floors[m][i][0] / 1e3:,.0f} k ({floors[m][i][1]:.1f} s)"
             for m in masters))

@@ -34,7 +34,6 @@ from cercore.spark.job import (
     POS,
     SEQ,
     TIME,
-    TYPE,
     run_sorted_groups,
 )
 from cercore.spark.partitions import bucket_values, partition_cap, partition_count
@@ -270,7 +269,7 @@ def worker_columns(prep: Prepared, available: list[str]) -> list[str]:
     """The columns the workers read (the engine's, the output's, the grouping), in
     ``available``'s order: every row crosses from the JVM to Python, so nothing more."""
     job = prep.job
-    wanted = {TYPE, KEY, GROUP, POS, COORD, *job.event_columns,
+    wanted = {job.type_source, KEY, GROUP, POS, COORD, *job.event_columns,
               *(src for _, src in job.engine_sources),
               *([TIME] if job.has_time else []),
               *([job.stream_column] if job.stream_column else [])}

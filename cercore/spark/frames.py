@@ -157,8 +157,12 @@ def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "
         tcol = F.col(type_column)
         out = out.withColumn(TYPE, F.when(tcol.isNull(), F.lit(None).cast("string"))
                              .when(tcol.isin(named), tcol).otherwise(F.lit(OTHER_TYPE)))
+        type_source = TYPE
+    elif attr_type_of(cols[type_column]) is AttrType.STRING:
+        type_source = type_column  # read as it is: no second copy of the column to the workers
     else:
         out = out.withColumn(TYPE, F.col(type_column).cast("string"))
+        type_source = TYPE
     if time is not None:
         out = out.withColumn(TIME, _integer_time(F.col(time), cols[time], schema.time_unit))
     if sequence is not None:
@@ -183,9 +187,9 @@ def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "
                 raise CercoreError(f"column {attr!r} has Spark type {dt.simpleString()}, which "
                                    f"does not hold the declared {t.value}")
             sources.append((attr, attr))
-    out = out.withColumn(KEY, _key_column(schema, query))
+    out = out.withColumn(KEY, _key_column(schema, query, type_source))
     job = EngineJob(query, schema, tuple(sources), tuple(df.columns), backend, on_error,
-                    stream_column, has_time=time is not None)
+                    stream_column, has_time=time is not None, type_source=type_source)
     return Prepared(out, job, schema, time, inferred, sequence)
 
 
@@ -204,9 +208,10 @@ def _integer_time(col, dt, unit: str):
     return micros if unit == "us" else micros * (TIME_UNITS_PER_SECOND["ns"] // 1_000_000)
 
 
-def _key_column(schema: Schema, query: str):
+def _key_column(schema: Schema, query: str, type_source: str):
     """The partition key as text, null when the engine puts the event in no partition: the
-    engine's groups, PARTITION BY's and any that predicates between events imply."""
+    engine's groups, PARTITION BY's and any that predicates between events imply
+    (``type_source``: the column holding the event type)."""
     from pyspark.sql import functions as F
 
     from cercore.ceql.analysis import analyse
@@ -221,8 +226,8 @@ def _key_column(schema: Schema, query: str):
         for name, et in schema.event_types.items():
             attr = next((a for a in g if et.has(a)), None)
             value = F.lit(None).cast("string") if attr is None else _key_text(attr, types[attr])
-            expr = (F.when(F.col(TYPE) == F.lit(name), value) if expr is None
-                    else expr.when(F.col(TYPE) == F.lit(name), value))
+            is_type = F.col(type_source) == F.lit(name)
+            expr = F.when(is_type, value) if expr is None else expr.when(is_type, value)
         parts.append(expr)
     present = None
     for p in parts:

@@ -44,6 +44,7 @@ class EngineJob:
     on_error: str = "raise"
     stream_column: str | None = None
     has_time: bool = True
+    type_source: str = TYPE  # the column holding the event type (the user's, when usable)
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -65,7 +66,7 @@ class EngineJob:
     def engine_table(self, table: pa.Table) -> pa.Table:
         """The columns the engine reads, named and typed as the schema declares them."""
         types = self.schema.attribute_types()
-        cols = {TYPE: table.column(TYPE)}
+        cols = {TYPE: table.column(self.type_source)}
         for attr, src in self.engine_sources:
             cols[attr] = table.column(src).cast(_arrow_type(types[attr]))
         if self.stream_column is not None:

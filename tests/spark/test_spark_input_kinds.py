@@ -50,3 +50,22 @@ def test_categorical_and_dictionary_parquet(spark, tmp_path, query):
            for r in find(spark.read.parquet(str(path)), query, schema=DECL, time="ts",
                          sequence="seq").collect()}
     assert got == want
+
+
+def test_a_string_type_column_crosses_to_the_workers_once(spark):
+    """With a declared schema the engine reads the user's string type column itself; a copy
+    (the hidden TYPE column) is made only where the type must change: an inferred schema maps
+    undeclared types to one catch-all, a non-string column is cast."""
+    from cercore.spark.batch import worker_columns
+    from cercore.spark.frames import prepare
+    from cercore.spark.job import TYPE
+
+    df = spark.createDataFrame(frame().astype({"event_type": str, "name": str}))
+    prep = prepare(df, QUERY, DECL, sequence="seq")
+    assert prep.job.type_source == "event_type" and TYPE not in prep.df.columns
+    assert TYPE not in worker_columns(prep, prep.df.columns)
+    inferred = prepare(df, QUERY, None, time="ts", sequence="seq")
+    assert inferred.job.type_source == TYPE and TYPE in inferred.df.columns
+    got = {(r["start"], r["end"], tuple(r["positions"]))
+           for r in find(df, QUERY, schema=DECL, sequence="seq").collect()}
+    assert got == local(QUERY, frame()) and got
