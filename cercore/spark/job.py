@@ -102,18 +102,23 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
     kept only if ⌊(coord(end) − ε) / WA⌋ = k: the one slice holding the whole window before
     its end, [end − ε, end], so all it depends on."""
     run: GroupRun | None = None
+    for g, rows in group_slices(batches):
+        if run is None or g != run.group:
+            run = GroupRun(job, g, slices, out_schema, None if starts is None else starts[g])
+        out = run.feed(rows)
+        if out is not None:
+            yield out
+
+
+def group_slices(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[Any, pa.RecordBatch]]:
+    """(GROUP value, rows) for each run of equal GROUP values in each batch, in order: a
+    group that spans batches comes as consecutive pieces with the same value."""
     for rb in batches:
         if rb.num_rows == 0:
             continue
         grp = rb.column(rb.schema.get_field_index(GROUP))
         for lo, hi in group_runs(grp):
-            g = grp[lo].as_py()
-            if run is None or g != run.group:
-                run = GroupRun(job, g, slices, out_schema,
-                               None if starts is None else starts[g])
-            out = run.feed(rb.slice(lo, hi - lo))
-            if out is not None:
-                yield out
+            yield grp[lo].as_py(), rb.slice(lo, hi - lo)
 
 
 class HeldRows:

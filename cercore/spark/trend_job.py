@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from cercore.errors import EventError
-from cercore.spark.job import GROUP, group_runs
+from cercore.spark.job import group_slices
 from cercore.spark.trend_rows import exact_value
 from cercore.trends.engine import TrendEngine
 from cercore.trends.query import CompiledTrendQuery
@@ -58,18 +58,12 @@ def run_trend_groups(batches: Iterator[pa.RecordBatch], job: TrendJob,
     """mapInArrow body: one ``TrendEngine`` per run of equal GROUP values (the input is sorted
     by GROUP, then by time and input position), its result rows per input batch."""
     engine, run = None, None
-    for rb in batches:
-        if rb.num_rows == 0:
-            continue
-        runs = rb.column(rb.schema.get_field_index(GROUP))
-        for lo, hi in group_runs(runs):
-            g = runs[lo].as_py()
-            if engine is None or g != run:
-                if engine is not None:
-                    yield from _batch(job, run, engine.flush(), out_schema)
-                engine, run = job.engine(), g
-            rows = _process(engine, rb.slice(lo, hi - lo), job)
-            yield from _batch(job, run, rows, out_schema)
+    for g, rows in group_slices(batches):
+        if engine is None or g != run:
+            if engine is not None:
+                yield from _batch(job, run, engine.flush(), out_schema)
+            engine, run = job.engine(), g
+        yield from _batch(job, run, _process(engine, rows, job), out_schema)
     if engine is not None:
         yield from _batch(job, run, engine.flush(), out_schema)
 
