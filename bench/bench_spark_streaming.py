@@ -4,7 +4,7 @@ micro-batch (``maxFilesPerTrigger=1``, ``trigger(availableNow=True)``), complex 
 to a Parquet sink, on ``--master`` (local[2]) with ``--partitions`` state partitions.
 
     python bench/bench_spark_streaming.py [--events N] [--batch ROWS] [--master local[2]]
-                                          [--partitions P] [--plans keyed,single]
+                                          [--partitions P] [--plans keyed,tcer]
 
 Per plan:
 
@@ -44,8 +44,8 @@ from cercore.bench.spark import session as spark_session  # noqa: E402
 QUERIES = {
     "keyed": "SELECT * FROM S WHERE BUY AS b; SELL AS s FILTER b[volume >= 500] AND "
              "s[volume >= 500] PARTITION BY [name] WITHIN 1000 [stock_time]",
-    "single": "SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = "
-              "'INTC'] AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN 1000 [stock_time]",
+    "tcer": "SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = "
+            "'INTC'] AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN 1000 [stock_time]",
 }
 WATERMARK = "10 seconds"
 

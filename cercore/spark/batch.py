@@ -242,12 +242,9 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         df = df.repartition(n, GROUP).sortWithinPartitions(GROUP, POS)
     elif plan.kind == TCER:
         n = num_partitions or partition_count(TCER, parallelism, last_k - first_k + 1)
-        size = plan.slice_size(advance)
         coord = F.col(TIME) if plan.coordinate == "time" else F.col(POS)
         df = df.withColumn(COORD, coord.cast("long"))
-        first = F.expr(floor_div(f"{COORD} - {size}", advance) + " + 1")  # k·WA > c − WS
-        last = F.expr(floor_div(COORD, advance))                          # k·WA ≤ c
-        df = df.withColumn(GROUP, F.explode(F.sequence(first, last)))
+        df = df.withColumn(GROUP, slices_of(COORD, plan.slice_size(advance), advance))
         # slice k to partition (k - first_k) mod n
         df = into_partitions(df, n, F.pmod(F.col(GROUP) - F.lit(first_k), F.lit(n)))
         df = df.sortWithinPartitions(GROUP, *(order_columns(prep) if starts is not None
@@ -278,6 +275,15 @@ def worker_columns(prep: Prepared, available: list[str]) -> list[str]:
 
 def _map_body(batches, job, slices, out_schema, starts):
     return run_sorted_groups(batches, job, slices, out_schema, starts)
+
+
+def slices_of(coord: str, size: int, advance: int):
+    """One row per T-CER slice k holding the row, slices [k·WA, k·WA + WS) of the long column
+    ``coord`` (WS = ``size``, WA = ``advance``): k·WA > c − WS and k·WA ≤ c."""
+    from pyspark.sql import functions as F
+
+    first = F.expr(floor_div(f"{coord} - {size}", advance) + " + 1")
+    return F.explode(F.sequence(first, F.expr(floor_div(coord, advance))))
 
 
 def floor_div(sql: str, divisor: int) -> str:

@@ -115,7 +115,7 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
                                "n):`")
         require_watermark(watermark, "find")
         warn_default_state_partitions(df.sparkSession, "find")
-        out = run_streaming(prep, chosen, body, watermark)
+        out = run_streaming(prep, chosen, body, watermark, slice_advance)
     else:
         from cercore.spark.batch import run_batch
 
@@ -157,7 +157,9 @@ def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
     lines.append(_order_line(order, sequence, bool(streaming)))
     if streaming:
         lines.append("streaming: transformWithStateInPandas, one engine state per "
-                     + ("PARTITION BY key" if plan.kind == KEYED else "query (constant key)")
+                     + {KEYED: "PARTITION BY key", TCER: "T-CER slice (cleared once the "
+                        "watermark passes the slice's end; `partition` names it)",
+                        SINGLE: "query (constant key)"}[plan.kind]
                      + "; rows wait in a columnar reorder buffer until the watermark passes "
                      "them, late rows are counted in state (late_events); "
                      "state partitions: spark.sql.shuffle.partitions when the query first "

@@ -232,15 +232,25 @@ class GroupRun:
         table, _, start, end, local = reported_rows(self.held, matches)
         offsets = matches.offsets
         if self.slices is not None:
-            advance, epsilon = self.slices
-            coord = table.column(COORD).to_numpy()
-            keep = np.floor_divide(coord[end] - epsilon, advance) == self.group
-            if not keep.all():
-                start, end, offsets, local = _select(keep, start, end, offsets, local)
+            start, end, offsets, local = kept_by_slice(
+                table.column(COORD).to_numpy(), self.slices, self.group,
+                start, end, offsets, local)
             if not len(start):
                 return None
         return complex_event_batch(table, self.job, start, end, offsets, local,
                                    self.out_schema)
+
+
+def kept_by_slice(coord: np.ndarray, slices: tuple[int, int], k: int, start, end, offsets,
+                  local):
+    """The complex events (``start``, ``end``, ``offsets``, ``local``: indices into rows whose
+    slice coordinate is ``coord``) that T-CER slice ``k`` reports, with ``slices`` = (WA, ε):
+    those with ⌊(coord(end) − ε) / WA⌋ = k, the one slice holding [end − ε, end]."""
+    advance, epsilon = slices
+    keep = np.floor_divide(coord[end] - epsilon, advance) == k
+    if keep.all():
+        return start, end, offsets, local
+    return _select(keep, start, end, offsets, local)
 
 
 def _select(keep, start, end, offsets, positions):

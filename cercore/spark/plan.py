@@ -22,6 +22,9 @@ The three plans ("Aggregates are all you need", §4 T-CER, keyed and ordered eva
   WITHIN n EVENTS when the query reads every event (ticks = positions).
 * **single** — one engine over the whole stream in (time, seq) order: always exact, no
   parallelism. Used for history-dependent queries that cannot be keyed.
+
+Streaming runs the same plans, with state per key (PARTITION BY key, T-CER slice, or one
+constant key), except T-CER by position: a stream has no global positions.
 """
 
 from __future__ import annotations
@@ -104,8 +107,8 @@ def reads_every_event(analysed) -> bool:
 def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = False,
                 on_error: str = "raise") -> SparkPlan:
     """The plan for ``analysed`` (a ``cercore.ceql.analysis.AnalysedQuery``) when the events
-    are ordered by ``order_attribute`` (then a sequence); ``streaming`` allows only keyed and
-    single plans (state lives per key)."""
+    are ordered by ``order_attribute`` (then a sequence); ``streaming`` slices T-CER by event
+    time only (a stream has no global positions)."""
     w = analysed.window
     history = history_dependence(analysed)
     crossing = _crosses_keys(analysed)
@@ -114,9 +117,6 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
                          "nothing in the query crosses keys", history_dependent=history)
     why_not_keyed = ("no PARTITION BY" if not analysed.partition_by
                      else f"not keyed: {crossing}")
-    if streaming:
-        return SparkPlan(SINGLE, f"{why_not_keyed}; streaming keeps one engine state",
-                         history_dependent=history)
     if w.kind is None:
         return SparkPlan(SINGLE, f"{why_not_keyed} and no WITHIN: a match may span the whole "
                          "stream", history_dependent=history)
@@ -125,6 +125,9 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
                          history_dependent=history)
     d_c = int(w.epsilon) + 1
     if w.kind == "events":
+        if streaming:
+            return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS slices by global "
+                             "position, which a stream cannot number without one engine")
         if not reads_every_event(analysed):
             return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS counts only the "
                              "events FROM reads, which positions do not give")

@@ -29,6 +29,7 @@ from cercore.spark.job import (
     EngineJob,
     HeldRows,
     complex_event_batch,
+    kept_by_slice,
     reported_rows,
 )
 
@@ -106,19 +107,24 @@ class KeyRun:
         self.held = HeldRows()
         self.last_time: int | None = None
 
-    def feed(self, ready: pa.Table, job: EngineJob, offset: int,
-             out_schema: pa.Schema) -> pa.RecordBatch | None:
+    def feed(self, ready: pa.Table, job: EngineJob, offset: int, out_schema: pa.Schema,
+             slice_of: tuple[tuple[int, int], int] | None = None) -> pa.RecordBatch | None:
         """Evaluate ``ready`` (sorted, after every row fed before) in one engine call; the
         complex events it completes as one output batch (None: none), positions counted
-        from ``offset``."""
+        from ``offset``. ``slice_of`` = ((WA, ε), k) when the key is T-CER slice k: only the
+        complex events that slice reports (``kept_by_slice``, by event time)."""
         self.held.add(self.engine.position, ready)
         matches = self.engine.process_arrays(job.engine_table(ready))
         self.last_time = ready.column(TIME)[-1].as_py()
         out = None
         if len(matches.start):
             table, positions, start, end, local = reported_rows(self.held, matches)
-            table = table.append_column(POS, pa.array(positions + offset, pa.int64()))
-            out = complex_event_batch(table, job, start, end, matches.offsets, local,
-                                      out_schema)
+            offsets = matches.offsets
+            if slice_of is not None:
+                start, end, offsets, local = kept_by_slice(
+                    table.column(TIME).to_numpy(), *slice_of, start, end, offsets, local)
+            if len(start):
+                table = table.append_column(POS, pa.array(positions + offset, pa.int64()))
+                out = complex_event_batch(table, job, start, end, offsets, local, out_schema)
         self.held.prune(self.engine)
         return out

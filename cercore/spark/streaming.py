@@ -1,6 +1,7 @@
 """Structured Streaming: one cercore engine per key inside ``transformWithStateInPandas``.
 
-Per key (the PARTITION BY key for the keyed plan, one constant key otherwise) the state is
+Per key (the PARTITION BY key for the keyed plan, the slice index k for T-CER, one constant key
+for the single plan) the state is
 
 * ``engine`` — a ValueState ``(version, offset, blob)``: ``offset`` counts the key's events fed
   to engines that were evicted; ``version`` is ``STATE_VERSION`` (a checkpoint written by
@@ -24,7 +25,10 @@ the last evaluated time + ε, no future event can complete a partial match, so t
 dropped (only ``offset`` stays, so positions keep counting).
 
 Positions in streaming output count the events of the key (of the whole stream for the
-single plan) in (time, sequence) order — a global numbering would need a global sort.
+single plan) in (time, sequence) order — a global numbering would need a global sort. A T-CER
+slice k holds the events of [k·WA, k·WA + WS); it reports the complex events ending in its
+part of the stream (``kept_by_slice``), names itself in ``partition`` ("slice k"), and its state
+is cleared once the watermark passes its last time (a row of it would be late by then).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
@@ -137,13 +142,14 @@ class CerProcessor(StatefulProcessor):
     """The ``transformWithStateInPandas`` processor of a CEQL query (EventTime mode)."""
 
     def __init__(self, job: EngineJob, layout: InputLayout, out_struct: StructType, *,
-                 evict_after: int | None) -> None:
+                 evict_after: int | None, slices: tuple[int, int, int] | None = None) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.job = job
         self.layout = layout
         self.out_schema = to_arrow_schema(out_struct)  # built once, on the driver
         self.evict_after = evict_after  # ε in engine time units, when eviction is exact
+        self.slices = slices  # T-CER: (WA, WS, ε), the key being the slice index k
         self.unit = job.schema.time_unit
 
     # ---- StatefulProcessor API --------------------------------------------------------------
@@ -157,35 +163,51 @@ class CerProcessor(StatefulProcessor):
         table = self.layout.table(rows)
         late = late_mask(table, watermark)
         if late.any():
-            self._count_late(int(late.sum()))
+            counted = late
+            if self.slices is not None:  # a row is in several slices: count it in its last
+                time = table.column(TIME).to_numpy()
+                counted = late & (np.floor_divide(time, self.slices[0]) == int(key[0]))
+            if counted.any():
+                self._count_late(int(counted.sum()))
             table = table.filter(pa.array(~late))
         state = self._load()
         if table.num_rows:
             both = table if state.pending is None else pa.concat_tables([state.pending, table])
             state.pending = sorted_rows(both)
-        return self._advance(state, watermark)
+        return self._advance(key, state, watermark)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
         state = self._load()
         if state.timer == expiredTimerInfo.getExpiryTimeInMs():
             state.timer = None  # fired (Spark deletes it after this call)
-        return self._advance(state, timerValues.getCurrentWatermarkInMs())
+        return self._advance(key, state, timerValues.getCurrentWatermarkInMs())
 
     def close(self) -> None:
         pass
 
     # ---- evaluation ----------------------------------------------------------------------
-    def _advance(self, state: KeyState, watermark: int) -> Iterator[Any]:
+    def _advance(self, key, state: KeyState, watermark: int) -> Iterator[Any]:
         """Release the buffered rows ``watermark`` (ms) has passed into the engine, evict a
-        dead engine, set the key's next timer and save; the complex events as pandas."""
+        dead engine, set the key's next timer and save (a T-CER slice the watermark has
+        passed is done: its state is cleared); the complex events as pandas."""
         out = None
+        slice_of, slice_done = None, None
+        if self.slices is not None:
+            advance, size, epsilon = self.slices
+            k = int(key[0])
+            slice_of = ((advance, epsilon), k)
+            slice_done = ms_after(k * advance + size - 1, self.unit)  # its last time passed
         if state.pending is not None:
             ready, rest = split_at_watermark(state.pending, watermark)
             if ready.num_rows:
                 if state.run is None:
                     state.run = KeyRun(self.job.engine())
-                out = state.run.feed(ready, self.job, state.offset, self.out_schema)
+                out = state.run.feed(ready, self.job, state.offset, self.out_schema, slice_of)
             state.pending = rest if rest.num_rows else None
+        if slice_done is not None and watermark >= slice_done and state.pending is None:
+            self._set_timer(state, None)
+            self.state.clear()  # no row of the slice can come any more (it would be late)
+            return iter(()) if out is None else iter((out.to_pandas(),))
         next_timer = None
         if state.pending is not None:
             next_timer = ms_after_us(state.pending.column(US)[0].as_py())
@@ -197,6 +219,8 @@ class CerProcessor(StatefulProcessor):
                 state.run = None
             else:
                 next_timer = dead
+        if slice_done is not None and state.pending is None:
+            next_timer = slice_done if next_timer is None else min(next_timer, slice_done)
         self._set_timer(state, next_timer)
         self._save(state)
         return iter(()) if out is None else iter((out.to_pandas(),))
@@ -299,11 +323,20 @@ def operator_input(df) -> tuple[Any, InputLayout]:
     return df.select(*values, *masks), layout
 
 
-def run_streaming(prep, plan, out_struct, watermark: str):
-    """The streaming complex events of ``prep`` under the keyed or single ``plan``."""
+STREAM_SLICE_SPANS = 4  # default T-CER slice advance WA, in span limits D_C
+
+
+def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | None = None):
+    """The streaming complex events of ``prep`` under the keyed, T-CER (by event time) or
+    single ``plan``. T-CER slices advance by ``slice_advance`` (default
+    ``STREAM_SLICE_SPANS`` × D_C: an event is in at most two slices)."""
     from pyspark.sql import functions as F
 
-    from cercore.spark.plan import KEYED
+    from cercore.spark.batch import slices_of
+    from cercore.spark.plan import KEYED, TCER
+
+    if slice_advance is not None and slice_advance < 1:
+        raise ValueError("slice_advance must be a positive integer")
 
     if prep.time is None:
         raise CercoreError("streaming needs an event-time column: pass time= or declare a "
@@ -315,9 +348,17 @@ def run_streaming(prep, plan, out_struct, watermark: str):
             and analysed.strategy not in ("NEXT", "LAST", "MAX")):
         evict_after = int(w.epsilon)
     df = prep.df
+    slices = None
     if plan.kind == KEYED:
         df = df.filter(F.col(KEY).isNotNull())
         group = KEY
+    elif plan.kind == TCER:  # one state per slice; `partition` names it
+        advance = slice_advance or STREAM_SLICE_SPANS * plan.span_limit
+        size = plan.slice_size(advance)
+        slices = (advance, size, plan.span_limit - 1)
+        group = GROUP
+        df = df.withColumn(GROUP, slices_of(TIME, size, advance))
+        df = df.withColumn(KEY, F.concat(F.lit("slice "), F.col(GROUP).cast("string")))
     else:
         group = GROUP
         df = df.withColumn(group, F.lit(""))
@@ -326,7 +367,8 @@ def run_streaming(prep, plan, out_struct, watermark: str):
     # the watermark node stays in the plan: the watermark advances and timers follow it
     df = with_event_time(df, TIME, prep.schema.time_unit, watermark).drop(WM)
     df, layout = operator_input(df)
-    processor = CerProcessor(prep.job, layout, out_struct, evict_after=evict_after)
+    processor = CerProcessor(prep.job, layout, out_struct, evict_after=evict_after,
+                             slices=slices)
     return df.groupBy(group).transformWithStateInPandas(processor, out_struct, "Append",
                                                         "EventTime")
 

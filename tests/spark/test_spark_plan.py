@@ -46,8 +46,14 @@ CASES = [
      SINGLE, None, None, "every key"),
     ("SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS", True, KEYED, None, None,
      "PARTITION BY"),
-    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS", True, SINGLE, None, None,
-     "streaming keeps one engine state"),
+    # streaming: T-CER by event time (state per slice), never by position
+    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS", True, TCER, "time", 4, "WITHIN bounds"),
+    ("SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS", True, TCER, "time", 4, "WITHIN"),
+    ("SELECT * FROM S, T WHERE A; B WITHIN 2 EVENTS", True, SINGLE, None, None,
+     "cannot number without one engine"),
+    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS CONSUME BY ANY", True, SINGLE, None, None,
+     "CONSUME BY ANY"),
+    ("SELECT * FROM S WHERE A; B", True, SINGLE, None, None, "no WITHIN"),
 ]
 
 

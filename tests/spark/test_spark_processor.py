@@ -228,3 +228,55 @@ def test_processor_equals_local_engine(n, seed, delay, chunk):
     assert seqs(out) == sorted(want)
     late = sum(late_count(t, f'["{key}"]') for key in (0, 1))
     assert late == len(events) - len(accepted)
+
+
+UNKEYED = "SELECT * FROM S WHERE A; B+; C WITHIN 5 [ts]"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 40), st.integers(0, 2**32), st.integers(0, 4), st.integers(1, 5),
+       st.integers(1, 9))
+def test_tcer_slices_equal_local_engine(n, seed, delay, chunk, advance):
+    """Streaming T-CER: every row goes to each slice [k·WA, k·WA + WS) holding its time (the
+    key is k), WS = WA + ε; the slices together report the local engine's complex events over
+    the accepted rows, each once; a late row is counted once (in its last slice); each slice's
+    state is cleared once the watermark passes its last time."""
+    size, epsilon = advance + 5, 5
+    schema = infer_schema(USER, UNKEYED, time="ts", exclude=("seq",))
+    job = EngineJob(UNKEYED, schema, (("id", "id"), ("ts", TIME)), tuple(USER.names))
+    t = make_tester(CerProcessor(job, LAYOUT, StructType(_body_fields(USER)), evict_after=5,
+                                 slices=(advance, size, epsilon)))
+    rng = random.Random(seed)
+    ts, events = 100, []
+    for i in range(n):
+        ts += rng.choice([0, 1, 1, 2])
+        events.append((rng.choice("ABCBAD"), 0, ts, i))
+    arrival = sorted(events, key=lambda e: e[2] + rng.uniform(0, 3))
+    out, accepted, watermark, newest, keys = [], [], 0, 0, set()
+    for i in range(0, len(arrival), chunk):
+        part = arrival[i:i + chunk]
+        accepted += [e for e in part if e[2] * 1000 > watermark]
+        for k in sorted({k for e in part for k in slices_holding(e[2], advance, size)}):
+            rows = [row(*e)[:7] + (f"slice {k}", e[2] * 1_000_000) for e in part
+                    if k in slices_holding(e[2], advance, size)]
+            out += feed(t, k, rows)  # Spark (and the tester) hands the processor (k,)
+            keys.add(k)
+        newest = max([newest] + [e[2] for e in part])
+        if (newest - delay) * 1000 > watermark:
+            watermark = (newest - delay) * 1000
+            out += records(t.setWatermark(watermark))
+    out += records(t.setWatermark(10**9))
+    mine = sorted(accepted, key=lambda e: (e[2], e[3]))
+    ces = cercore.run(UNKEYED, schema, [(e[0] if e[0] in "ABC" else "__cer_other",
+                                         {"id": e[1], "ts": e[2]}) for e in mine])
+    want = [tuple(mine[p][3] for p in ce.positions) for ce in ces]
+    event("some complex events" if want else "no complex events")
+    assert seqs(out) == sorted(want)
+    assert all(r["partition"].startswith("slice ") for r in out)
+    assert sum(late_count(t, k) for k in keys) == len(events) - len(accepted)
+    assert all(t.peekValueState("engine", k) is None for k in keys)  # every slice done
+
+
+def slices_holding(time: int, advance: int, size: int) -> list[int]:
+    """The slices k with k·WA ≤ time < k·WA + WS."""
+    return list(range((time - size) // advance + 1, time // advance + 1))

@@ -19,15 +19,20 @@ import pytest
 from spark_helpers import write_file
 
 import cercore
-from cercore.spark import find, late_events
+from cercore.spark import explain, find, late_events
 
 pytestmark = pytest.mark.spark
+
+SCHEMA_TEXT = "CREATE STREAM S { EVENT A { id:int, v:int, ts:int }, EVENT B { id:int, v:int, " \
+    "ts:int }, EVENT C { id:int, v:int, ts:int } }"
 
 DDL = "event_type string, id long, v long, ts long, seq long"
 QUERIES = {
     "keyed": "SELECT * FROM S WHERE A; B+; C FILTER B[v >= 0] PARTITION BY [id] WITHIN 10 [ts]",
-    "single": "SELECT * FROM S WHERE A; B; C WITHIN 6 [ts]",
+    "tcer": "SELECT * FROM S WHERE A; B; C WITHIN 6 [ts]",
+    "single": "SELECT * FROM S WHERE A; B; C WITHIN 6 [ts] CONSUME BY ANY",
 }
+OPTIONS = {"tcer": {"slice_advance": 4}}  # WS = 10: every event in two or three slices
 
 
 def make_events(n: int, seed: int) -> list[tuple]:
@@ -40,31 +45,39 @@ def make_events(n: int, seed: int) -> list[tuple]:
 
 
 
-def start_available(spark, base: str, query: str):
+def start_available(spark, base: str, query: str, **options):
     """Start the query over every file of base/in not yet processed (one per micro-batch), to
     the Parquet sink base/out with the checkpoint base/checkpoint; it stops when done."""
     source = (spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1)
               .parquet(os.path.join(base, "in")))
-    out = find(source, query, time="ts", sequence="seq", time_unit="s", watermark="6 seconds")
+    out = find(source, query, time="ts", sequence="seq", time_unit="s", watermark="6 seconds",
+               **options)
     return (out.writeStream.format("parquet").option("path", os.path.join(base, "out"))
             .option("checkpointLocation", os.path.join(base, "checkpoint"))
             .trigger(availableNow=True).start())
 
 
-def run_available(spark, base: str, query: str) -> int:
+def run_available(spark, base: str, query: str, **options) -> int:
     """``start_available`` to the end; the late rows."""
-    q = start_available(spark, base, query)
+    q = start_available(spark, base, query, **options)
     q.awaitTermination()
     return late_events(q)
 
 
-def by_events(rows) -> Counter:
-    return Counter((r["partition"], tuple(e["seq"] for e in r["events"])) for r in rows)
+def by_events(rows, keyed: bool = True) -> Counter:
+    """Complex events by their events' seq (and the key: streaming T-CER names the slice in
+    ``partition`` where batch has none)."""
+    return Counter((r["partition"] if keyed else None, tuple(e["seq"] for e in r["events"]))
+                   for r in rows)
 
 
-@pytest.mark.parametrize("plan", ["keyed", "single"])
+@pytest.mark.parametrize("plan", ["keyed", "tcer", "single"])
 def test_stream_restart_equals_batch(spark, tmp_path, plan):
-    query = QUERIES[plan]
+    """(The T-CER stream keeps one state per slice, cleared once the watermark passes the
+    slice: slices of WA 4, WS 10, so most events lie in two or three slices.)"""
+    query, options = QUERIES[plan], OPTIONS.get(plan, {})
+    assert explain(SCHEMA_TEXT, query, time="ts", streaming=True).startswith(
+        "spark plan: " + {"keyed": "keyed", "tcer": "T-CER", "single": "single"}[plan])
     events = make_events(70, seed=7)
     base = str(tmp_path)
     os.makedirs(os.path.join(base, "in"))
@@ -81,7 +94,7 @@ def test_stream_restart_equals_batch(spark, tmp_path, plan):
     # one row far behind the watermark before the restart (late: counted, not evaluated)
     late_before = [("B", 1, 0, 50, 999)]
     write_file(spark, os.path.join(base, "in"), "b1", chunks[1] + late_before, DDL)
-    late_1 = run_available(spark, base, query)
+    late_1 = run_available(spark, base, query, **options)
     first = spark.read.parquet(os.path.join(base, "out")).collect()
     assert late_events(os.path.join(base, "checkpoint")) == late_1
     # after the restart: more rows, two far too late (their time is long behind the
@@ -90,13 +103,16 @@ def test_stream_restart_equals_batch(spark, tmp_path, plan):
     flush = [("C", 9, 0, events[-1][3] + 100, 1002)]
     write_file(spark, os.path.join(base, "in"), "b2", chunks[2] + too_late, DDL)
     write_file(spark, os.path.join(base, "in"), "b3", chunks[3] + flush, DDL)
-    late_2 = run_available(spark, base, query)
+    late_2 = run_available(spark, base, query, **options)
     rows = spark.read.parquet(os.path.join(base, "out")).collect()
 
     batch = find(spark.createDataFrame(events + flush, DDL), query, time="ts",
                  sequence="seq").collect()
-    want = by_events(batch)
-    got = by_events(rows)
+    want = by_events(batch, plan == "keyed")
+    got = by_events(rows, plan == "keyed")
+    if plan == "tcer":
+        assert {r["partition"].split()[0] for r in rows} == {"slice"}
+        assert len({r["partition"] for r in rows}) >= 5  # many slices reported
     assert sum(want.values()) >= 10  # the comparison is not vacuous
     assert len(first) > 0 and len(rows) > len(first)  # output before and after the restart
     assert got == want
