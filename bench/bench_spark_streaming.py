@@ -4,7 +4,7 @@ micro-batch (``maxFilesPerTrigger=1``, ``trigger(availableNow=True)``), complex 
 to a Parquet sink, on ``--master`` (local[2]) with ``--partitions`` state partitions.
 
     python bench/bench_spark_streaming.py [--events N] [--batch ROWS] [--master local[2]]
-                                          [--partitions P] [--plans keyed,tcer]
+                                          [--partitions P] [--plans keyed,tcer,single]
 
 Per plan:
 
@@ -47,6 +47,8 @@ QUERIES = {
     "tcer": "SELECT * FROM S WHERE (SELL as T1; BUY as T2; BUY as T3) FILTER T1[name = "
             "'INTC'] AND T2[name = 'RIMM'] AND T3[name = 'QQQ'] WITHIN 1000 [stock_time]",
 }
+QUERIES["single"] = QUERIES["tcer"]  # the same query in one state (the streaming default)
+OPTIONS = {"tcer": {"plan": "tcer"}}
 WATERMARK = "10 seconds"
 
 
@@ -90,7 +92,8 @@ def local_run(query: str, decl, table: pa.Table) -> tuple[float, Counter]:
     return best, want
 
 
-def stream_run(spark, work: Path, query: str, decl) -> tuple[float, float, int, Counter]:
+def stream_run(spark, work: Path, query: str, decl, **options
+               ) -> tuple[float, float, int, Counter]:
     """(wall s, steady events/s, micro-batches, complex events by the seqs of their events)."""
     from cercore.spark import find
 
@@ -99,7 +102,7 @@ def stream_run(spark, work: Path, query: str, decl) -> tuple[float, float, int, 
     shutil.rmtree(checkpoint, ignore_errors=True)
     source = (spark.readStream.schema(spark.read.parquet(str(work / "in")).schema)
               .option("maxFilesPerTrigger", 1).parquet(str(work / "in")))
-    out = find(source, query, schema=decl, sequence="seq", watermark=WATERMARK)
+    out = find(source, query, schema=decl, sequence="seq", watermark=WATERMARK, **options)
     t0 = time.perf_counter()
     q = (out.writeStream.format("parquet").option("path", out_path)
          .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
@@ -141,7 +144,8 @@ def main(argv: list[str] | None = None) -> None:
             lwall, want = local_run(query, decl, table)
             print(f"| {plan} | local engine | {sum(want.values()):,} | {lwall:.2f} | "
                   f"{args.events / lwall / 1e3:,.0f} k | | 1 |", flush=True)
-            wall, steady, batches, got = stream_run(spark, work, query, decl)
+            wall, steady, batches, got = stream_run(spark, work, query, decl,
+                                                    **OPTIONS.get(plan, {}))
             if got != want:
                 raise SystemExit(f"{plan}: streamed complex events differ from the local "
                                  f"engine's ({sum(got.values())} vs {sum(want.values())})")

@@ -9,7 +9,7 @@ from cercore.errors import CercoreError
 from cercore.query import CompiledQuery
 from cercore.schema import Schema
 from cercore.spark.frames import Prepared, prepare
-from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan
+from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan, streaming_tcer
 
 PLANS = ("auto", TCER, KEYED, SINGLE)
 
@@ -47,6 +47,11 @@ def _plan_for(prep: Prepared, compiled: CompiledQuery, plan: str, streaming: boo
     if plan in ("auto", auto.kind) or plan == SINGLE:
         return auto if plan in ("auto", auto.kind) else SparkPlan(
             SINGLE, "single pass requested (always exact)")
+    sliced = streaming_tcer(compiled.analysed, prep.time, prep.job.on_error) \
+        if streaming and plan == TCER else None
+    if sliced is not None:
+        return SparkPlan(TCER, sliced.reason + "; requested for the stream", sliced.coordinate,
+                         sliced.span_limit)
     raise CercoreError(f"plan {plan!r} is not exact for this query ({auto.reason}); "
                        f"use plan='auto' ({auto.kind}) or 'single'")
 

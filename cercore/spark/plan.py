@@ -24,7 +24,9 @@ The three plans ("Aggregates are all you need", §4 T-CER, keyed and ordered eva
   parallelism. Used for history-dependent queries that cannot be keyed.
 
 Streaming runs the same plans, with state per key (PARTITION BY key, T-CER slice, or one
-constant key), except T-CER by position: a stream has no global positions.
+constant key), except T-CER by position (a stream has no global positions); T-CER by event time
+runs only when asked for: measured on two cores, a state per slice in every micro-batch cost
+more than one state for the stream.
 """
 
 from __future__ import annotations
@@ -107,8 +109,9 @@ def reads_every_event(analysed) -> bool:
 def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = False,
                 on_error: str = "raise") -> SparkPlan:
     """The plan for ``analysed`` (a ``cercore.ceql.analysis.AnalysedQuery``) when the events
-    are ordered by ``order_attribute`` (then a sequence); ``streaming`` slices T-CER by event
-    time only (a stream has no global positions)."""
+    are ordered by ``order_attribute`` (then a sequence). With ``streaming`` the plan is keyed
+    or single: T-CER (by event time only, a stream has no global positions) is exact where
+    batch would slice by time, but runs only when asked for (``streaming_tcer``)."""
     w = analysed.window
     history = history_dependence(analysed)
     crossing = _crosses_keys(analysed)
@@ -124,6 +127,11 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
         return SparkPlan(SINGLE, f"{why_not_keyed}; history-dependent: {history}",
                          history_dependent=history)
     d_c = int(w.epsilon) + 1
+    if streaming and w.kind != "events" and w.attribute == order_attribute:
+        return SparkPlan(SINGLE, f"{why_not_keyed}; streaming keeps one state for the "
+                         "stream: T-CER slices by event time are exact here (plan='tcer') but "
+                         "cost one state per slice in every micro-batch, which pays only when "
+                         "micro-batches span several slices")
     if w.kind == "events":
         if streaming:
             return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS slices by global "
@@ -143,3 +151,11 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
     return SparkPlan(TCER, f"{why_not_keyed}; WITHIN bounds every match's span "
                      f"({w.attribute} difference ≤ {w.epsilon})", coordinate="time",
                      span_limit=d_c)
+
+
+def streaming_tcer(analysed, order_attribute: str | None, on_error: str = "raise"
+                   ) -> SparkPlan | None:
+    """The T-CER plan a stream may be asked to run (``plan="tcer"``): the batch choice when it
+    slices by event time, else None."""
+    plan = choose_plan(analysed, order_attribute, on_error=on_error)
+    return plan if plan.kind == TCER and plan.coordinate == "time" else None

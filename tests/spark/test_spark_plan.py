@@ -10,6 +10,7 @@ from strategies import SCHEMAS
 
 import cercore
 from cercore.spark import KEYED, SINGLE, TCER, choose_plan, explain
+from cercore.spark.plan import streaming_tcer
 
 SCHEMA = SCHEMAS["seconds"]  # types A, B, C (stream S), C, D (stream T); time attribute ts
 
@@ -46,9 +47,11 @@ CASES = [
      SINGLE, None, None, "every key"),
     ("SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS", True, KEYED, None, None,
      "PARTITION BY"),
-    # streaming: T-CER by event time (state per slice), never by position
-    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS", True, TCER, "time", 4, "WITHIN bounds"),
-    ("SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS", True, TCER, "time", 4, "WITHIN"),
+    # streaming: one state for the stream unless T-CER by event time is asked for
+    ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS", True, SINGLE, None, None,
+     "T-CER slices by event time are exact here (plan='tcer')"),
+    ("SELECT LAST * FROM S WHERE A; B WITHIN 3 SECONDS", True, SINGLE, None, None,
+     "plan='tcer'"),
     ("SELECT * FROM S, T WHERE A; B WITHIN 2 EVENTS", True, SINGLE, None, None,
      "cannot number without one engine"),
     ("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS CONSUME BY ANY", True, SINGLE, None, None,
@@ -63,6 +66,19 @@ def test_plan_choice(query, streaming, kind, coordinate, span, why):
     plan = choose_plan(analysed, "ts", streaming=streaming)
     assert (plan.kind, plan.coordinate, plan.span_limit) == (kind, coordinate, span)
     assert why in plan.reason
+
+
+def test_a_stream_slices_by_event_time_only_when_asked():
+    """streaming_tcer: the batch T-CER plan where it slices by time (find(..., plan="tcer")
+    on a stream), none where batch would slice by position or not at all."""
+    def sliced(query):
+        return streaming_tcer(cercore.compile(query, SCHEMA).analysed, "ts")
+
+    plan = sliced("SELECT MAX * FROM S WHERE A; B WITHIN 3 SECONDS")
+    assert (plan.kind, plan.coordinate, plan.span_limit) == (TCER, "time", 4)
+    assert sliced("SELECT * FROM S, T WHERE A; B WITHIN 2 EVENTS") is None
+    assert sliced("SELECT * FROM S WHERE A; B WITHIN 3 SECONDS CONSUME BY ANY") is None
+    assert sliced("SELECT * FROM S WHERE A; B WITHIN 3 [v]") is None
 
 
 def test_without_an_ordering_time_time_windows_are_not_sliced():

@@ -32,7 +32,8 @@ QUERIES = {
     "tcer": "SELECT * FROM S WHERE A; B; C WITHIN 6 [ts]",
     "single": "SELECT * FROM S WHERE A; B; C WITHIN 6 [ts] CONSUME BY ANY",
 }
-OPTIONS = {"tcer": {"slice_advance": 4}}  # WS = 10: every event in two or three slices
+# a stream slices only when asked; WS = 10: every event in two or three slices
+OPTIONS = {"tcer": {"plan": "tcer", "slice_advance": 4}}
 
 
 def make_events(n: int, seed: int) -> list[tuple]:
@@ -77,7 +78,7 @@ def test_stream_restart_equals_batch(spark, tmp_path, plan):
     slice: slices of WA 4, WS 10, so most events lie in two or three slices.)"""
     query, options = QUERIES[plan], OPTIONS.get(plan, {})
     assert explain(SCHEMA_TEXT, query, time="ts", streaming=True).startswith(
-        "spark plan: " + {"keyed": "keyed", "tcer": "T-CER", "single": "single"}[plan])
+        "spark plan: " + {"keyed": "keyed", "tcer": "single", "single": "single"}[plan])
     events = make_events(70, seed=7)
     base = str(tmp_path)
     os.makedirs(os.path.join(base, "in"))
