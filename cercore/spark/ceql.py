@@ -80,9 +80,10 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
     ``sequence``, ties keep the order in which rows are read (batch) or arrive (streaming).
     ``backend`` is the engine backend on the workers ("auto" | "python" | "cython").
     ``plan``: "auto" (see ``explain``) or a plan to force ("single" is always allowed;
-    "tcer"/"keyed" only where exact). ``slice_advance`` sets T-CER's WA (time units or
-    positions). ``num_partitions`` (batch) sets how many Spark partitions the engines run in;
-    by default 3 × ``defaultParallelism`` for the keyed plan, min(slices, 3 ×
+    "tcer"/"keyed" only where exact; a stream runs T-CER, by event time, only when asked).
+    ``slice_advance`` sets T-CER's WA (time units or positions). ``num_partitions`` (batch)
+    sets how many Spark partitions the engines run in; by default 3 × ``defaultParallelism``
+    for the keyed plan, min(slices, 3 ×
     ``defaultParallelism``) for T-CER, 1 for the single pass — never
     ``spark.sql.shuffle.partitions``. A streaming query keeps its state in the partitions
     ``spark.sql.shuffle.partitions`` gives when it first starts: start it inside
