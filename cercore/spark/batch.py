@@ -207,8 +207,6 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
 
     if num_partitions is not None and num_partitions < 1:
         raise ValueError("num_partitions must be a positive integer")
-    if slice_advance is not None and slice_advance < 1:
-        raise ValueError("slice_advance must be a positive integer")
     spark = prep.df.sparkSession
     parallelism = spark.sparkContext.defaultParallelism
     numbers_first = plan.kind == KEYED or plan.kind == TCER and plan.coordinate == "position"
@@ -257,7 +255,7 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     tz = spark.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(out_struct, timezone=tz)
     slices = None if advance is None else (advance, plan.span_limit - 1)
-    body = partial(_map_body, job=prep.job, slices=slices, out_schema=arrow_schema,
+    body = partial(run_sorted_groups, job=prep.job, slices=slices, out_schema=arrow_schema,
                    starts=starts)
     return df.mapInArrow(body, out_struct), advance, n
 
@@ -271,10 +269,6 @@ def worker_columns(prep: Prepared, available: list[str]) -> list[str]:
               *([TIME] if job.has_time else []),
               *([job.stream_column] if job.stream_column else [])}
     return [c for c in available if c in wanted]
-
-
-def _map_body(batches, job, slices, out_schema, starts):
-    return run_sorted_groups(batches, job, slices, out_schema, starts)
 
 
 def slices_of(coord: str, size: int, advance: int):

@@ -94,12 +94,15 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
 
     Returns a DataFrame with columns ``match_id`` (64-bit hash of partition, interval and
     positions: equal complex events get equal ids in every plan), ``partition`` (the PARTITION
-    BY key as a JSON array of text, null without PARTITION BY), ``start``/``end`` (positions in
+    BY key as a JSON array of text; null without PARTITION BY, ``slice k`` for a stream's T-CER
+    slice k), ``start``/``end`` (positions in
     (time, sequence) order: global in batch, per key in streaming), ``start_time``/``end_time``
     (the time of those events, integers in the schema's unit), ``positions`` and ``events``
     (the matched rows, every input column, in position order)."""
     from pyspark.sql import functions as F
 
+    if slice_advance is not None and slice_advance < 1:  # both batch and streaming slice by it
+        raise ValueError("slice_advance must be a positive integer")
     streaming = df.isStreaming
     prep = prepare(df, query, schema, type_column=type_column, time=time, sequence=sequence,
                    time_unit=time_unit, backend=backend, on_error=on_error,

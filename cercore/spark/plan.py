@@ -112,6 +112,20 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
     are ordered by ``order_attribute`` (then a sequence). With ``streaming`` the plan is keyed
     or single: T-CER (by event time only, a stream has no global positions) is exact where
     batch would slice by time, but runs only when asked for (``streaming_tcer``)."""
+    plan = _batch_plan(analysed, order_attribute, on_error)
+    if not streaming or plan.kind != TCER:
+        return plan
+    if plan.coordinate == "position":
+        return SparkPlan(SINGLE, f"{plan.reason}; but a stream cannot number without one "
+                         "engine the global positions these slices need")
+    return SparkPlan(SINGLE, f"{plan.reason}; streaming keeps one state for the stream: T-CER "
+                     "slices by event time are exact here (plan='tcer') but cost one state per "
+                     "slice in every micro-batch, which pays only when micro-batches span "
+                     "several slices")
+
+
+def _batch_plan(analysed, order_attribute: str | None, on_error: str) -> SparkPlan:
+    """``choose_plan`` for a batch DataFrame."""
     w = analysed.window
     history = history_dependence(analysed)
     crossing = _crosses_keys(analysed)
@@ -127,15 +141,7 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
         return SparkPlan(SINGLE, f"{why_not_keyed}; history-dependent: {history}",
                          history_dependent=history)
     d_c = int(w.epsilon) + 1
-    if streaming and w.kind != "events" and w.attribute == order_attribute:
-        return SparkPlan(SINGLE, f"{why_not_keyed}; streaming keeps one state for the "
-                         "stream: T-CER slices by event time are exact here (plan='tcer') but "
-                         "cost one state per slice in every micro-batch, which pays only when "
-                         "micro-batches span several slices")
     if w.kind == "events":
-        if streaming:
-            return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS slices by global "
-                             "position, which a stream cannot number without one engine")
         if not reads_every_event(analysed):
             return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS counts only the "
                              "events FROM reads, which positions do not give")
@@ -157,5 +163,5 @@ def streaming_tcer(analysed, order_attribute: str | None, on_error: str = "raise
                    ) -> SparkPlan | None:
     """The T-CER plan a stream may be asked to run (``plan="tcer"``): the batch choice when it
     slices by event time, else None."""
-    plan = choose_plan(analysed, order_attribute, on_error=on_error)
+    plan = _batch_plan(analysed, order_attribute, on_error)
     return plan if plan.kind == TCER and plan.coordinate == "time" else None

@@ -335,9 +335,6 @@ def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | N
     from cercore.spark.batch import slices_of
     from cercore.spark.plan import KEYED, TCER
 
-    if slice_advance is not None and slice_advance < 1:
-        raise ValueError("slice_advance must be a positive integer")
-
     if prep.time is None:
         raise CercoreError("streaming needs an event-time column: pass time= or declare a "
                            "primary_time attribute")

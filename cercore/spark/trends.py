@@ -25,7 +25,7 @@ from typing import Any
 
 from cercore.errors import ConfigError
 from cercore.schema import Schema
-from cercore.spark.batch import floor_div, into_partitions
+from cercore.spark.batch import floor_div, into_partitions, slices_of
 from cercore.spark.job import GROUP
 from cercore.spark.partitions import partition_cap
 from cercore.spark.trend_job import POSITION, TrendJob, run_trend_groups
@@ -125,7 +125,7 @@ def _run_batch(df, query: CompiledTrendQuery, *, backend: str, type_column: str,
         df = df.withColumn(GROUP, F.lit(0).cast("long"))
         if not plan.group_by:
             n = 1
-        df = df.repartition(n, *plan.group_by) if plan.group_by else df.repartition(1)
+        df = df.repartition(n, *plan.group_by)
     else:  # window k holds time t iff k*slide <= t < k*slide + size
         size, slide = plan.window
         t = "`" + tcol.replace("`", "``") + "`"
@@ -137,8 +137,9 @@ def _run_batch(df, query: CompiledTrendQuery, *, backend: str, type_column: str,
         first_window = (lo - size) // slide + 1
         span = -(-size // slide)  # the windows one event is in, at most
         chunk = max(span, -(-(hi // slide - first_window + 1) // (4 * parallelism)))
-        df = df.withColumn(GROUP, F.explode(F.sequence(F.expr(floor_div(first, chunk)),
-                                                       F.expr(floor_div(last, chunk)))))
+        # run r (windows r·chunk ... r·chunk + chunk − 1) holds the times of a T-CER slice:
+        # advance chunk·slide, size (chunk − 1)·slide + size
+        df = df.withColumn(GROUP, slices_of(t, (chunk - 1) * slide + size, chunk * slide))
         if plan.group_by:
             df = df.repartition(n, *plan.group_by, GROUP)
         else:  # runs dealt round-robin
@@ -146,11 +147,10 @@ def _run_batch(df, query: CompiledTrendQuery, *, backend: str, type_column: str,
             n = min(n, hi // slide // chunk - first_run + 1)
             df = into_partitions(df, n, F.pmod(F.col(GROUP) - F.lit(first_run), F.lit(n)))
     df = df.sortWithinPartitions(GROUP, tcol, POSITION)
-    job = TrendJob(query, backend, type_column, exact, tuple(row_schema(query, exact)[1]),
-                   chunk)
+    out_struct, exact_columns = row_schema(query, exact)
+    job = TrendJob(query, backend, type_column, exact, tuple(exact_columns), chunk)
     columns = [type_column, POSITION, GROUP, *schema.attribute_types()]
     df = df.select(*dict.fromkeys(c for c in columns if c in df.columns))
-    out_struct = row_schema(query, exact)[0]
     arrow_schema = to_arrow_schema(out_struct,
                                    timezone=spark.conf.get("spark.sql.session.timeZone"))
     return df.mapInArrow(partial(run_trend_groups, job=job, out_schema=arrow_schema),
