@@ -17,6 +17,7 @@ String columns arrive dictionary-encoded (``StringColumn``): a comparison with a
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 
@@ -227,3 +228,134 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
             res = ~res
         return np.logical_and(np.logical_and(res, ok), np.logical_and(oklo, okhi))
     raise TypeError(f"not a leaf predicate: {p!r}")  # analysis never produces this
+
+
+# ---- the scalar form: one event at a time -------------------------------------------------------
+# The record path (``Engine.push``, live iterators) evaluates each leaf on one event's validated
+# attribute dict. These closures follow ``evaluate_leaf`` rule for rule -- null and undefined
+# arithmetic are false, integer arithmetic is exact and truncates toward zero, a double
+# operand makes the operation (and a comparison) double -- and the differential tests feed
+# the same events through both forms.
+
+def _scalar_expr(e: ast.Expr):
+    """``row -> value`` (None: null or undefined) of an arithmetic expression."""
+    if isinstance(e, ast.Literal):
+        value = e.value
+        return lambda row: value
+    if isinstance(e, ast.AttrRef):
+        name = e.name
+        return lambda row: row.get(name)
+    if isinstance(e, ast.Neg):
+        operand = _scalar_expr(e.operand)
+
+        def neg(row):
+            v = operand(row)
+            return None if v is None else -v
+        return neg
+    left, right, op = _scalar_expr(e.left), _scalar_expr(e.right), e.op
+
+    def binop(row):
+        a = left(row)
+        if a is None:
+            return None
+        b = right(row)
+        if b is None:
+            return None
+        if type(a) is int and type(b) is int:
+            if op in ("/", "%"):
+                if b == 0:
+                    return None
+            return _py_int_op(op, a, b)
+        a, b = float(a), float(b)
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if b == 0:
+            return None
+        return a / b if op == "/" else math.fmod(a, b)
+    return binop
+
+
+def _numeric_pair(a, b):
+    """Operands as numpy compares them: an int beside a double is read as a double."""
+    if type(a) is float and type(b) is int:
+        return a, float(b)
+    if type(b) is float and type(a) is int:
+        return float(a), b
+    return a, b
+
+
+def _le(a, b) -> bool:
+    a, b = _numeric_pair(a, b)
+    return a <= b
+
+
+def _eq(a, b) -> bool:
+    a, b = _numeric_pair(a, b)
+    return a == b
+
+
+def scalar_leaf(p: ast.Pred):
+    """``row -> bool``: leaf ``p`` on one event (``row``: attribute -> value, None or absent for
+    null), with exactly ``evaluate_leaf``'s semantics."""
+    if isinstance(p, ast.Compare):
+        left, right, cmp = _scalar_expr(p.left), _scalar_expr(p.right), _CMP[p.op]
+
+        def compare(row) -> bool:
+            a = left(row)
+            if a is None:
+                return False
+            b = right(row)
+            if b is None:
+                return False
+            return bool(cmp(*_numeric_pair(a, b)))
+        return compare
+    if isinstance(p, ast.Like):
+        operand, search = _scalar_expr(p.operand), re.compile(p.pattern).search
+
+        def like(row) -> bool:
+            v = operand(row)
+            return type(v) is str and search(v) is not None
+        return like
+    if isinstance(p, ast.InSet):
+        operand, negated = _scalar_expr(p.operand), p.negated
+        ranges = [(_scalar_expr(i.lo), _scalar_expr(i.hi)) for i in p.items
+                  if isinstance(i, ast.Range)]
+        values = [i.value for i in p.items if not isinstance(i, ast.Range)]
+        # a set lookup where it means what ``==`` means: not for doubles (numpy compares an
+        # int with a double as doubles; a set compares them exactly, and NaN by identity)
+        members = frozenset(values) if not any(type(x) is float for x in values) else None
+
+        def in_set(row) -> bool:
+            v = operand(row)
+            if v is None:
+                return False
+            bounds = []
+            for lo_of, hi_of in ranges:
+                lo, hi = lo_of(row), hi_of(row)
+                if lo is None or hi is None:
+                    return False  # a null bound: the leaf is false
+                bounds.append((lo, hi))
+            if members is not None and type(v) is not float:
+                found = v in members
+            else:
+                found = any(_eq(v, x) for x in values)
+            if not found:
+                found = any(_le(lo, v) and _le(v, hi) for lo, hi in bounds)
+            return not found if negated else found
+        return in_set
+    if isinstance(p, ast.InRange):
+        operand, lo_of, hi_of = _scalar_expr(p.operand), _scalar_expr(p.lo), _scalar_expr(p.hi)
+        negated = p.negated
+
+        def in_range(row) -> bool:
+            v, lo, hi = operand(row), lo_of(row), hi_of(row)
+            if v is None or lo is None or hi is None:
+                return False
+            inside = _le(lo, v) and _le(v, hi)
+            return not inside if negated else inside
+        return in_range
+    raise TypeError(f"not a leaf predicate: {p!r}")

@@ -75,6 +75,11 @@ cdef class CythonEvaluator:
     cdef bint b_windowed
     cdef int64_t b_limit  # complex events reported per event; -1: no LIMIT
     cdef int b_consume  # constants.CONSUME_NONE / CONSUME_ANY / CONSUME_PARTITION
+    # a batch of one event (run_one): the b_* pointers point here
+    cdef int64_t one_active
+    cdef int64_t one_pid
+    cdef int32_t one_letter
+    cdef int64_t one_time
     cdef int64_t left  # what LIMIT still allows for the current event
     cdef int64_t cur_pid
     cdef int64_t cur_pos
@@ -113,3 +118,4 @@ cdef class CythonEvaluator:
                     const int64_t[::1] t, object batch) except *
     cdef int advance_or_raise(self) except -1
     cdef void finish(self) noexcept
+    cdef list _buffered(self, view)

@@ -148,6 +148,80 @@ cdef class CythonEvaluator:
         finally:
             self.finish()
 
+    def run_one(self, int64_t pid, int32_t letter, int64_t pos, int64_t time, int64_t epsilon,
+                bint windowed, int64_t limit, int consume, view=None):
+        """One event (the record path): what ``run`` does for it, without numpy arrays or a
+        generator. Its complex events as a list; should they overflow the output buffer, a
+        generator that yields them all (the engine exhausts it before the next event)."""
+        cdef int code
+        cdef list out
+        self.one_active = 0
+        self.one_pid = pid
+        self.one_letter = letter
+        self.one_time = time
+        self.b_active = &self.one_active
+        self.b_pids = &self.one_pid
+        self.b_letters = &self.one_letter
+        self.b_times = &self.one_time
+        self.b_n = 1
+        self.b_i = 0
+        self.b_first = pos
+        self.b_epsilon = epsilon
+        self.b_windowed = windowed
+        self.b_limit = limit
+        self.b_consume = consume
+        self.enumerating = False
+        self.min_compaction = MIN_COMPACTION
+        try:
+            while True:
+                code = self.advance_or_raise()
+                if code == MISS:
+                    continue
+                if code == FULL:
+                    return self._rest_of_one(self._buffered(view), view)
+                out = self._buffered(view) if self.out_start.size() else []
+                self.finish()
+                return out
+        except BaseException:
+            self.finish()
+            raise
+
+    def _rest_of_one(self, list first, view):
+        """``run_one``'s outputs beyond one buffer, as ``run`` yields them."""
+        cdef int code
+        try:
+            yield from first
+            while True:
+                code = self.advance_or_raise()
+                if code == MISS:
+                    continue
+                yield from self._buffered(view)
+                if code == DONE:
+                    break
+        finally:
+            self.finish()
+
+    cdef list _buffered(self, view):
+        """The buffered complex events (tuples, or views over ``view``); the buffer empties."""
+        cdef Py_ssize_t i, j, lo, hi, n_out = self.out_start.size()
+        cdef object tup, v
+        cdef list out = []
+        for i in range(n_out):
+            lo = self.out_off[i]
+            hi = self.out_off[i + 1]
+            tup = PyTuple_New(hi - lo)
+            for j in range(lo, hi):
+                v = self.out_pos[j]
+                Py_INCREF(v)
+                PyTuple_SET_ITEM(tup, j - lo, v)
+            self.reported += 1
+            if view is None:
+                out.append((self.out_start[i], self.out_end[i], tup))
+            else:
+                out.append(make_view(self.out_start[i], self.out_end[i], tup, view))
+        self.clear_output()
+        return out
+
     def run_arrays(self, batch):
         """``run`` in bulk: (start, end, offsets, positions) int64 arrays, complex event i having
         positions ``positions[offsets[i]:offsets[i + 1]]``; no Python object per complex

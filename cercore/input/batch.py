@@ -82,6 +82,14 @@ class ReadFilter:
             self.streams[[s + 1 for s in streams]] = True
         # equal keys read the same events (queries run together share one mask per key)
         self.key = (self.types.tobytes(), None if self.streams is None else self.streams.tobytes())
+        # the same lookups as Python lists, for one event at a time
+        self.type_list = self.types.tolist()
+        self.stream_list = None if self.streams is None else self.streams.tolist()
+
+    def reads_one(self, tid: int, stream: int) -> bool:
+        """Whether one event (type id, stream id; -1: untagged) is read."""
+        return self.type_list[tid] and (self.stream_list is None
+                                        or self.stream_list[stream + 1])
 
     def mask(self, batch: Batch) -> np.ndarray:
         """A fresh bool mask of the batch's events that are read."""

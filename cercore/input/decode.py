@@ -31,6 +31,7 @@ INT64_MAX = (1 << 63) - 1
 INT64_MIN = -(1 << 63)
 UNKNOWN_STREAM = -2  # stream code of a name no stream has
 _MISSING = object()
+RAW = object()  # the attributes of a record that is not an event: the record is passed as is
 _EXACT = {AttrType.INT: int, AttrType.DOUBLE: float, AttrType.STRING: str, AttrType.BOOL: bool}
 
 
@@ -121,6 +122,46 @@ class EventDecoder:
                 cols[a] = np.array([fill if v is None else v for v in values[a]], dtype=DTYPES[t])
         return Batch(first_position, n, np.array(type_ids, dtype=np.int32),
                      Columns(n, cols, {a: np.array(valid[a], dtype=bool) for a in names}), error)
+
+    def decode_one(self, typ: Any, attrs: Any, stream: int, pos: int) -> tuple[int, dict | None]:
+        """One event at position ``pos`` (the record path): ``typ`` and ``attrs`` as a
+        ``(type, attributes)`` record holds them (``attrs`` is ``RAW`` for any other record,
+        passed whole as ``typ``), ``stream`` its stream id (-1: untagged, ``UNKNOWN_STREAM``).
+        Returns (type id, validated attributes), or (SKIPPED, None) for a skipped event; an
+        EventError in raise mode. The checks and messages of ``from_records`` and
+        ``tag_streams``."""
+        try:
+            if attrs is RAW or type(attrs) is not dict:
+                typ, attrs = self._split(typ if attrs is RAW else (typ, attrs), pos)
+            tid, row = self._check_record(typ, attrs, pos)
+            if stream != -1 and (stream == UNKNOWN_STREAM
+                                 or not self._stream_carries[stream, tid]):
+                self._stream_error(stream, tid, pos)
+        except EventError as e:
+            if not self.reject(e):
+                raise
+            return SKIPPED, None
+        return tid, row
+
+    def _stream_error(self, stream: int, tid: int, pos: int) -> None:
+        if stream == UNKNOWN_STREAM:
+            raise EventError(f"unknown stream {self._unknown_stream!r}"
+                             + did_you_mean(str(self._unknown_stream), self.schema.stream_ids),
+                             position=pos, field="stream", reason=skips.STREAM)
+        name = next(n for n, i in self.schema.stream_ids.items() if i == stream)
+        raise EventError(f"stream {name} carries no {self.schema.type_names[tid]} events",
+                         position=pos, field="stream", reason=skips.STREAM)
+
+    def stream_id(self, name: Any) -> int:
+        """The id of a stream tag (-1 for None, ``UNKNOWN_STREAM`` for a name no stream
+        has: remembered for the message)."""
+        if name is None:
+            return -1
+        sid = self.schema.stream_ids.get(name) if isinstance(name, str) else None
+        if sid is None:
+            self._unknown_stream = name
+            return UNKNOWN_STREAM
+        return sid
 
     @staticmethod
     def _split(rec, pos: int) -> tuple[str, dict]:

@@ -28,7 +28,7 @@ import numpy as np
 from cercore.errors import ConfigError, EventError
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
-from cercore.input.decode import REJECT_COLUMN, Rejected
+from cercore.input.decode import RAW, REJECT_COLUMN, Rejected
 from cercore.input.tabular import is_tabular, tabular_rows
 from cercore.runtime.constants import INT64_MIN
 from cercore.runtime.output import Event
@@ -87,6 +87,29 @@ class TimeOrder:
             batch.type_ids[k] = SKIPPED
         self.last = last
         return batch.n, None
+
+    def check_one(self, tid: int, row: dict, position: int) -> bool:
+        """``check`` for one read event (the record path): True when its time is in order
+        (``last`` moves on), False when it is skipped; an EventError in raise mode. The
+        event's window time is then ``last`` (carried from the events before it when its
+        type has no time)."""
+        if self.carriers is not None and not self.carriers[tid]:
+            return True
+        v = row.get(self.attribute)
+        last = self.last
+        if v is not None and (last is None or v >= last):
+            self.last = v
+            return True
+        if v is None:
+            err = EventError(f"time attribute {self.attribute!r} is missing or null",
+                             position=position, field=self.attribute, reason=skips.TIME_MISSING)
+        else:
+            err = EventError(f"time goes backwards: {self.attribute} = {v} after {last}",
+                             position=position, field=self.attribute,
+                             reason=skips.TIME_BACKWARDS)
+        if not self.reject(err):
+            raise err
+        return False
 
     def times(self, batch: Batch, read: np.ndarray) -> np.ndarray:
         """The time of every event of a checked batch (int64): its own where its type carries
@@ -195,5 +218,3 @@ def records_of(events: Any, type_column: str, declared: dict[str, dict],
         else:
             yield rec, RAW, None  # not an event record: the decoder reports it, in order
 
-
-RAW = object()  # the attributes of a record that is not an event: pass the record on as is

@@ -6,17 +6,18 @@ queries at once) reads its events through an ``EventInput``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from cercore.errors import CercoreError, ConfigError, EventError
 from cercore.input.batch import Batch
-from cercore.input.decode import UNKNOWN_STREAM, EventDecoder, string_codes
-from cercore.input.order import RAW, ReorderBuffer, TimeOrder, records_of
+from cercore.input.decode import RAW, UNKNOWN_STREAM, EventDecoder, string_codes
+from cercore.input.order import ReorderBuffer, TimeOrder, records_of
 from cercore.input.skips import SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
+from cercore.runtime.output import Event
 from cercore.schema import Schema, did_you_mean
 
 # Events per batch. Each batch costs a fixed amount of Python (one numpy call per column and
@@ -24,6 +25,15 @@ from cercore.schema import Schema, did_you_mean
 # a batch's columns still fit in the L2 cache (bench: cercore-bench breakdown).
 BATCH_SIZE = 16384
 RECORD_BATCH_SIZE = 4096  # records are converted one by one anyway: smaller batches, less delay
+
+
+def in_hand(events: Any) -> bool:
+    """Whether ``events`` is all there already -- a list or tuple of records, a table -- and
+    is evaluated in batches at bulk speed. Anything else (a generator, an iterator, a live
+    feed) is read one event at a time, so each complex event comes out before the next event
+    is asked for."""
+    return (isinstance(events, Sequence) and not isinstance(events, (str, bytes))) \
+        or is_tabular(events)
 
 
 class EventInput:
@@ -67,6 +77,38 @@ class EventInput:
     def consumed(self, batch: Batch, n: int) -> None:
         """The engine evaluated the first ``n`` events of ``batch``."""
         self.position = batch.first_position + n
+
+    # ---- one event at a time ----------------------------------------------------------------
+    def stream_code(self, stream: str | None) -> int:
+        """The id of the stream that tags a whole input (-1: None); an unknown name is an
+        EventError, as for ``batches``."""
+        if stream is None:
+            return -1
+        if stream not in self.schema.streams:
+            raise EventError(f"unknown stream {stream!r}"
+                             + did_you_mean(str(stream), self.schema.streams), field="stream")
+        return self.schema.stream_ids[stream]
+
+    def live(self, events: Any, stream: str | None = None) -> Iterator[tuple[Any, Any, int]]:
+        """The events of ``events`` one at a time, each asked for only when the one before it
+        has been evaluated: ``(type, attributes, stream id)`` for ``EventDecoder.decode_one``
+        (attributes ``RAW`` for a record that is not an event). With a reorder slack, the
+        events it releases, in time order."""
+        sid = self.stream_code(stream)
+        if self.reorder is not None:
+            code = self.decoder.stream_id
+            for typ, attrs, tag in self.reorder.add(
+                    records_of(events, self.type_column, self.decoder.declared, stream,
+                               self.stream_column), self._late):
+                yield typ, attrs, code(tag)  # (released events may be of earlier inputs)
+            return
+        for rec in events:
+            if type(rec) is tuple and len(rec) == 2:
+                yield rec[0], rec[1], sid
+            elif isinstance(rec, Event):
+                yield rec.type, rec.attributes, sid
+            else:
+                yield rec, RAW, sid
 
     # ---- batches ------------------------------------------------------------------------
     def batches(self, events: Any, stream: str | None = None) -> Iterator[Batch]:

@@ -11,15 +11,18 @@ import numpy as np
 
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import ConfigError, EventError
-from cercore.input import Batch, EventInput, ReadsInput
+from cercore.input import SKIPPED, Batch, EventInput, ReadsInput
+from cercore.input.source import in_hand
 from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.constants import (
     CONSUME_ANY,
     CONSUME_NONE,
     CONSUME_PARTITION,
+    INT64_MIN,
     NO_LIMIT,
     NO_PARTITION,
     NOT_READ,
+    window_start,
 )
 from cercore.runtime.event_predicates import EventPredicateCheck
 from cercore.runtime.interface import CompiledPlan, Evaluator, EvaluatorInput
@@ -91,6 +94,7 @@ class Engine(ReadsInput):
         # without PARTITION BY, CONSUME BY PARTITION is CONSUME BY ANY (one partition)
         self.consume = {None: CONSUME_NONE, "NONE": CONSUME_NONE, "ANY": CONSUME_ANY,
                         "PARTITION": CONSUME_PARTITION}[q.consume]
+        self.latest_time = INT64_MIN  # window time of the last read event (store pruning)
 
     def _make_evaluator(self, backend: str) -> Evaluator:
         if backend == "cython":
@@ -111,8 +115,18 @@ class Engine(ReadsInput):
         every stream that declares their type. FROM and ``S>E`` atoms read the tags.
 
         With a reorder slack, events are evaluated once the slack has passed them; call
-        ``flush()`` at the end of the stream to evaluate what is still buffered."""
+        ``flush()`` at the end of the stream to evaluate what is still buffered.
+
+        A list, a tuple or a table is evaluated in batches (bulk speed); any other iterable
+        (a generator, a live feed) one event at a time: every complex event is yielded before
+        the next event is asked for."""
         self._usable()
+        if not in_hand(events):
+            for typ, attrs, sid in self.input.live(events, stream):
+                found = self._record(typ, attrs, sid)
+                if found:
+                    yield from found if type(found) is list else self._guarded(found)
+            return
         for batch in self.input.batches(events, stream):
             yield from self._guarded(self._run(batch))
 
@@ -131,7 +145,11 @@ class Engine(ReadsInput):
         """Evaluate one event (of ``stream``, if given); return the complex events it
         completes (with a reorder slack: the complex events of the buffered events it
         releases)."""
-        return list(self.process([(event_type, attributes)], stream))
+        self._usable()
+        if self.input.reorder is not None:
+            return list(self.process(iter([(event_type, attributes)]), stream))
+        found = self._record(event_type, attributes, self.input.stream_code(stream))
+        return found if type(found) is list else list(found)
 
     def flush(self) -> list[ComplexEvent]:
         """End of stream: evaluate the events a reorder slack still holds back (no-op
@@ -202,6 +220,77 @@ class Engine(ReadsInput):
             clone.encoder.compiled = backend == "cython"
         return clone
 
+    # ---- one event at a time (the record path) ----------------------------------------------
+    def _record(self, typ: Any, attrs: Any, stream: int) -> list | Iterator:
+        """Evaluate one event -- what ``_run`` does for a batch, for one event, with no batch:
+        validate it, check its time, compute its letter and partition, store it, step the
+        evaluator once. Its complex events, as a list (an iterator only when they overflow
+        the evaluator's output buffer). An EventError in raise mode leaves the event
+        unconsumed, as in a batch."""
+        inp = self.input
+        pos = inp.position
+        tid, row = inp.decoder.decode_one(typ, attrs, stream, pos)
+        read = tid != SKIPPED and self.encoder.reads.reads_one(tid, stream)
+        order = self.time_order
+        if read and order is not None and self.checks_time \
+                and not order.check_one(tid, row, pos):
+            read, tid, row = False, SKIPPED, None
+        store = self.store
+        if not read:
+            opened = store.add_record(pos, tid, row, self.latest_time)
+            inp.position = pos + 1
+            if opened:
+                self._prune_window()
+            return []
+        if self.window.kind == "events":
+            t = self.tick
+        elif order is not None:
+            t = order.last if order.last is not None else INT64_MIN
+        else:
+            t = 0
+        self.latest_time = t
+        letter = self.encoder.record_letter(tid, row, stream)
+        pid = self.partitions.assign_one(tid, row)
+        opened = store.add_record(pos, tid, row, t, letter, pid)
+        inp.position = pos + 1
+        self.tick += 1
+        found: list | Iterator = []
+        if pid != NO_PARTITION and (not self.skip_inert or self.encoder.atom_masks[letter]):
+            evaluator = self.evaluator
+            view = store.view(self._bindings)
+            found = evaluator.run_one(pid, letter, pos, t, self.window.epsilon or 0,
+                                      self.window.kind is not None,
+                                      NO_LIMIT if self.post else self.limit, self.consume, view)
+            if found:
+                if self.post:
+                    if type(found) is not list:
+                        found = list(found)
+                    if self.event_check is not None:
+                        found = [ce for ce in found
+                                 if self.event_check.holds(view, ce.start, ce.end, ce.positions)]
+                    found = list(select_stream(self.selects, found, self.limit))
+                if type(found) is list:
+                    self.n_complex_events += len(found)
+                else:
+                    found = self._counted(found)
+            if evaluator.pop_reclaimed():
+                self.partitions.forget(evaluator.live_partitions())
+                store.prune(evaluator.last_tau)
+        if opened:
+            self._prune_window()
+        return found
+
+    def _counted(self, found: Iterator) -> Iterator:
+        for ce in found:
+            self.n_complex_events += 1
+            yield ce
+
+    def _prune_window(self) -> None:
+        """Drop the stored events the window has left behind (none can be in a later complex
+        event): memory under WITHIN stays flat however events arrive."""
+        if self.window.kind is not None and self.latest_time != INT64_MIN:
+            self.store.prune(window_start(self.latest_time, self.window.epsilon or 0))
+
     # ---- per batch ----------------------------------------------------------------------------
     # ``shared``: leaf results cached across the queries of a MultiEngine (None: alone);
     # ``raises``: False when the caller (a MultiEngine) raises the batch's error itself
@@ -257,6 +346,9 @@ class Engine(ReadsInput):
             read = read[:n_ok]
         letters = self.encoder.encode(batch, shared, read)
         times = self._times(batch, read)
+        last_read = np.flatnonzero(read)[-1:]
+        if len(last_read):
+            self.latest_time = int(times[last_read[0]])
         pids = self.partitions.assign(batch.type_ids, batch.columns, read)
         self.store.add(batch, times, letters, pids)
         active = self.encoder.active(read, letters,
@@ -273,6 +365,7 @@ class Engine(ReadsInput):
             self.store.prune(self.evaluator.last_tau)
         self.input.consumed(batch, batch.n)
         self.tick += n_read
+        self._prune_window()
         if error is not None:
             raise error
 

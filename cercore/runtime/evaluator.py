@@ -64,38 +64,55 @@ class PythonEvaluator:
         those of the event's partition (CONSUME_PARTITION)."""
         (active, pids, letters, times, first_position, epsilon, windowed, limit,
          consume) = batch
-        step, enumerate_ = self.step, self.enumerate
-        make = ComplexEvent.view
+        step = self.step
         reclaiming = windowed or consume != CONSUME_NONE
         for k in active.tolist():
             t = int(times[k])
             tau = window_start(t, epsilon) if windowed else UNBOUNDED_PAST
-            pos = first_position + k
             pid = int(pids[k])
+            pos = first_position + k
             finals = step(pid, int(letters[k]), pos, t, tau)
-            left = limit
-            for node in finals:
-                if left == 0:
-                    break
-                for start, positions in enumerate_(node, tau):
-                    self.reported += 1
-                    yield (start, pos, positions) if view is None \
-                        else make(start, pos, positions, view)
-                    left -= 1
-                    if left == 0:
-                        break
-            if consume != CONSUME_NONE and finals:
-                maxs = self.arena.maxs
-                if any(maxs[node] >= tau for node in finals):
-                    # the partition(s) start afresh: no partial match, no strategy history
-                    if consume == CONSUME_ANY:
-                        self.partitions.clear()
-                        self.pre.clear()
-                    else:
-                        self.partitions.pop(pid, None)
-                        self.pre.pop(pid, None)
+            if finals:
+                yield from self._outputs(finals, pid, pos, tau, limit, consume, view)
             if reclaiming and len(self.arena) >= self.compact_at:
                 self.reclaim(tau)
+
+    def run_one(self, pid: int, letter: int, pos: int, time: int, epsilon: int,
+                windowed: bool, limit: int, consume: int, view=None) -> list:
+        """One event (the record path): what ``run`` does for it, its complex events as a
+        list."""
+        tau = window_start(time, epsilon) if windowed else UNBOUNDED_PAST
+        finals = self.step(pid, letter, pos, time, tau)
+        out = list(self._outputs(finals, pid, pos, tau, limit, consume, view)) if finals else []
+        if (windowed or consume != CONSUME_NONE) and len(self.arena) >= self.compact_at:
+            self.reclaim(tau)
+        return out
+
+    def _outputs(self, finals: list[int], pid: int, pos: int, tau: int, limit: int,
+                 consume: int, view) -> Iterator:
+        """The complex events of one event's final nodes (at most ``limit``), then CONSUME
+        BY."""
+        left = limit
+        for node in finals:
+            if left == 0:
+                break
+            for start, positions in self.enumerate(node, tau):
+                self.reported += 1
+                yield (start, pos, positions) if view is None \
+                    else ComplexEvent.view(start, pos, positions, view)
+                left -= 1
+                if left == 0:
+                    break
+        if consume != CONSUME_NONE:
+            maxs = self.arena.maxs
+            if any(maxs[node] >= tau for node in finals):
+                # the partition(s) start afresh: no partial match, no strategy history
+                if consume == CONSUME_ANY:
+                    self.partitions.clear()
+                    self.pre.clear()
+                else:
+                    self.partitions.pop(pid, None)
+                    self.pre.pop(pid, None)
 
     def run_arrays(self, batch: EvaluatorInput
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

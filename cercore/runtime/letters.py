@@ -15,11 +15,12 @@ from cercore.ceql.normal import has_contiguity
 from cercore.ceql.printer import format_pred
 from cercore.input import Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
-from cercore.predicates import eval_guard, evaluate_leaf
+from cercore.predicates import eval_guard, evaluate_leaf, scalar_leaf
 from cercore.runtime.constants import NO_PARTITION, NOT_READ
 from cercore.schema import AttrType
 
 DENSE_BITS = 16  # key spaces up to 2^16 keys intern through a dense lookup table
+STRING_BITS_CACHE = 1 << 16  # distinct strings whose leaf bits one record-path cache keeps
 
 
 class LetterEncoder:
@@ -62,6 +63,46 @@ class LetterEncoder:
         key_bits = self.stream_shift + stream_bits
         self.dense = np.full(1 << key_bits, -1, dtype=np.int32) if key_bits <= DENSE_BITS \
             else None
+
+    # ---- one event at a time (the record path) ------------------------------------------------
+    def record_letter(self, tid: int, row: dict, stream: int) -> int:
+        """The letter of one read event: type ``tid``, validated attributes ``row``, stream id
+        ``stream`` (-1: untagged). The same key as ``encode`` builds for the event in a
+        batch, from the scalar form of each leaf (``cercore.predicates.scalar_leaf``); a
+        string group's bits are cached per distinct string, as a batch computes them per
+        distinct value."""
+        record = self.__dict__.get("_record")
+        if record is None:
+            record = self._record = self._record_plan()
+        key = tid << self.type_shift
+        for attr, cache, leaves in record[0]:
+            s = row.get(attr)
+            if s is not None:
+                bits = cache.get(s)
+                if bits is None:
+                    if len(cache) >= STRING_BITS_CACHE:
+                        cache.clear()
+                    bits = cache[s] = sum(1 << k for k, fn in leaves if fn(row))
+                key |= bits
+        for bit, fn in record[1]:
+            if fn(row):
+                key |= bit
+        if self.stream_keyed and stream >= 0:
+            key |= (stream + 1) << self.stream_shift
+        letter = self.letter_of_key.get(key)
+        return self.letter(key) if letter is None else letter
+
+    def _record_plan(self) -> tuple[list, list]:
+        """The scalar leaves: per string group (attribute, its bits per string, its leaves),
+        and the other leaves as (bit, leaf)."""
+        groups = [(attr, {}, [(k, scalar_leaf(self.leaves[k])) for k in leaves])
+                  for attr, leaves in self.string_groups]
+        return groups, [(1 << k, scalar_leaf(self.leaves[k])) for k in self.other_leaves]
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_record", None)  # closures: rebuilt on first use
+        return state
 
     def key_mask(self, key: int) -> int:
         tid = (key >> self.type_shift) & ((1 << self.type_bits) - 1)

@@ -81,6 +81,27 @@ class PartitionIndex:
             pids[rows] = lut[inverse]
         return pids
 
+    def assign_one(self, tid: int, row: dict) -> int:
+        """The partition id of one read event (type ``tid``, attributes ``row``): the id
+        ``assign`` gives it in a batch."""
+        plan = self.plan
+        if plan is None:
+            return 0
+        attrs = plan[tid]
+        if attrs is None:
+            return NO_PARTITION
+        if self.coded is not None:
+            v = row.get(attrs[0])
+            return NO_PARTITION if v is None else self.coded.id_of(v, self)
+        key = tuple(row.get(a) for a in attrs)
+        if None in key:
+            return NO_PARTITION
+        pid = self.ids.get(key)
+        if pid is None:
+            pid = self.ids[key] = self.next_id
+            self.next_id += 1
+        return pid
+
     def _keyed(self, type_ids: np.ndarray, columns: Columns, read: np.ndarray):
         """Per event type read in the batch: (its key attributes, the mask of its read events
         whose key attributes are all present)."""
@@ -105,6 +126,7 @@ class PartitionIndex:
         rows = np.flatnonzero(keyed)
         if rows.size:
             codes = codes[rows]
+            self.coded.sync()
             found = self.coded.lookup(codes)  # a binary search per event, in bulk
             miss = found < 0
             if miss.any():
@@ -130,16 +152,37 @@ class PartitionIndex:
 
 class CodedKeys:
     """Partition keys as int64 codes (ints and bools as themselves, strings interned), kept
-    sorted with their ids: a batch's keys are found by binary search, in bulk."""
+    sorted with their ids: a batch's keys are found by binary search, in bulk. One event's
+    key is found in a dict (``id_of``); keys it adds reach the sorted arrays in one merge
+    before the next batch (``sync``)."""
 
     def __init__(self, strings: bool) -> None:
         self.keys = np.empty(0, dtype=np.int64)  # sorted
         self.ids = np.empty(0, dtype=np.int64)
         self.strings: dict[str, int] | None = {} if strings else None  # string -> code
         self.next_code = 0
+        self.by_code: dict[int, int] = {}  # code -> id, of every key (the arrays' twin)
+        self.pending: list[tuple[int, int]] = []  # (code, id) added since the last sync
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.by_code)
+
+    def id_of(self, value, index: PartitionIndex) -> int:
+        """The id of one key value, a new one (``index.next_id``) if it is new."""
+        code = self._intern(value) if self.strings is not None else int(value)
+        pid = self.by_code.get(code)
+        if pid is None:
+            pid = self.by_code[code] = index.next_id
+            index.next_id += 1
+            self.pending.append((code, pid))
+        return pid
+
+    def sync(self) -> None:
+        """Merge the keys added one at a time into the sorted arrays."""
+        if self.pending:
+            codes, ids = zip(*sorted(self.pending))
+            self.pending = []
+            self.insert(np.array(codes, dtype=np.int64), np.array(ids, dtype=np.int64))
 
     def codes_of(self, column, mask: np.ndarray) -> np.ndarray:
         """The codes of ``column`` at ``mask``."""
@@ -169,11 +212,14 @@ class CodedKeys:
         at = np.searchsorted(self.keys, codes)
         self.keys = np.insert(self.keys, at, codes)
         self.ids = np.insert(self.ids, at, ids)
+        self.by_code.update(zip(codes.tolist(), ids.tolist()))
 
     def keep(self, live) -> None:
         """Forget the keys of partitions not in ``live`` (and strings no key uses)."""
+        self.sync()
         alive = np.isin(self.ids, np.fromiter(live, dtype=np.int64, count=len(live)))
         self.keys, self.ids = self.keys[alive], self.ids[alive]
+        self.by_code = dict(zip(self.keys.tolist(), self.ids.tolist()))
         if self.strings is not None and len(self.strings) > len(self.keys):
             used = set(self.keys.tolist())
             self.strings = {s: c for s, c in self.strings.items() if c in used}

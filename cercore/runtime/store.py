@@ -1,10 +1,20 @@
-"""The engine's event store: the batches whose events may still appear in a complex event.
+"""The engine's event store: the events that may still appear in a complex event.
 
 Complex events are thin views (``cercore.runtime.output.ComplexEvent.view``): each one keeps
-a ``StoreView`` — a snapshot of the stored batches taken when its batch was evaluated — and
-looks up its events, times and bindings there only when they are read. Pruning replaces the
-store's tuple of batches instead of mutating it, so complex events already handed out keep the
-events they refer to.
+a ``StoreView`` and looks up its events, times and bindings there only when they are read.
+
+The store is a list of entries in position order: a ``BatchEntry`` per evaluated batch (its
+columns as they are) and a ``RecordChunk`` per run of up to ``CHUNK`` events evaluated one at
+a time (``Engine.push``, live iterators), whose rows are appended in place. Adding never copies
+what is stored; pruning builds new lists instead of mutating the old ones, so a view (which
+holds the lists of its time) keeps the events its complex events refer to, and sees later
+events too (harmless: it only ever reads positions up to its complex events' ends). One view
+serves every complex event until the next prune.
+
+Pruning is the window's: an entry all of whose events are older than the current window
+start can never be part of a later complex event, so it goes once a new chunk opens or a
+batch ends -- memory under WITHIN stays flat however events arrive. Without a window, the
+entries before the evaluator's last reclamation go (``prune``).
 """
 
 from __future__ import annotations
@@ -14,33 +24,94 @@ import bisect
 import numpy as np
 
 from cercore.input import Batch
+from cercore.runtime.constants import INT64_MIN, NO_PARTITION, NOT_READ
 from cercore.runtime.output import Event
 
-# one stored batch: (first position, batch, window times, letters, partition ids)
-Entry = tuple[int, Batch, np.ndarray, np.ndarray, np.ndarray]
+CHUNK = 1024  # events of a record chunk: the granularity of pruning under push
+
+
+class BatchEntry:
+    """One evaluated batch: its columns, window times, letters and partition ids."""
+
+    __slots__ = ("batch", "first", "letters", "pids", "times")
+
+    def __init__(self, batch: Batch, times: np.ndarray, letters: np.ndarray,
+                 pids: np.ndarray) -> None:
+        self.first = batch.first_position
+        self.batch = batch
+        self.times = times
+        self.letters = letters
+        self.pids = pids
+
+    def event(self, k: int, schema) -> Event:
+        return self.batch.event(k, schema)
+
+    def time(self, k: int, attribute: str) -> int | None:
+        cols = self.batch.columns
+        return int(cols.values[attribute][k]) if cols.valid[attribute][k] else None
+
+    def times_at(self, offsets: np.ndarray, attribute: str) -> np.ndarray:
+        return self.batch.columns.values[attribute][offsets]
+
+    def max_time(self) -> int:
+        return int(self.times.max()) if len(self.times) else INT64_MIN
+
+
+class RecordChunk:
+    """Consecutive events evaluated one at a time: per event its type id (-1: skipped), its
+    validated attributes (None when the query does not read it), window time, letter and
+    partition id, in Python lists appended in place."""
+
+    __slots__ = ("first", "letters", "pids", "rows", "times", "type_ids")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.type_ids: list[int] = []
+        self.rows: list[dict | None] = []
+        self.times: list[int] = []
+        self.letters: list[int] = []
+        self.pids: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.letters)
+
+    def event(self, k: int, schema) -> Event:
+        return Event(schema.type_names[self.type_ids[k]], self.first + k, self.rows[k])
+
+    def time(self, k: int, attribute: str) -> int | None:
+        row = self.rows[k]
+        return None if row is None else row.get(attribute)
+
+    def times_at(self, offsets: np.ndarray, attribute: str) -> np.ndarray:
+        return np.array([self.time(k, attribute) or 0 for k in offsets.tolist()],
+                        dtype=np.int64)
+
+    def max_time(self) -> int:
+        return self.times[-1] if self.times else INT64_MIN  # times never go back
 
 
 class StoreView:
-    """Read-only snapshot of the store: what a complex event needs to materialise itself."""
+    """What a complex event needs to materialise itself: the store's entries (see the module
+    docstring for what it may see)."""
 
-    __slots__ = ("attributes", "batches", "binder", "schema", "starts", "time_attribute")
+    __slots__ = ("attributes", "binder", "entries", "schema", "starts", "time_attribute")
 
-    def __init__(self, batches: tuple[Entry, ...], starts: list[int], schema,
-                 time_attribute: str | None, binder, attributes=None) -> None:
-        self.batches = batches
+    def __init__(self, entries: list, starts: list[int], schema, time_attribute: str | None,
+                 binder, attributes=None) -> None:
+        self.entries = entries
         self.starts = starts
         self.schema = schema
         self.time_attribute = time_attribute
         self.binder = binder  # (view, complex event) -> bindings
         self.attributes = attributes  # SELECT x[a, b]: variable -> attributes (None: all)
 
-    def _locate(self, position: int) -> tuple[Entry, int]:
-        entry = self.batches[bisect.bisect_right(self.starts, position) - 1]
-        return entry, position - entry[0]
+    def _locate(self, position: int):
+        entry = self.entries[bisect.bisect_right(self.starts, position) - 1]
+        return entry, position - entry.first
 
     def event(self, position: int) -> Event:
         entry, k = self._locate(position)
-        return entry[1].event(k, self.schema)
+        return entry.event(k, self.schema)
 
     def events(self, ce) -> list[Event]:
         """The events of ``ce``; under ``SELECT x[a, b]`` each keeps the attributes that the
@@ -70,9 +141,7 @@ class StoreView:
         if self.time_attribute is None:
             return None
         entry, k = self._locate(position)
-        cols = entry[1].columns
-        return int(cols.values[self.time_attribute][k]) if cols.valid[self.time_attribute][k] \
-            else None
+        return entry.time(k, self.time_attribute)
 
     def times(self, positions: np.ndarray) -> np.ndarray:
         """Vectorised ``time`` (int64; positions must be stored; no time attribute: zeros)."""
@@ -81,18 +150,20 @@ class StoreView:
             return out
         which = np.searchsorted(np.asarray(self.starts), positions, side="right") - 1
         for i in np.unique(which).tolist():
-            first, batch = self.batches[i][:2]
+            entry = self.entries[i]
             sel = which == i
-            out[sel] = batch.columns.values[self.time_attribute][positions[sel] - first]
+            out[sel] = entry.times_at(positions[sel] - entry.first, self.time_attribute)
         return out
 
     def span(self, start: int, end: int) -> list[tuple[int, int, int]]:
         """(position, letter, partition id) of the stored events from start to end."""
         out = []
         i = bisect.bisect_right(self.starts, start) - 1
-        for first, _, _, letters, pids in self.batches[max(i, 0):]:
+        for entry in self.entries[max(i, 0):]:
+            first = entry.first
             if first > end:
                 break
+            letters, pids = entry.letters, entry.pids
             lo, hi = max(start - first, 0), min(end - first + 1, len(letters))
             out.extend((first + k, int(letters[k]), int(pids[k])) for k in range(lo, hi))
         return out
@@ -102,35 +173,69 @@ class StoreView:
 
 
 class EventStore:
-    """The batches still needed for outputs, oldest first."""
+    """The entries still needed for outputs, oldest first."""
 
     def __init__(self, schema, time_attribute: str | None = None, attributes=None) -> None:
         self.schema = schema
         self.time_attribute = time_attribute
         self.attributes = attributes
-        self.batches: tuple[Entry, ...] = ()
+        self.entries: list = []
         self.starts: list[int] = []
+        self.chunk: RecordChunk | None = None  # the open record chunk (the last entry)
+        self._view: StoreView | None = None  # the view of the current lists
+        self._binder = None
+
+    @property
+    def batches(self) -> list:
+        """The stored entries (a name kept for callers that count them)."""
+        return self.entries
 
     def add(self, batch: Batch, times: np.ndarray, letters: np.ndarray,
             pids: np.ndarray) -> None:
-        self.batches = self.batches + ((batch.first_position, batch, times, letters, pids),)
-        self.starts = self.starts + [batch.first_position]
+        """Store an evaluated batch (it closes the open record chunk)."""
+        self.chunk = None
+        self.entries.append(BatchEntry(batch, times, letters, pids))
+        self.starts.append(batch.first_position)
+
+    def add_record(self, position: int, type_id: int, row: dict | None, time: int,
+                   letter: int = NOT_READ, pid: int = NO_PARTITION) -> bool:
+        """Store one event evaluated on its own; True when it opened a new chunk (the moment
+        to prune)."""
+        chunk = self.chunk
+        opened = chunk is None or len(chunk.letters) >= CHUNK
+        if opened:
+            chunk = self.chunk = RecordChunk(position)
+            self.entries.append(chunk)
+            self.starts.append(position)
+        chunk.type_ids.append(type_id)
+        chunk.rows.append(row)
+        chunk.times.append(time)
+        chunk.letters.append(letter)
+        chunk.pids.append(pid)
+        return opened
 
     def view(self, binder) -> StoreView:
-        """A snapshot for the complex events of the batch being evaluated."""
-        return StoreView(self.batches, self.starts, self.schema, self.time_attribute, binder,
-                         self.attributes)
+        """The view for the complex events of what is being evaluated."""
+        view = self._view
+        if view is None or view.binder != binder:  # (a bound method: equal, not the same)
+            view = self._view = StoreView(self.entries, self.starts, self.schema,
+                                          self.time_attribute, binder, self.attributes)
+        return view
 
     def prune(self, tau: int) -> None:
-        """Drop leading batches all of whose read events have window time older than ``tau``."""
+        """Drop leading entries all of whose events have window time older than ``tau`` (the
+        last entry stays: it holds the stream's latest event)."""
+        entries = self.entries
         keep = 0
-        while keep < len(self.batches) - 1 and _max_time(self.batches[keep]) < tau:
+        while keep < len(entries) - 1 and entries[keep].max_time() < tau:
             keep += 1
         if keep:
-            self.batches = self.batches[keep:]
+            # new lists: views handed out keep the old ones
+            self.entries = entries[keep:]
             self.starts = self.starts[keep:]
+            self._view = None
 
-
-def _max_time(entry: Entry) -> int:
-    times = entry[2]
-    return int(times.max()) if len(times) else -(1 << 62)
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_view"] = None  # rebuilt on demand (it holds the engine's binder)
+        return state
