@@ -31,16 +31,18 @@ def find_pycer(explicit: str | None = None) -> str | None:
 
 
 def run_pycer(python: str, declaration: str, query: str, table: pa.Table,
-              repeat: int = 3, clock: str = "wall") -> dict:
+              repeat: int = 3, clock: str = "wall", one_at_a_time: bool = False) -> dict:
     """pycer's result on ``table``: {"events", "complex_events", "seconds", "intervals"}
-    (intervals: sorted [start, end] in the window's time domain)."""
+    (intervals: sorted [start, end] in the window's time domain). ``one_at_a_time``: timed
+    as events arriving one by one (dict -> ``PyEvent`` -> ``send_events([e])`` per event)."""
     with tempfile.TemporaryDirectory() as d:
         decl, q, events = Path(d, "s.decl"), Path(d, "q.ceql"), Path(d, "events.csv")
         decl.write_text(declaration)
         q.write_text(query)
         pacsv.write_csv(table, events)
         done = subprocess.run([python, str(DRIVER), str(decl), str(q), str(events),
-                               "--repeat", str(repeat), "--clock", clock],
+                               "--repeat", str(repeat), "--clock", clock,
+                               *(["--one-at-a-time"] if one_at_a_time else [])],
                               capture_output=True, text=True,
                               check=True)
     # pycer's own logging note may share a line with the JSON: take it from '{"events"'

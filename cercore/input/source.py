@@ -6,7 +6,7 @@ queries at once) reads its events through an ``EventInput``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -199,7 +199,25 @@ class EventInput:
             raise error
 
 
-class ReadsInput:
+class AsyncInput:
+    """``aprocess``: ``process`` over an async iterable, for every engine kind."""
+
+    def process(self, events: Any, stream: str | None = None) -> Iterator:
+        raise NotImplementedError
+
+    async def aprocess(self, events: Any, stream: str | None = None) -> AsyncIterator:
+        """``async for out in engine.aprocess(feed)``: ``process`` over an async iterable
+        (asyncio). Each record is evaluated as it arrives and what it completes is yielded
+        before the next one is awaited; an item that is a list of records, an Arrow table or
+        a pandas DataFrame (a micro-batch) is evaluated in bulk. The same evaluation as
+        ``process``: one implementation behind both."""
+        async for item in events:
+            bulk = type(item) is list or is_tabular(item)
+            for out in self.process(item if bulk else iter((item,)), stream):
+                yield out
+
+
+class ReadsInput(AsyncInput):
     """What an engine that reads through an ``EventInput`` (``self.input``) and checks time
     with a ``TimeOrder`` (``self.time_order``, or None) tells about its position in the
     stream."""

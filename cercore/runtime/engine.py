@@ -227,15 +227,20 @@ class Engine(ReadsInput):
         evaluator once. Its complex events, as a list (an iterator only when they overflow
         the evaluator's output buffer). An EventError in raise mode leaves the event
         unconsumed, as in a batch."""
-        inp = self.input
-        pos = inp.position
-        tid, row = inp.decoder.decode_one(typ, attrs, stream, pos)
+        pos = self.input.position
+        tid, row = self.input.decoder.decode_one(typ, attrs, stream, pos)
+        return self._evaluate_one(tid, row, stream, pos)
+
+    def _evaluate_one(self, tid: int, row: dict | None, stream: int, pos: int) -> list | Iterator:
+        """``_record`` after decoding: event ``pos`` of type ``tid`` (SKIPPED: skipped) with
+        attributes ``row``; its time is checked here unless a MultiEngine checked it."""
         read = tid != SKIPPED and self.encoder.reads.reads_one(tid, stream)
         order = self.time_order
         if read and order is not None and self.checks_time \
                 and not order.check_one(tid, row, pos):
             read, tid, row = False, SKIPPED, None
         store = self.store
+        inp = self.input
         if not read:
             opened = store.add_record(pos, tid, row, self.latest_time)
             inp.position = pos + 1

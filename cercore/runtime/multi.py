@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from cercore.errors import ConfigError, EventError
-from cercore.input import Batch, EventInput
+from cercore.input import SKIPPED, Batch, EventInput
 from cercore.input.order import TimeOrder
-from cercore.input.source import checked_watermark
+from cercore.input.source import AsyncInput, checked_watermark, in_hand
+from cercore.runtime.backend import resolve_backend
 from cercore.runtime.engine import Engine
 from cercore.runtime.interface import CompiledPlan
 from cercore.runtime.output import ComplexEvent, MatchArrays
@@ -50,7 +51,7 @@ class QueryMatch:
         return {"query": self.query, **self.ce.to_dict()}
 
 
-class MultiEngine:
+class MultiEngine(AsyncInput):
     """Evaluates several compiled queries over one stream, decoding it once.
 
     Create it with ``cercore.multi_engine(queries)``: a list (named "q0", "q1", ...) or a
@@ -66,35 +67,86 @@ class MultiEngine:
         if any(q.schema != first.schema for q in queries.values()):
             raise ConfigError("queries evaluated together must share one schema")
         self.schema = first.schema
-        self.names = list(queries)
-        self.engines = [Engine(q, backend, on_error, type_column, stream_column=stream_column)
-                        for q in queries.values()]
-        self.backend = self.engines[0].backend
-        windows = {e.order_attribute for e in self.engines} - {None}
-        self.input = EventInput(self.schema, on_error, type_column, stream_column,
-                                reorder_slack, next(iter(windows), None)
-                                or self.schema.time_attribute)
-        # time order is the stream's: checked once per batch on each attribute the engines
-        # order by, over the events some query ordered by it reads (their own checks are off)
+        self.backend = resolve_backend(backend)
+        self.options = {"on_error": on_error, "type_column": type_column,
+                        "stream_column": stream_column}
+        self.names: list[str] = []
+        self.engines: list[Engine] = []
         self.time_orders: list[tuple[TimeOrder, list[Engine]]] = []
-        for attr in sorted(windows):
-            users = [e for e in self.engines if e.order_attribute == attr]
-            order = self.input.time_order(attr)
-            self.time_orders.append((order, users))
-            for e in users:
-                e.time_order, e.checks_time = order, False
+        # the attributes the queries' times are ordered by (as Engine.order_attribute)
+        orders = {(q.analysed.window.attribute if q.analysed.window.kind in ("time", "attr")
+                   else None) or self.schema.time_attribute for q in queries.values()} - {None}
+        self.input = EventInput(self.schema, on_error, type_column, stream_column,
+                                reorder_slack, next(iter(sorted(orders)), None))
+        for name, q in queries.items():
+            self._attach(name, q)
+
+    def _attach(self, name: str, query: CompiledPlan) -> None:
+        """Run ``query`` from the stream's current position on. Time order is the stream's:
+        checked once per event on each attribute the engines order by, over the events some
+        query ordered by it reads (their own checks are off)."""
+        if query.schema != self.schema:
+            raise ConfigError("queries evaluated together must share one schema")
+        engine = Engine(query, self.backend, **self.options)
+        engine.input.position = self.input.position
+        attr = engine.order_attribute
+        if attr is not None:
+            shared = next(((o, users) for o, users in self.time_orders
+                           if o.attribute == attr), None)
+            if shared is None:
+                shared = (self.input.time_order(attr), [])
+                self.time_orders.append(shared)
+                self.time_orders.sort(key=lambda ou: ou[0].attribute)
+            shared[1].append(engine)
+            engine.time_order, engine.checks_time = shared[0], False
+        self.names.append(name)
+        self.engines.append(engine)
 
     # ---- public API ---------------------------------------------------------------------
+    def add(self, name: str, query: CompiledPlan) -> None:
+        """Start evaluating ``query`` (compiled, over this engine's schema) on the running
+        stream: it sees the events from the current position on (positions stay the
+        stream's); its matches are named ``name``."""
+        if name in self.names:
+            raise ConfigError(f"a query named {name!r} is already running")
+        self._attach(name, query)
+
+    def remove(self, name: str) -> None:
+        """Stop evaluating the query named ``name`` (its partial matches are dropped)."""
+        if name not in self.names:
+            raise ConfigError(f"no query named {name!r} is running")
+        if len(self.names) == 1:
+            raise ConfigError("a multi-query engine needs at least one query")
+        k = self.names.index(name)
+        engine = self.engines[k]
+        del self.names[k], self.engines[k]
+        for _, users in self.time_orders:
+            if engine in users:
+                users.remove(engine)
+        self.time_orders = [(o, users) for o, users in self.time_orders if users]
+
+    @property
+    def queries(self) -> dict[str, CompiledPlan]:
+        """The running queries, by name."""
+        return {n: e.query for n, e in zip(self.names, self.engines)}
+
     def process(self, events: Any, stream: str | None = None) -> Iterator[QueryMatch]:
-        """Evaluate ``events`` (as ``Engine.process``) for every query; yield
-        ``(query name, complex event)`` pairs in stream order."""
+        """Evaluate ``events`` (as ``Engine.process``: in batches when they are in hand, else
+        one at a time) for every query; yield ``(query name, complex event)`` pairs in stream
+        order."""
+        if not in_hand(events):
+            for typ, attrs, sid in self.input.live(events, stream):
+                yield from self._record(typ, attrs, sid)
+            return
         for batch in self.input.batches(events, stream):
             yield from self._run(batch)
 
     def push(self, event_type: str, attributes: dict[str, Any],
              stream: str | None = None) -> list[QueryMatch]:
         """One event; the complex events it completes, with their queries."""
-        return list(self.process([(event_type, attributes)], stream))
+        if self.input.reorder is not None:
+            return list(self.process(iter([(event_type, attributes)]), stream))
+        return self._record(event_type, attributes, self.input.stream_code(stream))
 
     def flush(self) -> list[QueryMatch]:
         """End of stream: the events a reorder slack still holds back."""
@@ -123,6 +175,23 @@ class MultiEngine:
                 raise error
         return {n: MatchArrays.concat(p) for n, p in parts.items()}
 
+    def to_backend(self, backend: str) -> MultiEngine:
+        """A copy of this engine (every running query), continuing exactly where it stopped,
+        on ``backend`` ("auto" | "python" | "cython"). This engine is left unchanged."""
+        import pickle
+
+        clone = pickle.loads(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
+        backend = resolve_backend(backend)
+        if backend != clone.backend:
+            moved = [e.to_backend(backend) for e in clone.engines]
+            for order, users in clone.time_orders:  # the copies share the stream's checks
+                users[:] = [moved[clone.engines.index(e)] for e in users]
+                for e in users:
+                    e.time_order = order
+            clone.engines = moved
+            clone.backend = backend
+        return clone
+
     @property
     def stats(self) -> dict[str, Any]:
         """The input's counters, and each query's (``stats["queries"][name]``)."""
@@ -130,6 +199,27 @@ class MultiEngine:
         return {"events": self.input.position, "skipped": skips.count,
                 "skipped_by_reason": dict(skips.by_reason), "backend": self.backend,
                 "queries": {n: e.stats for n, e in zip(self.names, self.engines)}}
+
+    # ---- one event at a time --------------------------------------------------------------
+    def _record(self, typ: Any, attrs: Any, stream: int) -> list[QueryMatch]:
+        """One event for every query: decoded and time-checked once, then each query's
+        letter, partition and evaluator step (``Engine._evaluate_one``)."""
+        inp = self.input
+        pos = inp.position
+        tid, row = inp.decoder.decode_one(typ, attrs, stream, pos)
+        if tid != SKIPPED:
+            for order, users in self.time_orders:
+                if any(e.encoder.reads.reads_one(tid, stream) for e in users) \
+                        and not order.check_one(tid, row, pos):
+                    tid, row = SKIPPED, None
+                    break
+        found: list[QueryMatch] = []
+        for name, engine in zip(self.names, self.engines):
+            ces = engine._evaluate_one(tid, row, stream, pos)
+            if ces:
+                found.extend([QueryMatch(name, ce) for ce in ces])
+        inp.position = pos + 1
+        return found
 
     # ---- per batch ----------------------------------------------------------------------
     def _check(self, batch: Batch) -> tuple[EventError | None, dict]:

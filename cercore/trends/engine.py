@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from cercore.errors import EventError
-from cercore.input import EventInput, ReadFilter, ReadsInput, skips
+from cercore.input import SKIPPED, EventInput, ReadFilter, ReadsInput, skips
+from cercore.input.source import in_hand
 from cercore.runtime.backend import resolve_backend
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
@@ -177,15 +178,28 @@ class TrendEngine(ReadsInput):
         """Feed events (``(type, attrs)`` pairs, Event objects, a pandas DataFrame or an
         Arrow table, in time order -- or within the reorder slack); yield the rows of every
         window that closes. ``stream`` tags every event with that stream (tabular input may
-        name each event's stream in ``stream_column``); FROM reads only its streams."""
+        name each event's stream in ``stream_column``); FROM reads only its streams.
+
+        A list, a tuple or a table is evaluated in batches; any other iterable one event at
+        a time: a window's rows are yielded before the event after the one that closed it is
+        asked for."""
         self._usable()
+        if not in_hand(events):
+            for typ, attrs, sid in self.input.live(events, stream):
+                rows = self._record(typ, attrs, sid)
+                if rows:
+                    yield from rows
+            return
         for batch in self.input.batches(events, stream):
             yield from self._guarded(self._run_batch(batch))
 
     def push(self, event_type: str, attributes: dict[str, Any],
              stream: str | None = None) -> list[dict]:
         """One event; the rows of the windows it closes."""
-        return list(self.process([(event_type, attributes)], stream))
+        self._usable()
+        if self.input.reorder is not None:
+            return list(self.process(iter([(event_type, attributes)]), stream))
+        return self._record(event_type, attributes, self.input.stream_code(stream))
 
     def advance(self, t: int) -> list[dict]:
         """A watermark: no event earlier than time ``t`` will follow, so every window ending
@@ -237,7 +251,6 @@ class TrendEngine(ReadsInput):
 
     # ---- per batch -------------------------------------------------------------------------
     def _run_batch(self, batch) -> Iterator[dict]:
-        plan = self.plan
         read = self._reads.mask(batch)
         n_ok, error = (batch.n, None) if self.time_order is None \
             else self.time_order.check(batch, read)
@@ -245,35 +258,54 @@ class TrendEngine(ReadsInput):
         if n_ok < batch.n:
             batch.truncate(n_ok, error)
             read = read[:n_ok]
-        tattr = self.time_attribute
         dicts = batch.attribute_dicts(self.schema)
         tids = batch.type_ids.tolist()
         for k in np.flatnonzero(read).tolist():
-            attrs = dicts[k]
-            pos = batch.first_position + k
-            t = pos if tattr is None else attrs[tattr]
             try:
-                node = self.accept(tids[k], attrs, pos)
+                rows = self._event(tids[k], dicts[k], batch.first_position + k)
             except EventError:
                 self.input.consumed(batch, k)
                 raise
-            if node is None:
-                continue
-            vs, pkey = node
-            if t != self.pending_time:
-                self._apply_pending()
-                if plan.window is not None:
-                    yield from self._close_until(t)
-                self.pending_time = t
-            self.events_read += 1
-            group = self.pending.get(pkey)
-            if group is None:
-                self.pending[pkey] = [(vs, attrs)]
-            else:
-                group.append((vs, attrs))
+            if rows:
+                yield from rows
         self.input.consumed(batch, batch.n)
         if error is not None:
             raise error
+
+    def _record(self, typ: Any, attrs: Any, stream: int) -> list[dict]:
+        """One event, with no batch (the record path): decoded, its time checked, then
+        ``_event``; the rows of the windows it closes."""
+        inp = self.input
+        pos = inp.position
+        tid, row = inp.decoder.decode_one(typ, attrs, stream, pos)
+        rows: list[dict] = []
+        if tid != SKIPPED and self._reads.reads_one(tid, stream) and (
+                self.time_order is None or self.time_order.check_one(tid, row, pos)):
+            rows = self._event(tid, row, pos)
+        inp.position = pos + 1
+        return rows
+
+    def _event(self, tid: int, attrs: dict, pos: int) -> list[dict]:
+        """One read, time-checked event: joins its timestamp group; the rows of the windows
+        that close before it."""
+        node = self.accept(tid, attrs, pos)
+        if node is None:
+            return []
+        vs, pkey = node
+        t = pos if self.time_attribute is None else attrs[self.time_attribute]
+        rows: list[dict] = []
+        if t != self.pending_time:
+            self._apply_pending()
+            if self.plan.window is not None:
+                rows = self._close_until(t)
+            self.pending_time = t
+        self.events_read += 1
+        group = self.pending.get(pkey)
+        if group is None:
+            self.pending[pkey] = [(vs, attrs)]
+        else:
+            group.append((vs, attrs))
+        return rows
 
     def accept(self, tid: int, attrs: dict, pos: int) -> tuple[tuple, tuple] | None:
         """``match``, and an event whose aggregated attribute is null is an EventError (with
