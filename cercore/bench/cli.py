@@ -3,6 +3,7 @@
     cercore-bench [--events N ...]      # = cercore-bench core: the demo queries, stock trace
     cercore-bench suite [...]           # the paper's workloads x datasets x backends (+ pycer)
     cercore-bench scaling [...]         # Cython vs Python, vs window, vs length, memory
+    cercore-bench realtime [...]        # events pushed one at a time; latency to output
     cercore-bench cogra | prepp [...]   # plug-in experiments (trend aggregation, push-pull)
 
 Plug-ins: ``EXPERIMENTS`` maps a subcommand to a module defining
@@ -32,7 +33,7 @@ from cercore.runtime.backend import CYTHON_AVAILABLE
 
 EXPERIMENTS = {"cogra": "cercore.trends.experiment", "prepp": "cercore.network.experiment",
                "breakdown": "cercore.bench.breakdown", "multi": "cercore.bench.multiquery",
-               "spark": "cercore.bench.spark"}
+               "spark": "cercore.bench.spark", "realtime": "cercore.bench.realtime"}
 DATASETS = ("stock_trace", "stocks", "smart_homes", "taxis")
 FAMILIES = ("sequence", "no-output", "window", "operators")
 BUILTIN = ("core", "suite", "scaling")
@@ -259,6 +260,8 @@ def run_scaling(args) -> int:
 
 # --- output ------------------------------------------------------------------------------------
 def _write(rows: list[dict], out: Path, kind: str) -> None:
+    """results.json and results.csv in ``out``; the figures of ``kind`` "suite" or
+    "scaling" (other kinds have none)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(rows, indent=1, default=_json_default))
     keys = sorted({k for r in rows for k in r})
@@ -267,6 +270,8 @@ def _write(rows: list[dict], out: Path, kind: str) -> None:
         w.writeheader()
         w.writerows(rows)
     print(f"\nwrote {out / 'results.json'}, {out / 'results.csv'}")
+    if kind not in ("suite", "scaling"):
+        return
     try:
         from cercore.bench import plots
 

@@ -227,20 +227,20 @@ def format_push(rows: list[dict]) -> str:
     """One line per (workload, engine): events, outputs, k events/s, whether the outputs were
     checked, and on cython's line its speed over python and over pycer from the same run."""
     rate = {(r["workload"], r["backend"]): r["events_per_second"] for r in rows}
+
+    def ratio(w: str, b: str, peer: str) -> str:
+        ours, theirs = rate.get((w, "cython")), rate.get((w, peer))
+        return f"{ours / theirs:.1f}x" if b == "cython" and ours and theirs else "-"
+
     head = (f"{'workload':<14}{'engine':<8}{'events':>9}{'outputs':>11}{'k ev/s':>10}"
             f"{'cython/python':>15}{'cython/pycer':>14}  checked")
     lines = [head, "-" * len(head)]
     for r in rows:
         w, b = r["workload"], r["backend"]
-
-        def ratio(peer: str) -> str:
-            ours, theirs = rate.get((w, "cython")), rate.get((w, peer))
-            return f"{ours / theirs:.1f}x" if b == "cython" and ours and theirs else "-"
-
         speed = f"{r['events_per_second'] / 1e3:,.1f}" if r["events_per_second"] else "-"
         check = ("= cercore" if b == "pycer" else "= bulk") if r["checked"] else "DIFFERS"
         lines.append(f"{w:<14}{b:<8}{r['events']:>9,}{r['outputs']:>11,}{speed:>10}"
-                     f"{ratio('python'):>15}{ratio('pycer'):>14}  {check}")
+                     f"{ratio(w, b, 'python'):>15}{ratio(w, b, 'pycer'):>14}  {check}")
     return "\n".join(lines)
 
 
@@ -268,8 +268,58 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="write results.json and results.csv there")
 
 
+def measure(w: PushWorkload, schema: cercore.Schema, table: pa.Table, events: list[Record],
+            backends: list[str], repeat: int, clock: str) -> tuple[list[dict], list | None]:
+    """Check, then time, pushing ``events`` on each backend (passes interleaved). The rows,
+    and the bulk outputs for pycer's check (None when no backend passed its check); a
+    backend whose push outputs differ from bulk gets a row with no figure."""
+    from cercore.bench import runner
+
+    make = engine_maker(w, schema)
+    rows, checked, bulk = [], {}, []
+    for b in backends:
+        bulk, problem = check_push(w, make, table, events, b)
+        if problem:
+            print(f"cercore-bench realtime: {w.name} on {b}: push and process(table) differ "
+                  f"({problem}); its figure is not reported", file=sys.stderr)
+            rows.append(_row(w, b, len(events), len(bulk), None, False))
+        else:
+            checked[b] = len(bulk)
+    fresh = {b: iter([make(b) for _ in range(repeat)]) for b in checked}
+    counts: dict[str, int] = {}
+
+    def timed(b: str) -> Callable[[], None]:
+        return lambda: counts.__setitem__(b, push_count(next(fresh[b]), events))
+
+    seconds = runner.best_of_each({b: timed(b) for b in checked}, repeat, clock)
+    for b in checked:
+        if counts[b] != checked[b]:
+            raise CercoreError(f"{w.name} on {b}: a timed pass gave {counts[b]:,} outputs, "
+                               f"the checked one {checked[b]:,}")
+        rows.append(_row(w, b, len(events), checked[b], seconds[b], True))
+    return rows, bulk if checked else None
+
+
+def latencies(w: PushWorkload, schema: cercore.Schema, events: list[Record],
+              backends: list[str], expected: int) -> list[dict]:
+    """The latency rows of ``w`` on each backend: push, and process(generator); each pass's
+    complex events counted against ``expected`` (the checked count)."""
+    make = engine_maker(w, schema)
+    out = []
+    for b in backends:
+        for path, fn in (("push", push_latencies), ("process(generator)", generator_latencies)):
+            ns, n = fn(make(b), events)
+            if n != expected:
+                raise CercoreError(f"{w.name} on {b}: {path} gave {n:,} complex events, "
+                                   f"process(table) {expected:,}")
+            out.append(latency_row(b, path, ns, n))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
-    from cercore.bench import datasets, peers, runner
+    """``cercore-bench realtime``: print the push and latency tables (``--out``: write
+    results.json and results.csv). Exit status 1 when some push outputs differed."""
+    from cercore.bench import datasets, peers
     from cercore.bench.cli import _backends, _write
 
     if args.events < 1 or args.repeat < 1:
@@ -280,42 +330,16 @@ def run(args: argparse.Namespace) -> int:
     events = records(table)
     pycer = None if args.no_pycer else peers.find_pycer()
     rows: list[dict] = []
-    failed = False
     for w in push_workloads():
-        make = engine_maker(w, schema)
-        checked: dict[str, int] = {}
-        bulk: list = []
-        for b in backends:
-            bulk, problem = check_push(w, make, table, events, b)
-            if problem:
-                failed = True
-                print(f"cercore-bench realtime: {w.name} on {b}: push and process(table) "
-                      f"differ ({problem}); its figure is not reported", file=sys.stderr)
-                rows.append(_row(w, b, len(events), len(bulk), None, False))
-            else:
-                checked[b] = len(bulk)
-        fresh = {b: iter([make(b) for _ in range(args.repeat)]) for b in checked}
-        counts: dict[str, int] = {}
-
-        def timed(b: str) -> Callable[[], None]:
-            return lambda: counts.__setitem__(b, push_count(next(fresh[b]), events))
-
-        seconds = runner.best_of_each({b: timed(b) for b in checked}, args.repeat, args.clock)
-        for b in checked:
-            if counts[b] != checked[b]:
-                raise CercoreError(f"{w.name} on {b}: a timed pass gave {counts[b]:,} outputs, "
-                                   f"the checked one {checked[b]:,}")
-            rows.append(_row(w, b, len(events), checked[b], seconds[b], True))
-        if pycer and w.pycer and checked:
+        found, bulk = measure(w, schema, table, events, backends, args.repeat, args.clock)
+        rows += found
+        if pycer and w.pycer and bulk is not None:
             row = pycer_row(pycer, w, table, bulk, args.repeat, args.clock)
             if row is not None:
                 rows.append(row)
-    latency = []
-    s3 = engine_maker(push_workloads()[0], schema)
-    for b in backends:
-        latency.append(latency_row(b, "push", *push_latencies(s3(b), events)))
-        latency.append(latency_row(b, "process(generator)",
-                                   *generator_latencies(s3(b), events)))
+    s3 = [r for r in rows if r["workload"] == "S3" and r["checked"] and r["backend"] != "pycer"]
+    latency = latencies(push_workloads()[0], schema, events, [r["backend"] for r in s3],
+                        s3[0]["outputs"]) if s3 else []
     print(f"cercore {cercore.__version__}: {len(events):,} events of the stock trace pushed one "
           f"at a time; best of {args.repeat} ({args.clock} clock), fresh engine per pass; "
           "outputs checked equal to bulk process(table)"
@@ -327,4 +351,4 @@ def run(args: argparse.Namespace) -> int:
     print(format_latency(latency))
     if args.out:
         _write(rows + latency, Path(args.out), "realtime")
-    return 1 if failed else 0
+    return 0 if all(r["checked"] for r in rows) else 1
