@@ -95,6 +95,9 @@ class Engine(ReadsInput):
         self.consume = {None: CONSUME_NONE, "NONE": CONSUME_NONE, "ANY": CONSUME_ANY,
                         "PARTITION": CONSUME_PARTITION}[q.consume]
         self.latest_time = INT64_MIN  # window time of the last read event (store pruning)
+        # run_one's fixed arguments, and whether an event's window time is its read count
+        self._one_args = (self.window.epsilon or 0, self.window.kind is not None,
+                          NO_LIMIT if self.post else self.limit, self.window.kind == "events")
 
     def _make_evaluator(self, backend: str) -> Evaluator:
         if backend == "cython":
@@ -240,40 +243,35 @@ class Engine(ReadsInput):
                 and not order.check_one(tid, row, pos):
             read, tid, row = False, SKIPPED, None
         store = self.store
-        inp = self.input
         if not read:
             opened = store.add_record(pos, tid, row, self.latest_time)
-            inp.position = pos + 1
+            self.input.position = pos + 1
             if opened:
                 self._prune_window()
             return []
-        if self.window.kind == "events":
+        epsilon, windowed, limit, by_tick = self._one_args
+        if by_tick:
             t = self.tick
         elif order is not None:
             t = order.last if order.last is not None else INT64_MIN
         else:
             t = 0
         self.latest_time = t
-        letter = self.encoder.record_letter(tid, row, stream)
+        encoder = self.encoder
+        letter = encoder.record_letter(tid, row, stream)
         pid = self.partitions.assign_one(tid, row)
         opened = store.add_record(pos, tid, row, t, letter, pid)
-        inp.position = pos + 1
+        self.input.position = pos + 1
         self.tick += 1
         found: list | Iterator = []
-        if pid != NO_PARTITION and (not self.skip_inert or self.encoder.atom_masks[letter]):
+        if pid != NO_PARTITION and (not self.skip_inert or encoder.atom_masks[letter]):
             evaluator = self.evaluator
             view = store.view(self._bindings)
-            found = evaluator.run_one(pid, letter, pos, t, self.window.epsilon or 0,
-                                      self.window.kind is not None,
-                                      NO_LIMIT if self.post else self.limit, self.consume, view)
+            found = evaluator.run_one(pid, letter, pos, t, epsilon, windowed, limit,
+                                      self.consume, view)
             if found:
                 if self.post:
-                    if type(found) is not list:
-                        found = list(found)
-                    if self.event_check is not None:
-                        found = [ce for ce in found
-                                 if self.event_check.holds(view, ce.start, ce.end, ce.positions)]
-                    found = list(select_stream(self.selects, found, self.limit))
+                    found = self._post_one(found, view)
                 if type(found) is list:
                     self.n_complex_events += len(found)
                 else:
@@ -284,6 +282,16 @@ class Engine(ReadsInput):
         if opened:
             self._prune_window()
         return found
+
+    def _post_one(self, found: list | Iterator, view) -> list:
+        """One event's complex events after the evaluator: predicates between events, then
+        strategy selection and LIMIT."""
+        if type(found) is not list:
+            found = list(found)
+        if self.event_check is not None:
+            found = [ce for ce in found
+                     if self.event_check.holds(view, ce.start, ce.end, ce.positions)]
+        return list(select_stream(self.selects, found, self.limit))
 
     def _counted(self, found: Iterator) -> Iterator:
         for ce in found:

@@ -70,12 +70,28 @@ class LetterEncoder:
         ``stream`` (-1: untagged). The same key as ``encode`` builds for the event in a
         batch, from the scalar form of each leaf (``cercore.predicates.scalar_leaf``); a
         string group's bits are cached per distinct string, as a batch computes them per
-        distinct value."""
-        record = self.__dict__.get("_record")
-        if record is None:
-            record = self._record = self._record_plan()
+        distinct value. When one string attribute decides every leaf, the letter itself is
+        cached per (type, string)."""
+        try:
+            groups, others, by_string = self._record
+        except AttributeError:
+            groups, others, by_string = self._record = self._record_plan()
+        if by_string is not None:
+            attr, letters = by_string
+            value = (tid, row.get(attr))
+            letter = letters.get(value)
+            if letter is None:
+                if len(letters) >= STRING_BITS_CACHE:
+                    letters.clear()
+                letter = letters[value] = self._record_key_letter(tid, row, stream, groups,
+                                                                  others)
+            return letter
+        return self._record_key_letter(tid, row, stream, groups, others)
+
+    def _record_key_letter(self, tid: int, row: dict, stream: int, groups: list,
+                           others: list) -> int:
         key = tid << self.type_shift
-        for attr, cache, leaves in record[0]:
+        for attr, cache, leaves in groups:
             s = row.get(attr)
             if s is not None:
                 bits = cache.get(s)
@@ -84,7 +100,7 @@ class LetterEncoder:
                         cache.clear()
                     bits = cache[s] = sum(1 << k for k, fn in leaves if fn(row))
                 key |= bits
-        for bit, fn in record[1]:
+        for bit, fn in others:
             if fn(row):
                 key |= bit
         if self.stream_keyed and stream >= 0:
@@ -92,12 +108,16 @@ class LetterEncoder:
         letter = self.letter_of_key.get(key)
         return self.letter(key) if letter is None else letter
 
-    def _record_plan(self) -> tuple[list, list]:
+    def _record_plan(self) -> tuple[list, list, tuple[str, dict] | None]:
         """The scalar leaves: per string group (attribute, its bits per string, its leaves),
-        and the other leaves as (bit, leaf)."""
+        the other leaves as (bit, leaf), and (attribute, letters per (type, string)) when that
+        attribute's group is all there is (no other leaf, no stream in the key)."""
         groups = [(attr, {}, [(k, scalar_leaf(self.leaves[k])) for k in leaves])
                   for attr, leaves in self.string_groups]
-        return groups, [(1 << k, scalar_leaf(self.leaves[k])) for k in self.other_leaves]
+        others = [(1 << k, scalar_leaf(self.leaves[k])) for k in self.other_leaves]
+        by_string = (groups[0][0], {}) if len(groups) == 1 and not others \
+            and not self.stream_keyed else None
+        return groups, others, by_string
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

@@ -43,6 +43,9 @@ class BatchEntry:
         self.letters = letters
         self.pids = pids
 
+    def __len__(self) -> int:
+        return len(self.letters)
+
     def event(self, k: int, schema) -> Event:
         return self.batch.event(k, schema)
 
@@ -56,30 +59,31 @@ class BatchEntry:
     def max_time(self) -> int:
         return int(self.times.max()) if len(self.times) else INT64_MIN
 
+    def span(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+        first = self.first
+        return [(first + k, int(self.letters[k]), int(self.pids[k])) for k in range(lo, hi)]
+
 
 class RecordChunk:
-    """Consecutive events evaluated one at a time: per event its type id (-1: skipped), its
-    validated attributes (None when the query does not read it), window time, letter and
-    partition id, in Python lists appended in place."""
+    """Consecutive events evaluated one at a time, appended in place: per event one tuple
+    (type id (-1: skipped), validated attributes (None when the query does not read it),
+    window time, letter, partition id) -- one append per event."""
 
-    __slots__ = ("first", "letters", "pids", "rows", "times", "type_ids")
+    __slots__ = ("first", "items")
 
     def __init__(self, first: int) -> None:
         self.first = first
-        self.type_ids: list[int] = []
-        self.rows: list[dict | None] = []
-        self.times: list[int] = []
-        self.letters: list[int] = []
-        self.pids: list[int] = []
+        self.items: list[tuple[int, dict | None, int, int, int]] = []
 
     def __len__(self) -> int:
-        return len(self.letters)
+        return len(self.items)
 
     def event(self, k: int, schema) -> Event:
-        return Event(schema.type_names[self.type_ids[k]], self.first + k, self.rows[k])
+        tid, row = self.items[k][:2]
+        return Event(schema.type_names[tid], self.first + k, row)
 
     def time(self, k: int, attribute: str) -> int | None:
-        row = self.rows[k]
+        row = self.items[k][1]
         return None if row is None else row.get(attribute)
 
     def times_at(self, offsets: np.ndarray, attribute: str) -> np.ndarray:
@@ -87,7 +91,11 @@ class RecordChunk:
                         dtype=np.int64)
 
     def max_time(self) -> int:
-        return self.times[-1] if self.times else INT64_MIN  # times never go back
+        return self.items[-1][2] if self.items else INT64_MIN  # times never go back
+
+    def span(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+        first = self.first
+        return [(first + k, item[3], item[4]) for k, item in enumerate(self.items[lo:hi], lo)]
 
 
 class StoreView:
@@ -163,9 +171,7 @@ class StoreView:
             first = entry.first
             if first > end:
                 break
-            letters, pids = entry.letters, entry.pids
-            lo, hi = max(start - first, 0), min(end - first + 1, len(letters))
-            out.extend((first + k, int(letters[k]), int(pids[k])) for k in range(lo, hi))
+            out.extend(entry.span(max(start - first, 0), min(end - first + 1, len(entry))))
         return out
 
     def bindings(self, ce) -> dict[str, tuple[int, ...]]:
@@ -202,17 +208,14 @@ class EventStore:
         """Store one event evaluated on its own; True when it opened a new chunk (the moment
         to prune)."""
         chunk = self.chunk
-        opened = chunk is None or len(chunk.letters) >= CHUNK
-        if opened:
-            chunk = self.chunk = RecordChunk(position)
-            self.entries.append(chunk)
-            self.starts.append(position)
-        chunk.type_ids.append(type_id)
-        chunk.rows.append(row)
-        chunk.times.append(time)
-        chunk.letters.append(letter)
-        chunk.pids.append(pid)
-        return opened
+        if chunk is not None and len(chunk.items) < CHUNK:
+            chunk.items.append((type_id, row, time, letter, pid))
+            return False
+        chunk = self.chunk = RecordChunk(position)
+        self.entries.append(chunk)
+        self.starts.append(position)
+        chunk.items.append((type_id, row, time, letter, pid))
+        return True
 
     def view(self, binder) -> StoreView:
         """The view for the complex events of what is being evaluated."""
