@@ -10,7 +10,8 @@ CSV cell, a JSON ``null`` or an absent key). Columns are converted to the declar
     cercore.io.write_complex_events(ces, "out.jsonl", "jsonl")
 
 Formats: CSV (``.csv``), JSON Lines (``.jsonl``, ``.ndjson``; ``.json`` may also hold one JSON
-array of objects) and Parquet (``.parquet``, ``.pq``).
+array of objects) and Parquet (``.parquet``, ``.pq``). ``cercore.io_lines`` reads CSV and JSON
+Lines one line at a time instead (a pipe, a growing file), with the conversions below.
 """
 
 from __future__ import annotations
@@ -88,6 +89,16 @@ def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str
     if format not in INPUT_FORMATS:
         raise CercoreError(f"unknown input format {format!r}; use one of "
                            + ", ".join(INPUT_FORMATS))
+    types = _column_types(schema, type_column, stream_column)
+    if format == "parquet":  # typed columns: a bad value is a file-level problem
+        return _read_parquet(path, types, type_column)
+    reader = {"csv": _read_csv, "jsonl": _read_jsonl}[format]
+    return reader(path, types, type_column, on_error == "skip")
+
+
+def _column_types(schema: Schema, type_column: str, stream_column: str | None
+                  ) -> dict[str, AttrType]:
+    """The type of every column an event file may have, but the type column's."""
     types = schema.attribute_types()
     for role, col in (("type", type_column), ("stream", stream_column)):
         if col in types:
@@ -95,10 +106,7 @@ def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str
                                f"choose another {role} column")
     if stream_column is not None:  # read like a string attribute that no event type declares
         types = {**types, stream_column: AttrType.STRING}
-    if format == "parquet":  # typed columns: a bad value is a file-level problem
-        return _read_parquet(path, types, type_column)
-    reader = {"csv": _read_csv, "jsonl": _read_jsonl}[format]
-    return reader(path, types, type_column, on_error == "skip")
+    return types
 
 
 def _name(path) -> str:
@@ -128,15 +136,8 @@ def _read_csv(path, types: dict[str, AttrType], type_column: str, lenient: bool 
     data = path.read() if hasattr(path, "read") else Path(path).read_bytes()
     if isinstance(data, str):
         data = data.encode()
-    header_line = data.split(b"\n", 1)[0].decode("utf-8-sig", "replace").rstrip("\r")
-    try:
-        header = next(csv.reader([header_line]), [])
-    except csv.Error as exc:  # e.g. a carriage return inside the header line
-        raise EventError(f"{where}: unreadable CSV header: {exc}") from None
-    if not header or header == [""]:
-        raise EventError(f"{where}: empty CSV file (expected a header line)")
-    header = [h.strip() for h in header]
-    _check_columns(header, types, type_column, where)
+    header = _csv_header(data.split(b"\n", 1)[0].decode("utf-8-sig", "replace"), types,
+                         type_column, where)
     column_types = {c: _arrow_type(types[c]) for c in header if c != type_column}
     column_types[type_column] = pa.string()
     convert = pacsv.ConvertOptions(
@@ -161,13 +162,39 @@ def _diagnose_csv(data: bytes, header: list[str], types: dict[str, AttrType], ty
             raise problem
 
 
+def _csv_header(line: str, types: dict[str, AttrType], type_column: str,
+                where: str) -> list[str]:
+    """The column names of a CSV header line (decoded), checked against ``types``."""
+    try:
+        header = next(csv.reader([line.rstrip("\r\n")]), [])
+    except csv.Error as exc:  # e.g. a carriage return inside the header line
+        raise EventError(f"{where}: unreadable CSV header: {exc}") from None
+    if not header or header == [""]:
+        raise EventError(f"{where}: empty CSV file (expected a header line)")
+    header = [h.strip() for h in header]
+    _check_columns(header, types, type_column, where)
+    return header
+
+
 def _csv_rows(data: bytes, header: list[str], types: dict[str, AttrType], type_column: str,
               where: str) -> Iterator[tuple[dict[str, Any], EventError | None]]:
     """Every data row with the csv module (slow path, only after Arrow failed): its values
     (converted; None where empty or bad) and the row's first problem, if any."""
     text = data.decode("utf-8-sig", "replace")
-    reader = csv.reader(io.StringIO(text, newline=""))
+    return _csv_line_rows(io.StringIO(text, newline=""), header, types, type_column, where)
+
+
+def _csv_line_rows(lines: Iterable[str], header: list[str], types: dict[str, AttrType],
+                   type_column: str, where: str
+                   ) -> Iterator[tuple[dict[str, Any], EventError | None]]:
+    """``_csv_rows`` over text lines (line ends kept; the header line first, skipped), each
+    read only when the row before it has been handled: a file read whole, or a stream read
+    line by line (``cercore.io_lines``)."""
+    reader = csv.reader(lines)
     next(reader, None)
+    # per column: None (strings, the type column) or the cell's converter
+    converters = [None if col == type_column else _CELL_READERS[types[col]] for col in header]
+    columns = list(zip(header, converters))
     for row_number, row in enumerate(reader, start=1):
         line = reader.line_num
         if not row:
@@ -178,13 +205,13 @@ def _csv_rows(data: bytes, header: list[str], types: dict[str, AttrType], type_c
             continue
         values: dict[str, Any] = {}
         problem = None
-        for col, cell in zip(header, row):
+        for (col, convert), cell in zip(columns, row):
             if cell == "":
                 values[col] = None
-            elif col == type_column:
+            elif convert is None:
                 values[col] = cell
-            elif _cell_ok(cell, types[col]):
-                values[col] = _cell_value(cell, types[col])
+            elif (v := convert(cell)) is not _BAD:
+                values[col] = v
             else:
                 values[col] = None
                 problem = problem or EventError(
@@ -193,12 +220,28 @@ def _csv_rows(data: bytes, header: list[str], types: dict[str, AttrType], type_c
         yield values, problem
 
 
-def _cell_value(cell: str, t: AttrType) -> Any:
-    if t is AttrType.STRING:
-        return cell
-    if t is AttrType.BOOL:
-        return cell in _TRUE
-    return int(cell) if t is AttrType.INT else float(cell)
+def _int_cell(cell: str) -> Any:
+    try:
+        v = int(cell)
+    except ValueError:
+        return _BAD
+    return v if -(2**63) <= v < 2**63 else _BAD
+
+
+def _double_cell(cell: str) -> Any:
+    try:
+        return float(cell)
+    except ValueError:
+        return _BAD
+
+
+def _bool_cell(cell: str) -> Any:
+    return True if cell in _TRUE else False if cell in _FALSE else _BAD
+
+
+# a CSV cell's value for each attribute type (None: the cell itself), or _BAD
+_CELL_READERS = {AttrType.STRING: None, AttrType.INT: _int_cell, AttrType.DOUBLE: _double_cell,
+                 AttrType.BOOL: _bool_cell}
 
 
 def _rows_table(rows: Iterable[tuple[dict[str, Any], EventError | None]], columns: list[str],
@@ -219,18 +262,6 @@ def _rows_table(rows: Iterable[tuple[dict[str, Any], EventError | None]], column
                           else _arrow_type(types[c])) for c in columns}
     arrays[REJECT_COLUMN] = pa.array(rejected, type=pa.string())
     return pa.table(arrays)
-
-
-def _cell_ok(cell: str, t: AttrType) -> bool:
-    if t is AttrType.STRING:
-        return True
-    if t is AttrType.BOOL:
-        return cell in _TRUE or cell in _FALSE
-    try:
-        int(cell) if t is AttrType.INT else float(cell)
-    except ValueError:
-        return False
-    return t is not AttrType.INT or -(2**63) <= int(cell) < 2**63
 
 
 def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: bool = False):
@@ -323,15 +354,19 @@ def _json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) per non-blank line; an EventError in place of the object
     for a malformed line (the caller raises it, or keeps the row as rejected)."""
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield number, EventError(f"{where}, line {number}: invalid JSON ({exc.msg}, "
-                                     f"column {exc.colno})")
-        except RecursionError:
-            yield number, EventError(f"{where}, line {number}: JSON nested too deeply")
+        if line.strip():
+            yield number, _json_line(line, number, where)
+
+
+def _json_line(line: str, number: int, where: str) -> Any:
+    """One non-blank line of JSON Lines parsed, or an EventError naming line ``number``."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        return EventError(f"{where}, line {number}: invalid JSON ({exc.msg}, "
+                          f"column {exc.colno})")
+    except RecursionError:
+        return EventError(f"{where}, line {number}: JSON nested too deeply")
 
 
 _BAD = object()
@@ -456,7 +491,7 @@ def open_output(out):
 
 def write_complex_events(ces: Iterable, out=None, format: str = "jsonl", *,
                          width: int | None = None, max_lines: int = 4,
-                         with_query: bool = False) -> int:
+                         with_query: bool = False, stream: bool = False) -> int:
     """Write complex events to ``out`` (a path, a text file object, or ``None``/``"-"`` for
     stdout) as they arrive; return how many were written.
 
@@ -466,35 +501,49 @@ def write_complex_events(ces: Iterable, out=None, format: str = "jsonl", *,
     at most ``max_lines`` lines). ``with_query``: the items are ``QueryMatch`` objects of a
     multi-query engine; CSV gets a leading ``query`` column (JSON lines and tables name the
     query of every item anyway).
+
+    ``stream``: ``ces`` is a live feed -- each complex event is written and flushed as soon as
+    it arrives, and a table sizes its number columns from the first complex event (with room
+    to grow) instead of waiting for the first 200.
     """
     if format not in OUTPUT_FORMATS:
         raise CercoreError(f"unknown output format {format!r}; use one of "
                            + ", ".join(OUTPUT_FORMATS))
     n = 0
     with open_output(out) as f:
+        flush = f.flush if stream else _no_flush
         if format == "jsonl":
             for ce in ces:
                 f.write(_dumps(ce.to_dict()) + "\n")
+                flush()
                 n += 1
         elif format == "csv":
             w = csv.writer(f, lineterminator="\n")
             lead = ["query"] if with_query else []
             w.writerow(lead + ["start", "end", "start_time", "end_time", "positions", "events"])
+            flush()
             for ce in ces:
                 d = ce.to_dict()
                 w.writerow([d["query"] for _ in lead]
                            + [d["start"], d["end"], _blank(d["start_time"]), _blank(d["end_time"]),
                               _dumps(d["positions"]), _dumps(d["events"])])
+                flush()
                 n += 1
         else:
             if width is None:
                 width = _terminal_width(f)
             counter = [0]
-            for line in _table_lines(ces, width, max_lines, counter):
-                f.write(line + "\n")
+            for block in _table_lines(ces, width, max_lines, counter,
+                                      1 if stream else _WIDTH_SAMPLE):
+                f.write(block + "\n")
+                flush()
             n = counter[0]
         f.flush()
     return n
+
+
+def _no_flush() -> None:
+    pass
 
 
 def _blank(v: Any) -> Any:
@@ -535,14 +584,17 @@ def format_table(ces: Iterable, width: int = 100, max_lines: int = 4) -> str:
 _WIDTH_SAMPLE = 200  # rows buffered to size the number columns before streaming the rest
 
 
-def _table_lines(ces: Iterable, width: int, max_lines: int, counter: list[int]) -> Iterator[str]:
-    """The table's lines; ``counter[0]`` counts the complex events written."""
+def _table_lines(ces: Iterable, width: int, max_lines: int, counter: list[int],
+                 sample: int = _WIDTH_SAMPLE) -> Iterator[str]:
+    """The table's lines, the number columns sized from the first ``sample`` complex events:
+    the heading, then one item per complex event (its lines joined by newlines);
+    ``counter[0]`` counts the complex events written."""
     max_lines = max(2, max_lines)
     it = iter(ces)
     head: list = []
     for ce in it:
         head.append(ce)
-        if len(head) >= _WIDTH_SAMPLE:
+        if len(head) >= sample:
             break
     if not head:
         yield "(no complex events)"
@@ -550,12 +602,12 @@ def _table_lines(ces: Iterable, width: int, max_lines: int, counter: list[int]) 
     w_no = max(1, len(str(len(head))))
     w_start = max([5] + [len(str(ce.start)) for ce in head])
     w_end = max([3] + [len(str(ce.end)) for ce in head])
-    if len(head) >= _WIDTH_SAMPLE:  # more may follow: leave room to grow
+    if len(head) >= sample:  # more may follow: leave room to grow
         w_no, w_start, w_end = max(w_no, 6), w_start + 2, w_end + 2
     prefix_w = w_no + w_start + w_end + 6
     ev_w = max(20, width - prefix_w)
-    yield f"{'#':>{w_no}}  {'start':>{w_start}}  {'end':>{w_end}}  events"
-    yield f"{'-' * w_no}  {'-' * w_start}  {'-' * w_end}  {'-' * min(ev_w, 40)}"
+    yield (f"{'#':>{w_no}}  {'start':>{w_start}}  {'end':>{w_end}}  events\n"
+           f"{'-' * w_no}  {'-' * w_start}  {'-' * w_end}  {'-' * min(ev_w, 40)}")
     for ce in _chain(head, it):
         counter[0] += 1
         count = counter[0]
@@ -564,9 +616,8 @@ def _table_lines(ces: Iterable, width: int, max_lines: int, counter: list[int]) 
             parts[:0] = [f"[{ce.query}]"]
         chunks = _wrap_events(parts, ev_w, max_lines)
         first = f"{count:>{w_no}}  {ce.start:>{w_start}}  {ce.end:>{w_end}}  "
-        yield (first + chunks[0]).rstrip()
-        for chunk in chunks[1:]:
-            yield " " * prefix_w + chunk
+        yield "\n".join([(first + chunks[0]).rstrip()]
+                         + [" " * prefix_w + chunk for chunk in chunks[1:]])
 
 
 def _chain(head: list, rest: Iterator) -> Iterator:

@@ -1,6 +1,7 @@
 """The ``cercore`` command line, one module per command family: ``main`` (the parser and the
-entry point), ``ceql`` (run, explain), ``trends`` (run/explain of trend queries), ``demo``
-and ``network`` (PrePP plan, simulate). The bench has its own: ``cercore.bench.cli``."""
+entry point), ``ceql`` (run, explain), ``trends`` (run/explain of trend queries),
+``streaming`` (where ``run`` reads its events: in bulk or line by line), ``demo`` and
+``network`` (PrePP plan, simulate). The bench has its own: ``cercore.bench.cli``."""
 
 from cercore.cli.ceql import cmd_explain, cmd_run, load_schema, query_names
 from cercore.cli.common import EXIT_USAGE, PROG

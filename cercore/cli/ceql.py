@@ -1,5 +1,6 @@
 """``cercore run`` and ``cercore explain``: a CEQL query -- or a trend aggregation query,
-handed to ``cercore.cli.trends`` -- over an event file.
+handed to ``cercore.cli.trends`` -- over an event file, or a stream read line by line
+(stdin, ``--follow``: see ``cercore.cli.streaming``).
 
 QUERY and DECL are file paths or inline text (an existing path is read).
 """
@@ -12,12 +13,13 @@ import sys
 from pathlib import Path
 
 import cercore
+from cercore.cli import streaming
 from cercore.cli.common import PROG, add_backend
+from cercore.cli.streaming import EventSource
 from cercore.errors import CercoreError
 from cercore.io import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
-    read_events,
     text_or_file,
     write_complex_events,
 )
@@ -46,15 +48,18 @@ def _add_schema_options(p: argparse.ArgumentParser, several: bool = False) -> No
 
 def add_subcommands(sub) -> None:
     """Add ``run`` and ``explain`` to the ``cercore`` subparsers."""
-    run = sub.add_parser("run", help="evaluate a query over an event file",
+    run = sub.add_parser("run", help="evaluate a query over an event file or stream",
                          description="Evaluate QUERY over the events of --input and write every "
-                                     "complex event.")
+                                     "complex event. Standard input (CSV or JSON Lines) and "
+                                     "--follow are read line by line: each complex event is "
+                                     "written as soon as the line completing it is read.")
     _add_schema_options(run, several=True)
     run.add_argument("--input", "-i", metavar="FILE", default="-",
                      help="events (.csv, .jsonl, .ndjson, .json, .parquet); '-' = stdin "
                           "(default)")
     run.add_argument("--input-format", choices=INPUT_FORMATS, default=None,
                      help="input format (default: from the extension; csv for stdin)")
+    streaming.add_options(run)
     run.add_argument("--type-column", default="event_type",
                      help="name of the event-type column (default: event_type)")
     run.add_argument("--format", "-f", choices=OUTPUT_FORMATS, default="jsonl",
@@ -105,24 +110,20 @@ def cmd_run(args) -> int:
         for w in query.warnings:
             print(f"{PROG}: warning: {name}: {w}" if len(queries) > 1 else
                   f"{PROG}: warning: {w}", file=sys.stderr)
-    if args.input == "-":
-        table = read_events(sys.stdin.buffer, schema, args.input_format or "csv",
-                            type_column=args.type_column, stream_column=args.stream_column,
-                            on_error=args.on_error)
-    else:
-        table = read_events(args.input, schema, args.input_format, type_column=args.type_column,
-                            stream_column=args.stream_column, on_error=args.on_error)
+    source = EventSource(args, schema, args.stream_column)  # stdin and --follow: live
     options = dict(backend=args.backend, on_error=args.on_error, type_column=args.type_column,
                    reorder_slack=args.reorder_slack, stream_column=args.stream_column)
     engine = (next(iter(queries.values())).engine(**options) if len(queries) == 1
               else cercore.multi_engine(queries, **options))
 
     def everything():
-        yield from engine.process(table)
+        yield from source.feed(engine)
         yield from engine.flush()
 
-    write_complex_events(everything(), args.output, args.format,
-                         with_query=len(queries) > 1)
+    with source.naming(engine):
+        write_complex_events(everything(), args.output, args.format,
+                             with_query=len(queries) > 1, stream=source.live)
+    source.finish()
     stats = engine.stats
     if stats.get("skipped"):
         reasons = ", ".join(f"{k}: {v}" for k, v in stats.get("skipped_by_reason", {}).items())

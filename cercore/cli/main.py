@@ -4,6 +4,7 @@
 
     cercore run QUERY --schema DECL --input FILE [--format jsonl|csv|table] [--backend B]
                 [--time-attribute A --time-unit ms] [--on-error raise|skip] [--output FILE]
+                [--follow [--idle-timeout SECONDS]]
     cercore explain QUERY --schema DECL
     cercore demo [--backend B] [--limit N]
     cercore plan QUERY --network NET.json [...]
@@ -11,7 +12,8 @@
 
 The commands live in ``cercore.cli.ceql`` (run, explain; trend queries in
 ``cercore.cli.trends``), ``cercore.cli.demo`` and ``cercore.cli.network`` (plan, simulate).
-Errors cercore raises on purpose are printed as one message on stderr with exit code 2.
+Errors cercore raises on purpose are printed as one message on stderr with exit code 2;
+Ctrl-C (SIGINT) stops with exit code 130, leaving what was written flushed.
 """
 
 from __future__ import annotations
@@ -57,8 +59,16 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, e.g. to stop --follow: what was written stays
+        _flush_stdout()
         return 130
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _silence_stdout() -> None:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Iterable
 
+from cercore.cli.streaming import EventSource
 from cercore.errors import CercoreError
-from cercore.io import format_value, open_output, read_events
+from cercore.io import format_value, open_output
 from cercore.schema import Schema
 from cercore.trends.query import compile_trend
 
@@ -27,39 +29,78 @@ def run_command(args, text: str, schema: Schema) -> int:
         raise CercoreError("--reorder-slack is not supported for trend queries; sort the "
                            "input by time")
     query = compile_trend(text, schema)
-    if args.input == "-":
-        table = read_events(sys.stdin.buffer, schema, args.input_format or "csv",
-                            type_column=args.type_column, on_error=args.on_error)
-    else:
-        table = read_events(args.input, schema, args.input_format,
-                            type_column=args.type_column, on_error=args.on_error)
+    source = EventSource(args, schema)  # stdin and --follow: live, rows out as windows close
     engine = query.engine(backend=args.backend, on_error=args.on_error,
                           type_column=args.type_column)
-    rows = list(engine.process(table)) + engine.flush()
-    write_rows(rows, query.columns, args.output, args.format)
+    if source.live:
+        def everything():
+            yield from source.feed(engine)
+            yield from engine.flush()
+
+        with source.naming(engine):
+            n_rows = write_rows(everything(), query.columns, args.output, args.format,
+                                stream=True)
+        source.finish()
+    else:
+        rows = list(source.feed(engine)) + engine.flush()
+        n_rows = write_rows(rows, query.columns, args.output, args.format)
     skipped = engine.skips.count
     if skipped:
         print(f"cercore: skipped {skipped} invalid event(s)", file=sys.stderr)
     if getattr(args, "stats", False):
         print(f"cercore: events_read = {engine.events_read}", file=sys.stderr)
-        print(f"cercore: rows = {len(rows)}", file=sys.stderr)
+        print(f"cercore: rows = {n_rows}", file=sys.stderr)
         print(f"cercore: backend = {engine.backend}", file=sys.stderr)
     return 0
 
 
-def write_rows(rows: list[dict], columns: list[str], out, fmt: str) -> None:
-    """Rows as JSON lines, CSV (header first) or an aligned table. Counts stay exact
-    integers in every format."""
+def write_rows(rows: Iterable[dict], columns: list[str], out, fmt: str,
+               stream: bool = False) -> int:
+    """Rows as JSON lines, CSV (header first) or an aligned table; how many were written.
+    Counts stay exact integers in every format.
+
+    ``stream``: ``rows`` is a live feed -- each row is written and flushed as it comes, and
+    a table's columns are as wide as their names or the first row's cells (with room to
+    grow) instead of the widest cell of all rows."""
+    n = 0
     with open_output(out) as f:
+        flush = f.flush if stream else _no_flush
         if fmt == "jsonl":
             for r in rows:
                 f.write(json.dumps(r) + "\n")
+                flush()
+                n += 1
         elif fmt == "csv":
             w = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
             w.writeheader()
-            w.writerows(rows)
+            flush()
+            for r in rows:
+                w.writerow(r)
+                flush()
+                n += 1
+        elif stream:
+            widths: list[int] | None = None
+            for r in rows:
+                cells = [format_value(r.get(c)) for c in columns]
+                if widths is None:
+                    widths = [max(len(c), len(v)) + 2 for c, v in zip(columns, cells)]
+                    f.write(_aligned(columns, widths))
+                f.write(_aligned(cells, widths))
+                flush()
+                n += 1
         else:
+            rows = list(rows)
+            n = len(rows)
             cells = [columns] + [[format_value(r.get(c)) for c in columns] for r in rows]
             widths = [max(len(str(row[i])) for row in cells) for i in range(len(columns))]
             for row in cells:
-                f.write("  ".join(str(v).rjust(w) for v, w in zip(row, widths)).rstrip() + "\n")
+                f.write(_aligned(row, widths))
+    return n
+
+
+def _aligned(cells: list, widths: list[int]) -> str:
+    return "  ".join(str(v).rjust(w) for v, w in zip(cells, widths)).rstrip() + "\n"
+
+
+def _no_flush() -> None:
+    pass
