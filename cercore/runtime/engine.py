@@ -236,18 +236,16 @@ class Engine(ReadsInput):
 
     def _evaluate_one(self, tid: int, row: dict | None, stream: int, pos: int) -> list | Iterator:
         """``_record`` after decoding: event ``pos`` of type ``tid`` (SKIPPED: skipped) with
-        attributes ``row``; its time is checked here unless a MultiEngine checked it."""
-        read = tid != SKIPPED and self.encoder.reads.reads_one(tid, stream)
-        order = self.time_order
-        if read and order is not None and self.checks_time \
-                and not order.check_one(tid, row, pos):
-            read, tid, row = False, SKIPPED, None
-        store = self.store
-        if not read:
-            opened = store.add_record(pos, tid, row, self.latest_time)
+        attributes ``row``; its time is checked here unless a MultiEngine checked it. Only
+        the events that can be part of a complex event are stored (``RecordChunk``)."""
+        if tid == SKIPPED or not self.encoder.reads.reads_one(tid, stream):
             self.input.position = pos + 1
-            if opened:
-                self._prune_window()
+            return []
+        order = self.time_order
+        # (an EventError here, in raise mode, leaves the event unconsumed)
+        passed = order is None or not self.checks_time or order.check_one(tid, row, pos)
+        self.input.position = pos + 1
+        if not passed:
             return []
         epsilon, windowed, limit, by_tick = self._one_args
         if by_tick:
@@ -256,29 +254,31 @@ class Engine(ReadsInput):
             t = order.last if order.last is not None else INT64_MIN
         else:
             t = 0
-        self.latest_time = t
+        self.tick += 1
         encoder = self.encoder
         letter = encoder.record_letter(tid, row, stream)
+        if self.skip_inert and not encoder.atom_masks[letter]:
+            return []  # it can change nothing: not stepped, not stored
         pid = self.partitions.assign_one(tid, row)
+        if pid == NO_PARTITION:
+            return []
+        self.latest_time = t
+        store = self.store
         opened = store.add_record(pos, tid, row, t, letter, pid)
-        self.input.position = pos + 1
-        self.tick += 1
-        found: list | Iterator = []
-        if pid != NO_PARTITION and (not self.skip_inert or encoder.atom_masks[letter]):
-            evaluator = self.evaluator
-            view = store.view(self._bindings)
-            found = evaluator.run_one(pid, letter, pos, t, epsilon, windowed, limit,
-                                      self.consume, view)
-            if found:
-                if self.post:
-                    found = self._post_one(found, view)
-                if type(found) is list:
-                    self.n_complex_events += len(found)
-                else:
-                    found = self._counted(found)
-            if evaluator.pop_reclaimed():
-                self.partitions.forget(evaluator.live_partitions())
-                store.prune(evaluator.last_tau)
+        evaluator = self.evaluator
+        view = store.view(self._bindings)
+        found = evaluator.run_one(pid, letter, pos, t, epsilon, windowed, limit, self.consume,
+                                  view)
+        if found:
+            if self.post:
+                found = self._post_one(found, view)
+            if type(found) is list:
+                self.n_complex_events += len(found)
+            else:
+                found = self._counted(found)
+        if evaluator.pop_reclaimed():
+            self.partitions.forget(evaluator.live_partitions())
+            store.prune(evaluator.last_tau)
         if opened:
             self._prune_window()
         return found

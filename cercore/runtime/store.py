@@ -20,18 +20,20 @@ entries before the evaluator's last reclamation go (``prune``).
 from __future__ import annotations
 
 import bisect
+import operator
 
 import numpy as np
 
 from cercore.input import Batch
-from cercore.runtime.constants import INT64_MIN, NO_PARTITION, NOT_READ
+from cercore.runtime.constants import INT64_MIN
 from cercore.runtime.output import Event
 
 CHUNK = 1024  # events of a record chunk: the granularity of pruning under push
 
 
 class BatchEntry:
-    """One evaluated batch: its columns, window times, letters and partition ids."""
+    """One evaluated batch: its columns, window times, letters and partition ids (every
+    event of the batch, read or not)."""
 
     __slots__ = ("batch", "first", "letters", "pids", "times")
 
@@ -46,56 +48,67 @@ class BatchEntry:
     def __len__(self) -> int:
         return len(self.letters)
 
-    def event(self, k: int, schema) -> Event:
-        return self.batch.event(k, schema)
+    def event(self, position: int, schema) -> Event:
+        return self.batch.event(position - self.first, schema)
 
-    def time(self, k: int, attribute: str) -> int | None:
+    def time(self, position: int, attribute: str) -> int | None:
         cols = self.batch.columns
+        k = position - self.first
         return int(cols.values[attribute][k]) if cols.valid[attribute][k] else None
 
-    def times_at(self, offsets: np.ndarray, attribute: str) -> np.ndarray:
-        return self.batch.columns.values[attribute][offsets]
+    def times_at(self, positions: np.ndarray, attribute: str) -> np.ndarray:
+        return self.batch.columns.values[attribute][positions - self.first]
 
     def max_time(self) -> int:
         return int(self.times.max()) if len(self.times) else INT64_MIN
 
-    def span(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+    def span(self, start: int, end: int) -> list[tuple[int, int, int]]:
         first = self.first
+        lo, hi = max(start - first, 0), min(end - first + 1, len(self.letters))
         return [(first + k, int(self.letters[k]), int(self.pids[k])) for k in range(lo, hi)]
 
 
+_POSITION = operator.itemgetter(0)
+
+
 class RecordChunk:
-    """Consecutive events evaluated one at a time, appended in place: per event one tuple
-    (type id (-1: skipped), validated attributes (None when the query does not read it),
-    window time, letter, partition id) -- one append per event."""
+    """Events evaluated one at a time, appended in place: per event one tuple (position,
+    type id, validated attributes, window time, letter, partition id) -- one append per
+    event. Only events that can be part of a complex event are kept: the ones the query
+    reads, less those that satisfy no atom where the evaluator skips such events (they can
+    take no position and change no binding); positions therefore have gaps."""
 
     __slots__ = ("first", "items")
 
     def __init__(self, first: int) -> None:
         self.first = first
-        self.items: list[tuple[int, dict | None, int, int, int]] = []
+        self.items: list[tuple[int, int, dict, int, int, int]] = []
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def event(self, k: int, schema) -> Event:
-        tid, row = self.items[k][:2]
-        return Event(schema.type_names[tid], self.first + k, row)
+    def _item(self, position: int) -> tuple:
+        return self.items[bisect.bisect_left(self.items, position, key=_POSITION)]
 
-    def time(self, k: int, attribute: str) -> int | None:
-        row = self.items[k][1]
-        return None if row is None else row.get(attribute)
+    def event(self, position: int, schema) -> Event:
+        _, tid, row = self._item(position)[:3]
+        return Event(schema.type_names[tid], position, row)
 
-    def times_at(self, offsets: np.ndarray, attribute: str) -> np.ndarray:
-        return np.array([self.time(k, attribute) or 0 for k in offsets.tolist()],
+    def time(self, position: int, attribute: str) -> int | None:
+        return self._item(position)[2].get(attribute)
+
+    def times_at(self, positions: np.ndarray, attribute: str) -> np.ndarray:
+        return np.array([self.time(p, attribute) or 0 for p in positions.tolist()],
                         dtype=np.int64)
 
     def max_time(self) -> int:
-        return self.items[-1][2] if self.items else INT64_MIN  # times never go back
+        return self.items[-1][3] if self.items else INT64_MIN  # times never go back
 
-    def span(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
-        first = self.first
-        return [(first + k, item[3], item[4]) for k, item in enumerate(self.items[lo:hi], lo)]
+    def span(self, start: int, end: int) -> list[tuple[int, int, int]]:
+        items = self.items
+        lo = bisect.bisect_left(items, start, key=_POSITION)
+        hi = bisect.bisect_right(items, end, key=_POSITION)
+        return [(item[0], item[4], item[5]) for item in items[lo:hi]]
 
 
 class StoreView:
@@ -114,12 +127,10 @@ class StoreView:
         self.attributes = attributes  # SELECT x[a, b]: variable -> attributes (None: all)
 
     def _locate(self, position: int):
-        entry = self.entries[bisect.bisect_right(self.starts, position) - 1]
-        return entry, position - entry.first
+        return self.entries[bisect.bisect_right(self.starts, position) - 1]
 
     def event(self, position: int) -> Event:
-        entry, k = self._locate(position)
-        return entry.event(k, self.schema)
+        return self._locate(position).event(position, self.schema)
 
     def events(self, ce) -> list[Event]:
         """The events of ``ce``; under ``SELECT x[a, b]`` each keeps the attributes that the
@@ -148,8 +159,7 @@ class StoreView:
         """The event's time attribute (None when the schema names none)."""
         if self.time_attribute is None:
             return None
-        entry, k = self._locate(position)
-        return entry.time(k, self.time_attribute)
+        return self._locate(position).time(position, self.time_attribute)
 
     def times(self, positions: np.ndarray) -> np.ndarray:
         """Vectorised ``time`` (int64; positions must be stored; no time attribute: zeros)."""
@@ -160,7 +170,7 @@ class StoreView:
         for i in np.unique(which).tolist():
             entry = self.entries[i]
             sel = which == i
-            out[sel] = entry.times_at(positions[sel] - entry.first, self.time_attribute)
+            out[sel] = entry.times_at(positions[sel], self.time_attribute)
         return out
 
     def span(self, start: int, end: int) -> list[tuple[int, int, int]]:
@@ -168,10 +178,9 @@ class StoreView:
         out = []
         i = bisect.bisect_right(self.starts, start) - 1
         for entry in self.entries[max(i, 0):]:
-            first = entry.first
-            if first > end:
+            if entry.first > end:
                 break
-            out.extend(entry.span(max(start - first, 0), min(end - first + 1, len(entry))))
+            out.extend(entry.span(start, end))
         return out
 
     def bindings(self, ce) -> dict[str, tuple[int, ...]]:
@@ -203,18 +212,18 @@ class EventStore:
         self.entries.append(BatchEntry(batch, times, letters, pids))
         self.starts.append(batch.first_position)
 
-    def add_record(self, position: int, type_id: int, row: dict | None, time: int,
-                   letter: int = NOT_READ, pid: int = NO_PARTITION) -> bool:
-        """Store one event evaluated on its own; True when it opened a new chunk (the moment
-        to prune)."""
+    def add_record(self, position: int, type_id: int, row: dict, time: int, letter: int,
+                   pid: int) -> bool:
+        """Store one event evaluated on its own (see ``RecordChunk`` for which); True when it
+        opened a new chunk (the moment to prune)."""
         chunk = self.chunk
         if chunk is not None and len(chunk.items) < CHUNK:
-            chunk.items.append((type_id, row, time, letter, pid))
+            chunk.items.append((position, type_id, row, time, letter, pid))
             return False
         chunk = self.chunk = RecordChunk(position)
         self.entries.append(chunk)
         self.starts.append(position)
-        chunk.items.append((type_id, row, time, letter, pid))
+        chunk.items.append((position, type_id, row, time, letter, pid))
         return True
 
     def view(self, binder) -> StoreView:
