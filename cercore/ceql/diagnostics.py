@@ -30,6 +30,8 @@ _PATTERN_START = {"NAME", "QNAME", "LPAR", "NOT"}
 def source_form(term: str, end_text: str) -> str:
     if term == "$END":
         return end_text
+    if term == "LITERAL_SET":  # a whole set of constants, one token: it opens with '{'
+        return "{"
     if term in _DESCRIPTIVE:
         return _DESCRIPTIVE[term]
     if term in _KEYWORD_TERMINALS:
