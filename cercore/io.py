@@ -20,6 +20,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterable, Iterator
@@ -73,10 +74,10 @@ def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str
     optional string column with each event's stream (see ``CompiledQuery.engine``).
 
     With ``on_error="skip"``, a CSV or JSON row whose values do not convert (or a malformed
-    line) does not fail the file: the row stays in place with its problem in the column
-    ``cercore.input.REJECT_COLUMN``, and an engine run with ``on_error="skip"`` skips that
-    event and counts it as "unreadable in the file" (with ``"raise"``, it raises there), so
-    positions still index the file's rows.
+    line, or a JSON Lines line that is not UTF-8) does not fail the file: the row stays in
+    place with its problem in the column ``cercore.input.REJECT_COLUMN``, and an engine run
+    with ``on_error="skip"`` skips that event and counts it as "unreadable in the file" (with
+    ``"raise"``, it raises there), so positions still index the file's rows.
     """
     if on_error not in ("raise", "skip"):
         raise CercoreError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
@@ -267,7 +268,14 @@ def _rows_table(rows: Iterable[tuple[dict[str, Any], EventError | None]], column
 def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: bool = False):
     where = _name(path)
     data = path.read() if hasattr(path, "read") else Path(path).read_bytes()
-    text = decode_utf8(data, where) if isinstance(data, bytes) else data
+    try:
+        text = decode_utf8(data, where) if isinstance(data, bytes) else data
+    except EventError:
+        if not lenient or data.lstrip().startswith((b"[", b"\xef\xbb\xbf[")):
+            raise  # raise mode, or one JSON array: the file is no JSON
+        # JSON Lines skipping bad rows: a line that is not UTF-8 is one rejected row (the
+        # escaped bytes mark it, _json_lines); the other lines are read as they are
+        text = data.decode("utf-8-sig", "surrogateescape")
     records: Iterable[tuple[int, Any]]
     if text.lstrip().startswith("["):  # a .json file holding one array of objects
         try:
@@ -283,6 +291,7 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: boo
         unit = "line"
     rows: list[tuple[dict[str, Any], EventError | None]] = []
     columns = [type_column]  # in order of first appearance
+    null_type_at = None  # the first object whose type is null
     for number, obj in records:
         values, problem = _json_row(obj, types, type_column, f"{where}, {unit} {number}")
         if problem is not None and not lenient:
@@ -291,8 +300,15 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: boo
             if key not in columns:
                 columns.append(key)
         rows.append((values, problem))
+        if null_type_at is None and problem is None and type_column in values \
+                and values[type_column] is None:
+            null_type_at = number
     if rows and all(v.get(type_column) is None for v, p in rows if p is None) \
             and any(p is None for _, p in rows):
+        # no event has a type: the file's fault (a wrong type column?), not one row's
+        if null_type_at is not None:
+            raise EventError(f"{where}, {unit} {null_type_at}: {type_column!r} (the event "
+                             "type) is null, and no object has a type", field=type_column)
         raise EventError(f"{where}: no {type_column!r} key (the event type) in any object",
                          field=type_column)
     ordered = [type_column] + sorted(columns[1:], key=list(types).index)
@@ -345,17 +361,29 @@ def decode_utf8(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
+        text = exc.object  # what was decoded: without the BOM, so index that
+        line = text[:exc.start].count(b"\n") + 1
         raise EventError(f"{where}, line {line}: not UTF-8 text (byte "
-                         f"0x{data[exc.start]:02x})") from None
+                         f"0x{text[exc.start]:02x})") from None
+
+
+# the code points ``surrogateescape`` decodes a byte that is not UTF-8 to (valid UTF-8 never
+# decodes to a lone surrogate)
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 
 
 def _json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) per non-blank line; an EventError in place of the object
     for a malformed line (the caller raises it, or keeps the row as rejected)."""
     for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            yield number, _json_line(line, number, where)
+        if not line.strip():
+            continue
+        bad = _ESCAPED_BYTE.search(line)
+        if bad is not None:  # decoded with surrogateescape: a byte that is not UTF-8
+            yield number, EventError(f"{where}, line {number}: not UTF-8 text (byte "
+                                     f"0x{ord(bad.group()) - 0xdc00:02x})")
+            continue
+        yield number, _json_line(line, number, where)
 
 
 def _json_line(line: str, number: int, where: str) -> Any:

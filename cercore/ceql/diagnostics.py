@@ -30,6 +30,8 @@ _PATTERN_START = {"NAME", "QNAME", "LPAR", "NOT"}
 def source_form(term: str, end_text: str) -> str:
     if term == "$END":
         return end_text
+    if term == "LITERAL_SET":  # a whole set of constants, one token: it opens with '{'
+        return "{"
     if term in _DESCRIPTIVE:
         return _DESCRIPTIVE[term]
     if term in _KEYWORD_TERMINALS:
@@ -90,13 +92,14 @@ class ErrorReport:
         self.before = [t for t in tokens if t.start_pos is not None and t.start_pos < pos]
         self.acc = self._accepts(ip, start)
         self.expected = sorted({source_form(t, self.end_text) for t in self.acc})
-        # Location: the token, or right after the last token at the end of input.
+        # Location: the token, or right after the last token at the end of input, or where
+        # the text starts when it holds no token at all (empty, blank, only comments)
         if self.tok is not None and self.tok.type == "$END":
             if self.before:
                 last = self.before[-1]
                 self.line, self.column = last.end_line, last.end_column
             else:
-                self.line, self.column = None, None
+                self.line, self.column = 1, 1
         else:
             self.line, self.column = e.line, e.column
 
@@ -143,13 +146,7 @@ class ErrorReport:
         if self.tok is None:
             return self.char_error()
         if self.tok.type == "$END" and not self.before:
-            if self.start == "query":
-                return CEQLSyntaxError(
-                    "empty query", expected=self.expected, text=self.text,
-                    hint="a query looks like: SELECT * FROM S WHERE A ; B")
-            return CEQLSyntaxError(
-                "empty declarations", expected=self.expected, text=self.text,
-                hint="a declaration looks like: CREATE STREAM S { EVENT A { x:int } }")
+            return self.error(f"empty {self.what}", self.empty_hint(), show_expected=False)
         if self.tok.type == "SLASH" and self.text.startswith("/*", self.pos):
             return self.error("unterminated comment", "close the comment with */",
                               show_expected=False)
@@ -160,6 +157,12 @@ class ErrorReport:
             return self.char_error()
         message = f"unexpected {_describe(self.tok, self.end_text)}"
         return self.error(message, self.token_hint())
+
+    def empty_hint(self) -> str:
+        """What the text should hold, for an error at its start (no token at all)."""
+        if self.start == "declarations":
+            return "a declaration looks like: CREATE STREAM S { EVENT A { x:int } }"
+        return "a query looks like: SELECT * FROM S WHERE A ; B"
 
     # -- unexpected characters -------------------------------------------------------------
     def char_error(self) -> CEQLSyntaxError:

@@ -60,6 +60,46 @@ def unquote(s: str) -> str:
     return s[1:-1].replace(q + q, q)
 
 
+# One constant of a LITERAL_SET token (grammar.lark matched the token, so every piece here is
+# well formed): groups (sign)(number) or (string); an item is a constant, or two joined by ..
+_CONSTANT = r"""(-\s*)?((?:\d+\.\d+|\.\d+|\d+)(?:[eE][+-]?\d+)?)|('(?:[^']|'')*'|"(?:[^"]|"")*")"""
+_SET_ITEM = re.compile(f"(?:{_CONSTANT})(?:\\s*\\.\\.\\s*(?:{_CONSTANT}))?")
+
+
+def literal_set_items(tok: Token) -> tuple[ast.Literal | ast.Range, ...]:
+    """The items of a LITERAL_SET token as ``set_item`` builds them from tokens: Literals (a
+    negative number is one Literal placed at its '-', as ``neg`` makes it) and Ranges, each
+    with the line and column where it starts. Linear in the token's length."""
+    text, base = tok.value, tok.start_pos
+    line, line_start = tok.line, tok.start_pos - tok.column + 1  # offset where ``line`` starts
+    counted = 0  # newlines of ``text`` are counted up to this offset
+
+    def constant(m: re.Match, g: int) -> ast.Literal:
+        nonlocal line, line_start, counted
+        start = m.start(g + 2) if m.group(g + 2) is not None else m.start(g) \
+            if m.group(g) is not None else m.start(g + 1)
+        newlines = text.count("\n", counted, start)
+        if newlines:
+            line += newlines
+            line_start = base + text.rindex("\n", counted, start) + 1
+        counted = start
+        pos = {"line": line, "column": base + start - line_start + 1}
+        if m.group(g + 2) is not None:
+            return ast.Literal(unquote(m.group(g + 2)), **pos)
+        digits = m.group(g + 1)
+        value = int(digits) if digits.isdecimal() else float(digits)  # as number_value
+        return ast.Literal(-value if m.group(g) is not None else value, **pos)
+
+    items: list[ast.Literal | ast.Range] = []
+    for m in _SET_ITEM.finditer(text):
+        lo = constant(m, 1)
+        if m.group(5) is None and m.group(6) is None:
+            items.append(lo)
+        else:
+            items.append(ast.Range(lo, constant(m, 4), line=lo.line, column=lo.column))
+    return tuple(items)
+
+
 @v_args(meta=True)
 class ToAst(Transformer):
     """Builds cercore.ceql.ast nodes; every node gets the line/column where it starts."""
@@ -286,6 +326,13 @@ class ToAst(Transformer):
         negated = any(isinstance(c, Token) and c.type == "NOT" for c in ch)
         items = tuple(c for c in ch[1:] if not isinstance(c, Token))
         return ast.InSet(operand, items, negated, **meta_pos(meta))
+
+    def in_literal_set(self, meta, ch):
+        """``x IN {constants}`` lexed as one LITERAL_SET token: the same InSet as ``in_set``
+        builds, each item placed where it stands in the text."""
+        operand = self._expr(ch[0], "IN")
+        negated = any(isinstance(c, Token) and c.type == "NOT" for c in ch)
+        return ast.InSet(operand, literal_set_items(ch[-1]), negated, **meta_pos(meta))
 
     def set_item(self, meta, ch):
         values = [c for c in ch if not isinstance(c, Token)]

@@ -204,18 +204,9 @@ class EventDecoder:
         """Decode a ``pyarrow.Table`` / ``RecordBatch``: a type column plus attribute columns
         (columns in ``ignore`` are read by the caller)."""
         names = table.column_names
-        if type_column not in names:
-            raise EventError(f"the input has no {type_column!r} column")
-        if len(set(names)) != len(names):
-            dup = next(c for c in names if names.count(c) > 1)
-            raise EventError(f"the input has two columns named {dup!r}", field=dup)
-        for c in names:
-            if c != type_column and c not in self.attr_types and c not in ignore \
-                    and c != REJECT_COLUMN:
-                raise EventError(f"column {c!r} is not an attribute of any event type"
-                                 + did_you_mean(c, self.attr_types), field=c)
+        check_columns(names, self.attr_types, type_column, ignore)
         n = table.num_rows
-        tcol = _array(table.column(type_column))
+        tcol = one_array(table.column(type_column))
         type_ids = self._arrow_type_ids(tcol)
 
         def tname(k: int):
@@ -235,7 +226,7 @@ class EventDecoder:
         for k in np.flatnonzero(bad).tolist():
             problems[k] = (skips.UNKNOWN_TYPE, unknown_type)
         if REJECT_COLUMN in names:  # rows a reader rejected come first: their cells are nulled
-            rejects = _array(table.column(REJECT_COLUMN))
+            rejects = one_array(table.column(REJECT_COLUMN))
             rejected = ~np.asarray(rejects.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
             def unreadable(k: int, rejects=rejects) -> EventError:
@@ -263,7 +254,7 @@ class EventDecoder:
                              if t is AttrType.STRING else np.full(n, FILL[t], dtype=DTYPES[t]))
                 valid[a] = np.zeros(n, dtype=bool)
                 continue
-            col = _array(table.column(a))
+            col = one_array(table.column(a))
             vals, ok, wrong = arrow_values(col, t)
             ok = owners if ok is None else ok & owners
             if wrong is not None:
@@ -346,6 +337,24 @@ class EventDecoder:
         batch.streams = codes
 
 
+def check_columns(names: list[str], attr_types: dict[str, AttrType], type_column: str,
+                  ignore: tuple[str, ...] = ()) -> None:
+    """The checks of tabular input as a whole (an EventError, never a skip): it has its type
+    column, no two columns of one name, and every other column is an attribute of some event
+    type (or in ``ignore``, or the ``REJECT_COLUMN`` of a file reader). A column that only
+    other event types declare is not an error: each row reads its own type's attributes."""
+    if type_column not in names:
+        raise EventError(f"the input has no {type_column!r} column")
+    if len(set(names)) != len(names):
+        dup = next(c for c in names if names.count(c) > 1)
+        raise EventError(f"the input has two columns named {dup!r}", field=dup)
+    for c in names:
+        if c != type_column and c not in attr_types and c not in ignore \
+                and c != REJECT_COLUMN:
+            raise EventError(f"column {c!r} is not an attribute of any event type"
+                             + did_you_mean(c, attr_types), field=c)
+
+
 def _check_value(v, t: AttrType, typ: str, a: str, pos: int):
     if t is AttrType.INT:
         if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) \
@@ -373,7 +382,7 @@ def _check_value(v, t: AttrType, typ: str, a: str, pos: int):
 
 
 # ---- Arrow columns -------------------------------------------------------------------------
-def _array(col):
+def one_array(col):
     """A ``pyarrow.Array`` (a table's chunked column combined)."""
     import pyarrow as pa
 
@@ -487,3 +496,22 @@ def arrow_values(col, t: AttrType) -> tuple[Any, np.ndarray | None, np.ndarray |
         wrong = raw > np.uint64(INT64_MAX)
         return np.where(wrong, 0, raw).astype(np.int64), ok, (wrong if wrong.any() else None)
     return raw.astype(np.int64, copy=False), ok, None
+
+
+def arrow_cells(col, t: AttrType) -> list:
+    """The cells of an Arrow array read as attribute type ``t``, as Python values for the
+    record decoder, with the columnar path's semantics (``arrow_values``, so both read a
+    table alike): a null is None, a value is what the columnar path reads (a whole-number
+    double in an int attribute -- pandas' form of an int column with nulls -- is that int),
+    and a cell the columnar path finds of the wrong type stays as it is, for the record
+    decoder to reject at its own row with its own message."""
+    values, ok, wrong = arrow_values(col, t)
+    cells = values.tolist()
+    if wrong is not None:
+        raw = col.to_pylist()
+        for k in np.flatnonzero(wrong).tolist():
+            cells[k] = raw[k]
+    if ok is not None:
+        for k in np.flatnonzero(~ok).tolist():
+            cells[k] = None
+    return cells

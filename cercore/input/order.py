@@ -28,8 +28,8 @@ import numpy as np
 from cercore.errors import ConfigError, EventError
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
-from cercore.input.decode import RAW, REJECT_COLUMN, Rejected
-from cercore.input.tabular import is_tabular, tabular_rows
+from cercore.input.decode import RAW, REJECT_COLUMN, Rejected, check_columns
+from cercore.input.tabular import is_tabular, tabular_columns
 from cercore.runtime.constants import INT64_MIN
 from cercore.runtime.output import Event
 
@@ -196,18 +196,25 @@ class ReorderBuffer:
 def records_of(events: Any, type_column: str, declared: dict[str, dict],
                stream: str | None = None, stream_column: str | None = None) -> Iterator:
     """The events of any accepted input as ``(type, attributes, stream)`` records: ``stream``
-    tags them all, else a tabular row's ``stream_column`` cell tags it. A tabular row keeps its
-    type's declared attributes and any other non-null cell (which the decoder rejects)."""
+    tags them all, else a tabular row's ``stream_column`` cell tags it. Tabular input is read
+    as the columnar path reads it (``tabular_columns``, ``check_columns``): a row keeps the
+    attributes its type declares and ignores the other cells, which other types may own."""
     if is_tabular(events):
-        for row in tabular_rows(events):
-            rejected = row.pop(REJECT_COLUMN, None)
-            if rejected is not None:
-                yield Rejected(rejected), RAW, None
+        attr_types = {a: t for attrs in declared.values() for a, t in attrs.items()}
+        names, columns = tabular_columns(events, attr_types)
+        check_columns(names, attr_types, type_column,
+                      (stream_column,) if stream_column is not None else ())
+        at = {c: k for k, c in enumerate(names)}
+        typ_at, tag_at, rejected_at = (at.get(type_column), at.get(stream_column),
+                                       at.get(REJECT_COLUMN))
+        for row in zip(*columns):
+            if rejected_at is not None and row[rejected_at] is not None:
+                yield Rejected(row[rejected_at]), RAW, None
                 continue
-            typ = row.pop(type_column, None)
-            tag = row.pop(stream_column, None) if stream_column is not None else None
-            own = declared.get(typ, {}) if isinstance(typ, str) else {}
-            yield typ, {k: v for k, v in row.items() if v is not None or k in own}, \
+            typ = row[typ_at]
+            own = declared.get(typ, ()) if isinstance(typ, str) else ()
+            tag = row[tag_at] if tag_at is not None else None
+            yield typ, {a: row[at[a]] for a in own if a in at}, \
                 stream if stream is not None else tag
         return
     for rec in events:

@@ -128,7 +128,7 @@ class EventInput:
                 if not type(events).__module__.startswith("pandas"):
                     raise
                 # Arrow cannot convert the frame: read it row by row, so each bad value is
-                # raised or skipped at its own row (tabular_rows)
+                # raised or skipped at its own row (tabular_columns)
                 records = records_of(events, self.type_column, self.decoder.declared, stream,
                                      self.stream_column)
                 yield from self._record_batches(records)

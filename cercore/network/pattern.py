@@ -23,7 +23,7 @@ from cercore.errors import CEQLSemanticError
 from cercore.network.errors import NetworkError
 from cercore.network.query import MIRRORED, Leaf, NetQuery, Node, Op, Predicate
 from cercore.trends import ast as tast
-from cercore.trends.parse import _ToTrendAst, _TrendErrorReport
+from cercore.trends.parse import _LEADING, _ToTrendAst, _TrendErrorReport
 
 FORM = "PATTERN SEQ(A a, AND(B b, C)) WHERE a.x = b.x WITHIN 30"
 _OPERATORS = ("SEQ", "AND", "OR")
@@ -43,8 +43,8 @@ def net_query(query: NetQuery | str, schema=None) -> NetQuery:
     if isinstance(query, NetQuery):
         return query
     text = query.strip()
-    if text[:7].upper() == "PATTERN":
-        return parse_pattern(text)
+    if text[:7].upper() == "PATTERN" or (schema is None and _blank(text)):
+        return parse_pattern(text)  # (a blank text: "empty pattern", located)
     if schema is None:
         raise NetworkError("a CEQL query needs --schema (schema= in Python), or write it in "
                            "PrePP notation: PATTERN ...")
@@ -52,9 +52,17 @@ def net_query(query: NetQuery | str, schema=None) -> NetQuery:
     return query_from_ceql(text, schema)
 
 
+def _blank(text: str) -> bool:
+    """Only whitespace and comments."""
+    return _LEADING.match(text).end() == len(text)
+
+
 class _PatternErrorReport(_TrendErrorReport):
     """Syntax errors in PATTERN text: the trend report (expected tokens in source form),
     with the notation's form as the hint."""
+
+    def empty_hint(self) -> str:
+        return f"form: {FORM}"
 
     def token_hint(self):
         hint = super().token_hint()

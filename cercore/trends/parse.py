@@ -68,6 +68,10 @@ class _TrendErrorReport(diagnostics.ErrorReport):
         except Exception:  # pragma: no cover - defensive
             return set(ip.accepts())
 
+    def empty_hint(self) -> str:
+        return ("a trend query looks like: RETURN COUNT(*), SUM(B.v) PATTERN SEQ(A, B+) "
+                "WITHIN 10 SLIDE 5")
+
     def token_hint(self):
         t = self.tok.type
         if t in ("COLON", "COLONPLUS"):

@@ -90,9 +90,8 @@ unexpected keyword 'select'; expected identifier (line 1, column 28)
   SELECT * FROM S WHERE A AS select
                              ^
 'select' is a reserved word; to use it as a variable name, quote it: `select`"""),
-    ('empty_query', '', """\
-empty query
-a query looks like: SELECT * FROM S WHERE A ; B"""),
+    ('empty_query', '', "empty query (line 1, column 1)\n  \n  ^\n"
+                        "a query looks like: SELECT * FROM S WHERE A ; B"),
     ('select_trailing_comma', 'SELECT a, FROM S WHERE A AS a', """\
 unexpected keyword 'FROM'; expected identifier (line 1, column 11)
   SELECT a, FROM S WHERE A AS a

@@ -73,3 +73,60 @@ def test_cli_on_error_skip_skips_cells_not_files(bad_file, capsys):
     code = main(["run", QUERY, "--schema", DECL, "--input", str(bad_file)])
     out, err = capsys.readouterr()
     assert code == 2 and "cannot read '2x' as int" in err and "Traceback" not in err
+
+
+# ---- issue 28, items 2 and 3 ---------------------------------------------------------------
+# a byte that is not UTF-8 (0xff) on line 2 of a JSON Lines file, and a BOM before line 1
+NOT_UTF8 = (b'\xef\xbb\xbf{"event_type": "A", "id": 1, "v": 2.0}\n'
+            b'{"event_type": "B", "id": 2, "v": "\xff"}\n{"event_type": "B", "id": 3, "v": 1.0}\n')
+
+
+def test_a_jsonl_line_that_is_not_utf8_is_one_bad_row(tmp_path, backend, capsys):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(NOT_UTF8)
+    with pytest.raises(cercore.EventError, match=r"events.jsonl, line 2: not UTF-8 text "
+                                                 r"\(byte 0xff\)"):
+        read_events(path, SCHEMA)
+    table = read_events(path, SCHEMA, on_error="skip")
+    assert table.num_rows == 3
+    engine = cercore.compile(QUERY, SCHEMA).engine(backend, on_error="skip")
+    assert [ce.positions for ce in engine.process(table)] == [(0, 2)]
+    assert engine.stats["skipped_by_reason"] == {"unreadable in the file": 1}
+    assert engine.input.skips.examples == [
+        "event 1: " + str(path) + ", line 2: not UTF-8 text (byte 0xff)"]
+    with pytest.raises(cercore.EventError, match="event 1: .*line 2: not UTF-8 text"):
+        list(cercore.compile(QUERY, SCHEMA).engine(backend).process(table))
+    # the CLI: one skipped row, or exit 2 naming the line
+    code = main(["run", QUERY, "--schema", DECL, "--input", str(path), "--on-error", "skip"])
+    out, err = capsys.readouterr()
+    assert code == 0 and [json.loads(x)["positions"] for x in out.splitlines()] == [[0, 2]]
+    assert "skipped 1 invalid event" in err and "Traceback" not in err
+    code = main(["run", QUERY, "--schema", DECL, "--input", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and "line 2: not UTF-8 text" in err and "Traceback" not in err
+
+
+def test_a_json_array_that_is_not_utf8_is_still_a_bad_file(tmp_path):
+    # one JSON document: no row to skip alone
+    path = tmp_path / "events.json"
+    path.write_bytes(b'[{"event_type": "A", "id": 1, "v": "\xff"}]')
+    with pytest.raises(cercore.EventError, match="line 1: not UTF-8 text"):
+        read_events(path, SCHEMA, on_error="skip")
+
+
+@pytest.mark.parametrize("text, where", [
+    ('{"event_type": null, "id": 1, "v": 2.0}\n', "line 1"),
+    ('\n{"id": 1}\n{"event_type": null, "id": 2}\n', "line 3"),
+    ('[{"event_type": null, "id": 1, "v": 2.0}]', "item 1"),
+])
+def test_a_null_event_type_is_named(tmp_path, text, where):
+    path = tmp_path / "events.json"
+    path.write_text(text)
+    for on_error in ("raise", "skip"):
+        with pytest.raises(cercore.EventError,
+                           match=f"events.json, {where}: 'event_type' .* is null") as info:
+            read_events(path, SCHEMA, on_error=on_error)
+        assert "key" not in str(info.value)
+    path.write_text('{"id": 1, "v": 2.0}\n')  # no type key at all: said so
+    with pytest.raises(cercore.EventError, match="no 'event_type' key"):
+        read_events(path, SCHEMA)

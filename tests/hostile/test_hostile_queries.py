@@ -122,3 +122,59 @@ def test_nesting_below_the_limit_compiles_and_explains():
     for text in ["SELECT * FROM S WHERE " + " ; ".join(["A"] * 200),
                  "SELECT * FROM S WHERE A AS a FILTER a[" + "(" * 100 + "x > 1" + ")" * 100 + "]"]:
         assert cercore.compile(text, SCHEMA).explain()
+
+
+# ---- issue 28, item 5: an empty or blank text is located like every other syntax error ------
+BLANK = ["", "   ", "\n", "\n\t \n", "-- only a comment", "/* c */\n"]
+
+
+def _blank_errors(text: str):
+    """(entry point, its error) for every way in for query or declaration text."""
+    from cercore.network.pattern import net_query, parse_pattern
+    from cercore.trends.parse import parse_trend_query
+
+    calls = {
+        "compile": lambda: cercore.compile(text, DECL),
+        "run": lambda: cercore.run(text, DECL, []),
+        "multi_engine": lambda: cercore.multi_engine({"q": text}, DECL),
+        "Schema.parse": lambda: cercore.Schema.parse(text),
+        "compile with a blank schema": lambda: cercore.compile("SELECT * FROM S WHERE A", text),
+        "trend query": lambda: parse_trend_query(text),
+        "compile_trend": lambda: compile_trend(text, DECL),
+        "PATTERN": lambda: parse_pattern(text),
+        "network query": lambda: net_query(text),
+        "network query with a schema": lambda: net_query(text, DECL),
+    }
+    for name, call in calls.items():
+        with pytest.raises(cercore.CEQLSyntaxError) as info:
+            call()
+        yield name, info.value
+
+
+@pytest.mark.parametrize("text", BLANK)
+def test_a_blank_text_is_an_error_at_line_1_column_1(text):
+    for name, err in _blank_errors(text):
+        assert (err.line, err.column) == (1, 1), name
+        assert "(line 1, column 1)" in str(err) and "\n  ^" in str(err), name
+        what = ("declarations" if "chema" in name and "network" not in name
+                else "pattern" if name in ("PATTERN", "network query") else "query")
+        assert err.message == f"empty {what}", name
+        assert err.hint, name
+
+
+@pytest.mark.parametrize("argv", [
+    ["explain", "  ", "--schema", DECL],
+    ["run", "\n", "--schema", DECL, "--input", "-"],
+    ["run", "SELECT * FROM S WHERE A", "--schema", " ", "--input", "-"],
+    ["plan", "", "--network", "-"],
+])
+def test_the_cli_locates_a_blank_text(argv, capsys, tmp_path):
+    from cercore.cli import main
+
+    if argv[0] == "plan":
+        net = tmp_path / "net.json"
+        net.write_text('{"nodes": [1], "sources": {"A": [1]}, "rates": {"A": 1}}')
+        argv = [*argv[:3], str(net)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: empty " in err and "(line 1, column 1)" in err and "Traceback" not in err
