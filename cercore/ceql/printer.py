@@ -49,7 +49,7 @@ def format_name(name: str) -> str:
 def format_var(var: str) -> str:
     """A variable as CEQL text: ``S>R`` (stream-qualified event type) or a name."""
     stream, sep, event_type = var.partition(">")
-    if sep:
+    if sep and stream and event_type:  # (a name such as ">" is not qualified: quoted whole)
         return f"{format_name(stream)}>{format_name(event_type)}"
     return format_name(var)
 
