@@ -35,6 +35,8 @@ application runs); p50, p99 and max in microseconds.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import subprocess
 import sys
 import time
@@ -264,6 +266,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clock", default="cpu", choices=["cpu", "wall"],
                    help="this process's CPU time (default) or wall-clock time")
     p.add_argument("--no-pycer", action="store_true", help="do not run pycer even if found")
+    p.add_argument("--memory", type=int, default=0, metavar="N",
+                   help="also push N events (the trace cycled) per backend in a fresh process "
+                        "and report RSS growth (e.g. 10000000)")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write results.json and results.csv there")
 
@@ -316,6 +321,87 @@ def latencies(w: PushWorkload, schema: cercore.Schema, events: list[Record],
     return out
 
 
+# ---- memory under push ------------------------------------------------------------------------
+MEMORY_SAMPLES = 20
+
+
+def cycled(events: list[Record], n: int, time_attribute: str = "stock_time") -> Iterator[Record]:
+    """``n`` records: ``events`` again and again, each pass shifted later in time by the
+    trace's span (a fresh attribute dict per record, as a feed hands them over)."""
+    times = [a[time_attribute] for _, a in events]
+    span = max(times) - min(times) + 1
+    done = 0
+    shift = 0
+    while done < n:
+        for typ, attrs in events[:n - done]:
+            row = dict(attrs)
+            row[time_attribute] += shift
+            yield typ, row
+        done += min(len(events), n - done)
+        shift += span
+
+
+def rss_bytes() -> int:
+    """This process's resident set size now (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def memory_child(backend: str, n: int) -> dict:
+    """Push ``n`` cycled trace events through the PARTITION BY query (WITHIN 1000
+    [stock_time]) on ``backend``, sampling RSS ``MEMORY_SAMPLES`` times."""
+    from cercore.bench import datasets
+
+    schema = datasets.schema("stock_trace")
+    events = records(datasets.stock_trace(None))
+    engine = cercore.compile(PARTITIONED, schema).engine(backend)
+    push = engine.push
+    every = max(n // MEMORY_SAMPLES, 1)
+    samples = []
+    outputs = 0
+    for k, (typ, attrs) in enumerate(cycled(events, n), start=1):
+        outputs += len(push(typ, attrs))
+        if k % every == 0:
+            samples.append((k, rss_bytes()))
+    return {"backend": backend, "events": n, "outputs": outputs, "samples": samples}
+
+
+def memory_rows(backends: list[str], n: int) -> list[dict]:
+    """RSS under push per backend, each in a fresh interpreter (what one backend allocated
+    does not hide the other's growth): RSS after the first tenth of the stream (warm) and at
+    its end, and the largest sample."""
+    rows = []
+    for b in backends:
+        code = ("import json, sys; from cercore.bench.realtime import memory_child; "
+                f"print(json.dumps(memory_child({b!r}, {n})))")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            raise CercoreError(f"the memory run on {b} failed: {done.stderr.strip()[-500:]}")
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        samples = got["samples"]
+        warm = next(r for k, r in samples if k >= n // 10)
+        rows.append({"experiment": "memory", "backend": b, "events": n, "outputs": got["outputs"],
+                     "rss_warm_mib": warm / 2**20, "rss_end_mib": samples[-1][1] / 2**20,
+                     "rss_max_mib": max(r for _, r in samples) / 2**20,
+                     "growth": samples[-1][1] / warm - 1})
+    return rows
+
+
+def format_memory(rows: list[dict]) -> str:
+    head = (f"{'backend':<8}{'events':>13}{'outputs':>13}{'RSS warm MiB':>14}"
+            f"{'RSS end MiB':>13}{'max MiB':>10}{'growth':>9}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['backend']:<8}{r['events']:>13,}{r['outputs']:>13,}"
+                     f"{r['rss_warm_mib']:>14.1f}{r['rss_end_mib']:>13.1f}"
+                     f"{r['rss_max_mib']:>10.1f}{r['growth']:>+9.1%}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     """``cercore-bench realtime``: print the push and latency tables (``--out``: write
     results.json and results.csv). Exit status 1 when some push outputs differed."""
@@ -349,6 +435,13 @@ def run(args: argparse.Namespace) -> int:
     print("\nLatency, S3: from push (or the generator yielding the event) to its first complex "
           "event,\nper event completing at least one (wall clock, one pass, GC on)")
     print(format_latency(latency))
+    memory = []
+    if args.memory:
+        memory = memory_rows(backends, args.memory)
+        print(f"\nMemory under push: {args.memory:,} events of the trace cycled (times shifted "
+              "each pass) through PARTITION BY ... WITHIN 1000 [stock_time], RSS sampled "
+              f"{MEMORY_SAMPLES} times; warm = after the first tenth")
+        print(format_memory(memory))
     if args.out:
-        _write(rows + latency, Path(args.out), "realtime")
+        _write(rows + latency + memory, Path(args.out), "realtime")
     return 0 if all(r["checked"] for r in rows) else 1

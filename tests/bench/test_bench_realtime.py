@@ -80,3 +80,17 @@ def test_pycer_one_at_a_time_when_installed():
         assert res["events"] == 1_000
         assert [tuple(i) for i in res["intervals"]] == sorted(
             zip(m.start_time.tolist(), m.end_time.tolist())), w.name
+
+
+def test_memory_run_pushes_a_cycled_trace_in_a_fresh_process():
+    """``--memory N``: the trace cycled with times shifted (still in time order: no event is
+    rejected), pushed in a child process; RSS samples reported, no bound asserted."""
+    events = realtime.records(datasets.stock_trace(50))
+    again = list(realtime.cycled(events, 120))
+    assert [t for t, _ in again] == [t for t, _ in (events * 3)[:120]]
+    times = [a["stock_time"] for _, a in again]
+    assert times == sorted(times) and again[50][1] is not events[0][1]
+    rows = realtime.memory_rows([BACKENDS[-1]], 2_000)
+    assert len(rows) == 1 and rows[0]["events"] == 2_000 and rows[0]["outputs"] > 0
+    assert 0 < rows[0]["rss_warm_mib"] and rows[0]["rss_max_mib"] >= rows[0]["rss_end_mib"]
+    assert "growth" in realtime.format_memory(rows)
