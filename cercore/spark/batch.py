@@ -38,6 +38,7 @@ from cercore.spark.job import (
 )
 from cercore.spark.partitions import bucket_values, partition_cap, partition_count
 from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
+from cercore.spark.session import parallelism as session_parallelism
 
 RID = "__cer_rid"   # read order: the last tie-breaker when a sequence column may tie
 BUCKET = "__cer_bucket"  # bucket of the ordering time (numbering before the plan's shuffle)
@@ -208,7 +209,7 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     if num_partitions is not None and num_partitions < 1:
         raise ValueError("num_partitions must be a positive integer")
     spark = prep.df.sparkSession
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = session_parallelism(spark)
     numbers_first = plan.kind == KEYED or plan.kind == TCER and plan.coordinate == "position"
     extent = measure(prep, buckets=partition_cap(parallelism) if numbers_first else 1)
     df = checked_rows(prep, extent)

@@ -14,11 +14,12 @@ predicate-carrying **semi-join reductions** over a DataFrame of all events (colu
   between ε and Ψ>, "left_semi")`` — only the surviving rows (the responses) reach the sink;
 * the sink finally evaluates the whole query with the cercore engine.
 
-Transmission is read from Spark's own SQL metrics of the executed plans: ``numOutputRows`` of
-the ``BroadcastExchange`` (request rows) and of the semi join (responses); pushes are the rows
-the sink collects. (Adaptive execution is switched off while a step runs so the metrics
-sit on a plain plan tree.) Request rows count Ψ *combinations* broadcast once, where the
-network simulator counts Ψ events per destination node.
+Transmission is counted by Spark itself, with observed metrics (``DataFrame.observe``), which
+classic and Spark Connect sessions both report: the rows entering the broadcast side of each
+semi join (request rows) and the rows leaving the semi join (responses); pushes are the rows
+the sink collects. (Adaptive execution is switched off while a step runs, so each plan runs as
+written: one broadcast per semi join.) Request rows count Ψ *combinations* broadcast once,
+where the network simulator counts Ψ events per destination node.
 
 Single-type filters are applied where the events are, before any step (as in the simulator):
 a filtered-out event is never transmitted. With OR, each pulled type is reduced once per
@@ -95,18 +96,14 @@ def _to_events(rows, time_attribute: str) -> list[NetEvent]:
     return out
 
 
-def _metric(df, node_name: str, metric: str = "numOutputRows") -> int:
-    """Sum of ``metric`` over the executed plan nodes whose name contains ``node_name``."""
-    total, todo = 0, [df._jdf.queryExecution().executedPlan()]
-    while todo:
-        p = todo.pop()
-        if node_name in p.nodeName():
-            m = p.metrics()
-            if m.contains(metric):
-                total += int(m.apply(metric).value())
-        kids = p.children()
-        todo.extend(kids.apply(i) for i in range(kids.size()))
-    return total
+def _counted(df, name: str):
+    """(``df`` counting the rows that flow through it, a function returning that count once an
+    action has run): an ``Observation``, which classic and Connect sessions both fill in."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    seen = Observation(name)
+    return df.observe(seen, F.count(F.lit(1)).alias("rows")), lambda: int(seen.get["rows"])
 
 
 @dataclass
@@ -183,11 +180,14 @@ def run_plan(events, query: NetQuery | str, *, plan: Plan, network: Network | No
                             if not reqs:
                                 continue
                             cond = _join_condition(query, branch, t, psi, F)
-                            got_df = side.join(F.broadcast(spark.createDataFrame(reqs)
-                                                           .alias("r")), cond, "left_semi")
+                            sent, broadcast_rows = _counted(spark.createDataFrame(reqs),
+                                                            "requests")
+                            got_df, semi_join_rows = _counted(
+                                side.join(F.broadcast(sent.alias("r")), cond, "left_semi"),
+                                "responses")
                             part = got_df.collect()
-                            info["broadcast_rows"] += _metric(got_df, "BroadcastExchange")
-                            info["semi_join_rows"] += _metric(got_df, "Join")
+                            info["broadcast_rows"] += broadcast_rows()
+                            info["semi_join_rows"] += semi_join_rows()
                         for r in part:
                             got[int(r["uid"])] = r
                 rows = list(got.values())

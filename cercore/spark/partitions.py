@@ -4,8 +4,9 @@ lands in. Pure Python (no pyspark import), so it is tested anywhere.
 Spark's own default, ``spark.sql.shuffle.partitions`` (200 unless set), is never used: a
 do-nothing ``mapInArrow`` over 200 partitions costs seconds even when 190 of them are empty.
 The count follows the work instead: at most ``PER_CORE`` partitions per core
-(``sparkContext.defaultParallelism``) — enough for the scheduler to even out runs of unequal
-size — and never more than there are runs (keys or slices).
+(Spark's ``defaultParallelism``, read from the session's conf by
+``cercore.spark.session.parallelism``, so Spark Connect too) — enough for the scheduler to even
+out runs of unequal size — and never more than there are runs (keys or slices).
 
 T-CER slices are numbered k = first, first + 1, ...; slice k goes to partition
 (k − first) mod n, so every partition holds the same number of slices (± 1). Spark assigns a row
@@ -21,6 +22,7 @@ import warnings
 from contextlib import contextmanager
 
 from cercore.spark.plan import SINGLE
+from cercore.spark.session import parallelism as session_parallelism
 
 PER_CORE = 3  # partitions per core when there are more runs than that
 
@@ -84,7 +86,7 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 @contextmanager
 def state_partitions(spark, n: int | None = None):
     """Streaming queries started inside this block keep their state in ``n`` partitions
-    (default PER_CORE × ``defaultParallelism``), not in ``spark.sql.shuffle.partitions``::
+    (default PER_CORE × the session's ``parallelism``), not in ``spark.sql.shuffle.partitions``::
 
         with cercore.spark.state_partitions(spark):
             query = find(stream_df, text, ...).writeStream....start()
@@ -95,7 +97,7 @@ def state_partitions(spark, n: int | None = None):
     would only add a second shuffle. So the setting is changed for ``start()`` and restored
     afterwards (the query has copied it by then). Yields ``n``."""
     if n is None:
-        n = partition_cap(spark.sparkContext.defaultParallelism)
+        n = partition_cap(session_parallelism(spark))
     if int(n) < 1:
         raise ValueError("the number of state partitions must be a positive integer")
     before = spark.conf.getAll.get(SHUFFLE_PARTITIONS)  # None: not set, Spark's default
@@ -115,12 +117,12 @@ def warn_default_state_partitions(spark, what: str) -> None:
     if SHUFFLE_PARTITIONS in spark.conf.getAll:
         return
     n = int(spark.conf.get(SHUFFLE_PARTITIONS))
-    parallelism = spark.sparkContext.defaultParallelism
-    if n > partition_cap(parallelism):
+    cores = session_parallelism(spark)
+    if n > partition_cap(cores):
         warnings.warn(
             f"cercore.spark: streaming {what} keeps its state in spark.sql.shuffle.partitions = "
             f"{n} partitions (Spark's default, never set here), a number its checkpoint keeps "
-            f"from the first start; {parallelism} core(s) need about "
-            f"{partition_cap(parallelism)}. Start the query inside "
+            f"from the first start; {cores} core(s) need about "
+            f"{partition_cap(cores)}. Start the query inside "
             "`with cercore.spark.state_partitions(spark):` (or set the number yourself)",
             stacklevel=3)

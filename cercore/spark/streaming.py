@@ -370,20 +370,31 @@ def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | N
                                                         "EventTime")
 
 
+CONNECT_NO_CHECKPOINT = (
+    "late_events(query) reads the query's checkpoint, and a Spark Connect StreamingQuery does not "
+    "say where it is (pyspark 4.3: the Connect protocol's StreamingQueryCommand and its result "
+    "carry no checkpoint location, and pyspark.sql.connect.streaming.StreamingQuery has none): "
+    "pass the location given to .option('checkpointLocation', ...) instead, "
+    "late_events(path, spark)")
+
+
 def late_events(query_or_checkpoint, spark=None) -> int:
     """Late rows a streaming ``find`` counted (event time at or below the watermark when they
     arrived; they are not evaluated), over the query's whole life, restarts included: the
     count is kept in the query's state and read from its checkpoint with Spark's state data
     source, as of the last committed micro-batch. ``query_or_checkpoint`` is a StreamingQuery
-    (running or stopped) or its checkpoint location; ``spark`` is the session to read with
-    (the active one by default)."""
+    (running or stopped; of a classic session: a Spark Connect query does not tell its
+    checkpoint) or its checkpoint location; ``spark`` is the session to read with (the active
+    one by default)."""
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     if isinstance(query_or_checkpoint, (str, os.PathLike)):
         path = os.fspath(query_or_checkpoint)
-    else:  # a classic (JVM) StreamingQuery knows where its checkpoint is
+    elif hasattr(query_or_checkpoint, "_jsq"):  # a classic StreamingQuery knows its checkpoint
         path = query_or_checkpoint._jsq.streamingQuery().resolvedCheckpointRoot()
+    else:
+        raise CercoreError(CONNECT_NO_CHECKPOINT)
     spark = spark or SparkSession.active()
     if not _has_commits(path):
         return 0

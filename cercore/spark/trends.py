@@ -28,6 +28,7 @@ from cercore.schema import Schema
 from cercore.spark.batch import floor_div, into_partitions, slices_of
 from cercore.spark.job import GROUP
 from cercore.spark.partitions import partition_cap
+from cercore.spark.session import parallelism as session_parallelism
 from cercore.spark.trend_job import POSITION, TrendJob, run_trend_groups
 from cercore.spark.trend_rows import row_schema
 from cercore.trends.engine import read_types
@@ -118,7 +119,7 @@ def _run_batch(df, query: CompiledTrendQuery, *, backend: str, type_column: str,
         df = df.filter(F.col(a).isNotNull())
     tcol = schema.time_attribute or POSITION
     spark = df.sparkSession
-    parallelism = spark.sparkContext.defaultParallelism
+    parallelism = session_parallelism(spark)
     n = partition_cap(parallelism)
     chunk = None
     if plan.window is None:
