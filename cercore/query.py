@@ -118,6 +118,8 @@ class CompiledQuery:
             *(f"  a{atom.id}: {self.atom_text(atom)}" for atom in a.atoms),
             *(f"  a{n.id}: NOT(" + " OR ".join(f"a{b.id}" for b in n.branches) + ")"
               for n in a.negations),
+            *(f"  a{n.id}: no " + " OR ".join(f"a{b.id}" for b in n.branches)
+              + " (an ABSENT gap: consumes nothing)" for n in a.absences),
             "automaton (CEA" + (", after the STRICT construction" if a.strategy == "STRICT"
                                 else "") + "; determinised lazily while running):",
             "  " + self.cea.describe(lambda lab: f"a{lab}").replace("\n", "\n  "),

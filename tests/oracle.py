@@ -26,6 +26,13 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
   - ``NOT(psi)`` (psi reads one event): ``([i, i], {consumed: {i}})`` for every substream
     position i at which psi has no valuation; ``consumed`` is no variable: it is never reported,
     never bound by ``AS`` and never filtered.
+  - ``phi1 ; ABSENT(psi) ; phi2`` (psi reads one event; ``;`` is associative, ABSENT stands
+    between present elements of a chain): ``phi1 ; phi2`` whose valuation also records, as
+    *candidates*, each substream position strictly between ``V1.end`` and ``V2.start`` at which
+    psi has a valuation, with that valuation's variables. A candidate is no binding: ``AS``
+    does not collect it and it is never reported. ``X[P]`` drops the candidates carrying X
+    whose event fails P (filters say which events count). A valuation is kept at the end
+    only if no candidate is left.
 
   A valuation's complex event is ``(start, end, every position in mu)``; the output is a set.
 * WITHIN: ``m(end) - m(start) <= bound`` with ``m`` the tick (index among visible events), the
@@ -65,6 +72,8 @@ from cercore.schema import TIME_UNITS_PER_SECOND, Schema
 
 Valuation = tuple[int, int, frozenset]  # (start, end, frozenset of (variable, position))
 CONSUMED = "\0not"  # pseudo-variable of an event consumed by NOT(...)
+# pseudo-variable of a candidate of ABSENT(psi): (ABSENT, (psi's variables there, position))
+ABSENT = "\0absent"
 
 
 # ---------------------------------------------------------------------------------------
@@ -183,7 +192,7 @@ class _Evaluator:
                     if self.events[i][0] == f.event_type
                     and (f.stream is None or stream_of(self.events[i]) in (None, f.stream))}
         if isinstance(f, ast.As):
-            return {(s, e, mu | {(f.var, p) for x, p in mu if x != CONSUMED})
+            return {(s, e, mu | {(f.var, p) for x, p in mu if x not in (CONSUMED, ABSENT)})
                     for s, e, mu in self.run(f.formula)}
         if isinstance(f, ast.Not):
             matched = {s for s, e, _ in self.run(f.formula) if s == e}
@@ -193,6 +202,8 @@ class _Evaluator:
             return self._filter(set(self.run(f.formula)), f.filter)
         if isinstance(f, ast.Or):
             return set(self.run(f.left)) | self.run(f.right)
+        if isinstance(f, ast.Seq) and any(isinstance(e, ast.Absent) for e in _chain(f)):
+            return self._chain_with_absence(_chain(f))
         if isinstance(f, (ast.Seq, ast.Contig)):
             return self._seq(self.run(f.left), self.run(f.right), isinstance(f, ast.Contig))
         if isinstance(f, ast.Iter):
@@ -204,10 +215,41 @@ class _Evaluator:
             return result
         raise NotImplementedError(f"the oracle does not evaluate {type(f).__name__}")
 
+    def _chain_with_absence(self, elements: list[ast.Formula]) -> set[Valuation]:
+        vals = set(self.run(elements[0]))
+        absent: list[ast.Formula] = []
+        for e in elements[1:]:
+            if isinstance(e, ast.Absent):
+                absent.append(e.formula)
+                continue
+            vals = self._seq_absent(vals, self.run(e), absent)
+            absent = []
+        return vals
+
+    def _seq_absent(self, left, right, absent: list[ast.Formula]) -> set[Valuation]:
+        """``left ; ABSENT(psi...) ; right``: as ``_seq``, recording the candidates between."""
+        single = [{s: {x for x, _ in mu} for s, e, mu in self.run(psi) if s == e}
+                  for psi in absent]
+        out = set()
+        for s1, e1, mu1 in left:
+            for s2, e2, mu2 in right:
+                if s2 <= e1 or not self.fits(s1, e2):
+                    continue
+                lo, hi = self.index[e1] + 1, self.index[s2]
+                found = frozenset((ABSENT, (frozenset(at[p]), p)) for p in self.substream[lo:hi]
+                                  for at in single if p in at)
+                out.add((s1, e2, mu1 | mu2 | found))
+        return out
+
     def _filter(self, vals: set[Valuation], fe: ast.FilterExpr) -> set[Valuation]:
         if isinstance(fe, ast.AtomicFilter):
-            return {v for v in vals
-                    if all(satisfies(fe.pred, self.events[p][1]) for x, p in v[2] if x == fe.var)}
+            def counts(entry) -> bool:  # a candidate still counts unless X[P] rules it out
+                names, p = entry[1]
+                return fe.var not in names or satisfies(fe.pred, self.events[p][1])
+
+            return {(s, e, frozenset(x for x in mu if x[0] != ABSENT or counts(x)))
+                    for s, e, mu in vals
+                    if all(satisfies(fe.pred, self.events[p][1]) for x, p in mu if x == fe.var)}
         if isinstance(fe, ast.FilterAnd):
             return self._filter(self._filter(vals, fe.left), fe.right)
         if isinstance(fe, ast.FilterOr):
@@ -391,6 +433,8 @@ def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[
         each with its bindings."""
         found: dict[int, dict] = {}
         for start, end, mu in _Evaluator(events, substream, fits).run(query.formula):
+            if any(x == ABSENT for x, _ in mu):
+                continue  # an event ABSENT(...) rules out occurred
             positions = reported(mu)
             if query.strategy == "STRICT" and not _strict(positions, end, substream):
                 continue
@@ -447,3 +491,10 @@ def _strict(positions: tuple[int, ...], end: int, substream: list[int]) -> bool:
         return False
     first = substream.index(positions[0])
     return substream[first:substream.index(end) + 1] == list(positions)
+
+
+def _chain(f: ast.Formula) -> list[ast.Formula]:
+    """The elements of a chain of ``;`` (associative)."""
+    if isinstance(f, ast.Seq):
+        return _chain(f.left) + _chain(f.right)
+    return [f]

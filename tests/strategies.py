@@ -189,7 +189,8 @@ FORMULA_KINDS = ["seq", "seq", "seq", "iter", "iter", "or", "or", "as", "as", "a
                  "filter", "filter", "atom", "atom"]  # hypothesis favours the first ones
 # the whole of CEQL's formula language: adds ':', ':+' and NOT(...)
 FULL_FORMULA_KINDS = ["seq", "contig", "seq", "iter", "citer", "not", "or", "as", "contig",
-                      "as-type", "filter", "not", "iter", "filter", "atom", "atom", "or"]
+                      "as-type", "filter", "not", "iter", "filter", "atom", "atom", "or",
+                      "absent"]
 
 
 def bindable(f: ast.Formula) -> dict[str, set[str]]:
@@ -199,7 +200,7 @@ def bindable(f: ast.Formula) -> dict[str, set[str]]:
         if f.stream is not None:
             out[f"{f.stream}>{f.event_type}"] = {f.event_type}
         return out
-    if isinstance(f, ast.Not):  # NOT binds nothing
+    if isinstance(f, ast.Not | ast.Absent):  # NOT and ABSENT bind nothing
         return {}
     out: dict[str, set[str]] = {}
     children = [f.formula] if hasattr(f, "formula") else [f.left, f.right]
@@ -252,19 +253,38 @@ def formulas(draw, schema: Schema, max_depth: int = 3,
             return ast.EventAtom(t, draw(st.sampled_from(qualifiers[t])))
         return ast.EventAtom(t)
 
+    def one_event() -> ast.Formula:
+        """What NOT(...) and ABSENT(...) take: an atom, an OR of two, a filtered atom."""
+        body = atom()
+        shape = draw(st.sampled_from(["atom", "or", "filter"]))
+        if shape == "or":
+            body = ast.Or(body, atom())
+        elif shape == "filter" and any(
+                t.is_numeric for t in _attrs_of(schema, {body.event_type}).values()):
+            body = ast.Filter(body, draw(_filter_expr(schema, bindable(body), 1)))
+        return body
+
     def gen(depth: int) -> ast.Formula:
         kind = draw(st.sampled_from(kinds)) if depth > 0 else "atom"
         if kind == "atom":
             return atom()
         if kind == "not":
-            body = atom()
-            shape = draw(st.sampled_from(["atom", "or", "filter"]))
-            if shape == "or":
-                body = ast.Or(body, atom())
-            elif shape == "filter" and any(
-                    t.is_numeric for t in _attrs_of(schema, {body.event_type}).values()):
-                body = ast.Filter(body, draw(_filter_expr(schema, bindable(body), 1)))
-            return ast.Not(body)
+            return ast.Not(one_event())
+        if kind == "absent":
+            # left ; ABSENT(psi) ; right, sometimes with psi named and filtered from outside
+            # (the filter says which events count)
+            body = one_event()
+            binds = bindable(body)
+            var = None
+            if draw(st.booleans()):
+                var = draw(st.sampled_from(VARIABLES))
+                body = ast.As(body, var)
+                binds = {var: set().union(*binds.values())}
+            chain = ast.Seq(ast.Seq(gen(depth - 1), ast.Absent(body)), gen(depth - 1))
+            if var is not None and draw(st.booleans()) and any(
+                    t.is_numeric for t in _attrs_of(schema, binds[var]).values()):
+                chain = ast.Filter(chain, draw(_filter_expr(schema, binds, 1)))
+            return chain
         if kind == "contig":
             return ast.Contig(gen(depth - 1), gen(depth - 1))
         if kind == "citer":

@@ -4,6 +4,7 @@ Thompson-style construction with ε-moves, then ε-removal:
 
 - atom a:        i --a/•--> f
 - φ1 ; φ2:       f1 --ε--> g, g --TRUE/∘--> g, g --ε--> i2       (g: the gap between them)
+- φ1 ; ABSENT(ψ) ; φ2:  the same with g --(not ψ)/∘--> g: a ψ event ends the runs waiting in g
 - φ1 OR φ2:      i --ε--> i1, i --ε--> i2, f1 --ε--> f, f2 --ε--> f
 - φ+:            f --ε--> g, g --TRUE/∘--> g, g --ε--> i
 - φ1 : φ2:       f1 --ε--> i2                                     (no gap: the next event)
@@ -61,10 +62,10 @@ class _Builder:
         self.eps.append([])
         return len(self.moves) - 1
 
-    def gap(self, src: int, dst: int) -> None:
+    def gap(self, src: int, dst: int, label: int = TRUE_LABEL) -> None:
         g = self.state()
         self.eps[src].append(g)
-        self.moves[g].append((TRUE_LABEL, SKIP, g))
+        self.moves[g].append((label, SKIP, g))
         self.eps[g].append(dst)
 
     def build(self, f: NFormula) -> tuple[int, int]:
@@ -81,7 +82,7 @@ class _Builder:
             i1, f1 = self.build(f.left)
             i2, f2 = self.build(f.right)
             if isinstance(f, NSeq):
-                self.gap(f1, i2)
+                self.gap(f1, i2, TRUE_LABEL if f.gap is None else f.gap.id)
             else:
                 self.eps[f1].append(i2)
             return i1, f2

@@ -60,6 +60,9 @@ class AnalysedQuery:
     event_predicates: tuple[ast.Compare, ...] = ()
     # the PARTITION BY group those predicates' equalities imply (also in partition_by), or None
     implied_partition: tuple[str, ...] | None = None
+    # ABSENT(...) between sequence elements: the labels of their gaps (NNot over the absent
+    # atoms); unlike NOT, they consume nothing, so events that satisfy no atom stay skippable
+    absences: list[NNot] = field(default_factory=list)
 
     @property
     def attribute_projection(self) -> dict[str, tuple[str, ...] | None] | None:
@@ -95,6 +98,7 @@ class _Analyser:
         self.leaf_index: dict[ast.Pred, int] = {}
         self.atoms: list[NAtom] = []
         self.negations: list[NNot] = []
+        self.absences: list[NNot] = []
         self.n_labels = 0  # atoms and negations share one label space
         self.enclosing_vars: list[str] = []  # the AS variables around the formula being lowered
         self.warnings: list[str] = []
@@ -140,7 +144,7 @@ class _Analyser:
                              frozenset(self.schema.stream_ids[n] for n in self.q.streams),
                              self.resolve_projection(),
                              self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None,
-                             event_predicates, implied)
+                             event_predicates, implied, self.absences)
 
     def check_clauses(self) -> None:
         q = self.q
@@ -161,7 +165,11 @@ class _Analyser:
         if proj == "NONE":
             return frozenset()
         bindable = _bindable(self.q.formula)
+        absent = _absent_only(self.q.formula)
         for item in proj:
+            if item.var in absent:
+                raise self.error(f"SELECT names {item.var!r}, which only an ABSENT(...) reads: "
+                                 "it binds no event", item)
             if item.var not in bindable:
                 raise self.error(f"SELECT names {item.var!r}, which the WHERE clause does not "
                                  "bind" + did_you_mean(item.var, bindable), item,
@@ -258,6 +266,16 @@ class _Analyser:
     def check_formula(self, f: ast.Formula) -> None:
         if isinstance(f, ast.EventAtom):
             self.check_atom(f)
+        elif isinstance(f, ast.Seq):
+            elements = _sequence(f)
+            for k, e in enumerate(elements):
+                if isinstance(e, ast.Absent):
+                    self.check_absent(e, elements, k)
+                else:
+                    self.check_formula(e)
+        elif isinstance(f, ast.Absent):
+            raise self.error("ABSENT(...) stands between two elements of a ';' sequence", f,
+                             "write A ; ABSENT(B) ; C: no B between the A and the C")
         elif isinstance(f, ast.Not):
             if not _single_event(f.formula):
                 raise self.error("NOT(...) takes one event: an event type, optionally with AS, "
@@ -278,6 +296,21 @@ class _Analyser:
         else:
             for child in _children(f):
                 self.check_formula(child)
+
+    def check_absent(self, e: ast.Absent, elements: list[ast.Formula], k: int) -> None:
+        """ABSENT(ψ) at ``elements[k]`` of a sequence: ψ is one event, with present elements
+        on both sides in the same sequence."""
+        if not _single_event(e.formula):
+            raise self.error("ABSENT(...) takes one event: an event type, optionally with AS, "
+                             "FILTER or OR", e)
+        before = any(not isinstance(x, ast.Absent) for x in elements[:k])
+        after = any(not isinstance(x, ast.Absent) for x in elements[k + 1:])
+        if not (before and after):
+            raise self.error("ABSENT(...) needs a pattern element on each side in its "
+                             "sequence: A ; ABSENT(B) ; C", e,
+                             "an absence at the start or the end of a pattern has no "
+                             "end in time (a deadline) in this version")
+        self.check_formula(e.formula)
 
     def check_atom(self, a: ast.EventAtom) -> None:
         if a.event_type not in self.schema.event_types:
@@ -417,6 +450,13 @@ class _Analyser:
                                  "event bound to its variables")
         if not found:
             return ()
+        absent = _absent_only(self.q.formula)
+        for c in found:
+            named = {e.var for e in _event_attrs(c)} & absent
+            if named:
+                raise self.error(f"a predicate between events cannot name {sorted(named)[0]!r}, "
+                                 "which only an ABSENT(...) reads", c,
+                                 "scope the absence to a key with PARTITION BY [attribute]")
         where = found[0]
         if self.q.projection != "*":
             raise self.error("predicates between events need SELECT * (they are checked on the "
@@ -446,7 +486,7 @@ class _Analyser:
         stack: list[tuple[ast.Formula, frozenset[str]]] = [(body, frozenset())]
         while stack:
             f, names = stack.pop()
-            if isinstance(f, ast.Or | ast.Not | ast.Contig) or (
+            if isinstance(f, ast.Or | ast.Not | ast.Contig | ast.Absent) or (
                     isinstance(f, ast.Iter) and f.contiguous):
                 return None
             if isinstance(f, ast.EventAtom):
@@ -566,7 +606,23 @@ class _Analyser:
         if isinstance(f, ast.Or):
             return NOr(self.lower(f.left, pending, forced), self.lower(f.right, pending, forced))
         if isinstance(f, ast.Seq):
-            return NSeq(self.lower(f.left, pending, forced), self.lower(f.right, pending, forced))
+            out: NFormula | None = None
+            gap: list[NAtom] = []
+            for e in _sequence(f):
+                if isinstance(e, ast.Absent):
+                    gap += self.lower_absent(e, pending)
+                    continue
+                here = self.lower(e, pending, forced)
+                if out is None:
+                    out = here
+                else:
+                    label = None
+                    if gap:
+                        label = NNot(self.label(), tuple(gap))
+                        self.absences.append(label)
+                    out = NSeq(out, here, label)
+                gap = []
+            return out
         if isinstance(f, ast.Contig):
             return NContig(self.lower(f.left, pending, forced),
                            self.lower(f.right, pending, forced))
@@ -574,17 +630,58 @@ class _Analyser:
             return NIter(self.lower(f.formula, pending, forced), f.contiguous)
         raise self.error(f"{type(f).__name__} is not evaluated by this version", f)
 
+    def lower_absent(self, e: ast.Absent, pending: tuple) -> list[NAtom]:
+        """The atoms of ABSENT(ψ): the filters on ψ's own variables reach in (they say which
+        events count); an enclosing AS does not (it collects no absent event)."""
+        saved = self.enclosing_vars
+        self.enclosing_vars = []
+        try:
+            return atoms_of(self.lower(e.formula, pending, ()))
+        finally:
+            self.enclosing_vars = saved
+
 
 def _kind(t: str) -> str:
     return "number" if t in ("int", "double") else t
 
 
 def _children(f: ast.Formula) -> list[ast.Formula]:
-    if isinstance(f, (ast.As, ast.Filter, ast.Iter, ast.Not)):
+    if isinstance(f, (ast.As, ast.Filter, ast.Iter, ast.Not, ast.Absent)):
         return [f.formula]
     if isinstance(f, (ast.Or, ast.Seq, ast.Contig)):
         return [f.left, f.right]
     return []
+
+
+def _sequence(f: ast.Formula) -> list[ast.Formula]:
+    """The elements of a chain of ``;`` (associative: ``(A ; B) ; C`` and ``A ; (B ; C)`` are
+    both [A, B, C])."""
+    if isinstance(f, ast.Seq):
+        return _sequence(f.left) + _sequence(f.right)
+    return [f]
+
+
+def _absent_only(f: ast.Formula) -> set[str]:
+    """The variables that only ABSENT(...) elements read (they bind no event)."""
+    inside: set[str] = set()
+    for g in _subformulas(f):
+        if isinstance(g, ast.Absent):
+            inside |= set(_bindable(g.formula))
+    return inside - set(_bindable(f, absent=False))
+
+
+def _event_attrs(e) -> list[ast.EventAttr]:
+    """The ``x.attr`` leaves of a predicate between events."""
+    out, stack = [], [e]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.EventAttr):
+            out.append(n)
+        elif isinstance(n, ast.Compare | ast.BinOp):
+            stack += [n.left, n.right]
+        elif isinstance(n, ast.Neg):
+            stack.append(n.operand)
+    return out
 
 
 def _single_event(f: ast.Formula) -> bool:
@@ -598,12 +695,18 @@ def _single_event(f: ast.Formula) -> bool:
     return False
 
 
-def _bindable(f: ast.Formula) -> dict[str, set[str]]:
-    """Variable -> event types whose positions it can collect inside ``f`` (NOT binds none)."""
+def _bindable(f: ast.Formula, absent: bool = True) -> dict[str, set[str]]:
+    """Variable -> event types whose positions it can collect inside ``f`` (NOT binds none).
+    The variables of ABSENT(...) bind nothing either, but filters name them (``absent``:
+    counted, without collecting anything into an enclosing AS)."""
     out: dict[str, set[str]] = {}
 
     def walk(g: ast.Formula) -> set[str]:
         if isinstance(g, ast.Not):
+            return set()
+        if isinstance(g, ast.Absent):
+            if absent:
+                walk(g.formula)
             return set()
         if isinstance(g, ast.EventAtom):
             for var in atom_variables(g):

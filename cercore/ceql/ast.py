@@ -7,6 +7,7 @@ in layout compare equal.
 Formula grammar (CORE §2.2 plus CORE's C++ extensions)::
 
     φ ::= R | S>R | φ AS X | φ FILTER F | φ OR φ | φ ; φ | φ : φ | φ+ | φ:+ | NOT(φ) | (φ)
+        | φ ; ABSENT(φ) ; φ
     F ::= X[P] | E | F AND F | F OR F        -- atomic filters on variables, E between events
     P ::= predicate over one event's attributes (comparisons, LIKE, IN, AND/OR/NOT)
 """
@@ -255,7 +256,16 @@ class Not(Node):
     formula: Formula
 
 
-Formula = EventAtom | As | Filter | Or | Seq | Contig | Iter | Not
+@dataclass(frozen=True)
+class Absent(Node):
+    """``ABSENT(φ)`` as an element of a ``;`` sequence: no event matching φ (one event: an
+    atom, possibly with AS, or an OR of such) occurs between the elements around it. Its
+    variables bind nothing; filters on them say which events count."""
+
+    formula: Formula
+
+
+Formula = EventAtom | As | Filter | Or | Seq | Contig | Iter | Not | Absent
 
 
 # ---------------------------------------------------------------------------------------

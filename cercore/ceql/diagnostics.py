@@ -24,7 +24,7 @@ _WHAT = {"query": "query", "declarations": "declarations", "trend_query": "query
 _DESCRIPTIVE = {"NAME": "identifier", "QNAME": "identifier", "NUMBER": "number",
                 "STRING": "string"}
 _CLOSERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
-_PATTERN_START = {"NAME", "QNAME", "LPAR", "NOT"}
+_PATTERN_START = {"NAME", "QNAME", "LPAR", "NOT", "ABSENT"}
 
 
 def source_form(term: str, end_text: str) -> str:

@@ -38,8 +38,12 @@ class NNot:
 
 @dataclass(frozen=True)
 class NSeq:
+    """``φ1 ; φ2``; with ``gap`` (``φ1 ; ABSENT(ψ) ; φ2``), the events between them must all
+    satisfy ``gap`` (no ψ event: the NNot over ψ's atoms), which consumes none of them."""
+
     left: NFormula
     right: NFormula
+    gap: NNot | None = None
 
 
 @dataclass(frozen=True)
@@ -97,5 +101,9 @@ def format_normal(f: NFormula, atom_text) -> str:
         return "NOT(" + " OR ".join(atom_text(b) for b in f.branches) + ")"
     if isinstance(f, NIter):
         return f"({format_normal(f.body, atom_text)}){':+' if f.contiguous else '+'}"
+    if isinstance(f, NSeq) and f.gap is not None:
+        absent = " OR ".join(atom_text(b) for b in f.gap.branches)
+        return (f"({format_normal(f.left, atom_text)} ; ABSENT({absent}) ; "
+                f"{format_normal(f.right, atom_text)})")
     op = {NSeq: " ; ", NContig: " : ", NOr: " OR "}[type(f)]
     return f"({format_normal(f.left, atom_text)}{op}{format_normal(f.right, atom_text)})"

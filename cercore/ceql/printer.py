@@ -24,7 +24,7 @@ __all__ = ["format_query", "format_formula", "format_filter", "format_pred", "fo
 KEYWORDS = frozenset("""
     SELECT FROM WHERE FILTER AS OR AND NOT PARTITION BY WITHIN EVENTS HOUR HOURS MINUTE MINUTES
     SECOND SECONDS CONSUME LIMIT ALL ANY NEXT LAST MAX STRICT NONE LIKE IN RANGE TRUE FALSE
-    CREATE STREAM EVENT
+    CREATE STREAM EVENT ABSENT
 """.split())
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -239,6 +239,8 @@ def format_formula(f: ast.Formula) -> str:
         return f"{_formula(f.formula, _F_FILTER)} FILTER {format_filter(f.filter)}"
     if isinstance(f, ast.Not):
         return f"NOT({format_formula(f.formula)})"
+    if isinstance(f, ast.Absent):
+        return f"ABSENT({format_formula(f.formula)})"
     raise TypeError(f"not a formula: {f!r}")
 
 

@@ -284,6 +284,10 @@ class ToAst(Transformer):
         formula = next(c for c in ch if not isinstance(c, Token))
         return ast.Not(formula, **meta_pos(meta))
 
+    def absent_(self, meta, ch):
+        formula = next(c for c in ch if not isinstance(c, Token))
+        return ast.Absent(formula, **meta_pos(meta))
+
     # -- filters ---------------------------------------------------------------------------
     def filter_or(self, meta, ch):
         return ast.FilterOr(ch[0], ch[-1], **meta_pos(meta))

@@ -257,7 +257,7 @@ class Engine(ReadsInput):
         self.tick += 1
         encoder = self.encoder
         letter = encoder.record_letter(tid, row, stream)
-        if self.skip_inert and not encoder.atom_masks[letter]:
+        if self.skip_inert and not encoder.relevant[letter]:
             return []  # it can change nothing: not stepped, not stored
         pid = self.partitions.assign_one(tid, row)
         if pid == NO_PARTITION:

@@ -44,12 +44,17 @@ class LetterEncoder:
                 self.other_leaves.append(k)
         self.string_groups = sorted(groups.items())
         self.atoms = analysed.atoms
-        self.negations = analysed.negations
+        # NOT(...) and ABSENT(...) labels: satisfied when no branch is
+        self.negations = analysed.negations + analysed.absences
+        # the bits an inert letter may still have: an event that satisfies no atom satisfies
+        # every absence label, and only loops in the gaps they label (as in any gap)
+        self.absence_bits = sum(1 << n.id for n in analysed.absences)
         n_types = max(len(analysed.schema.event_types), 1)
         self.reads = ReadFilter(n_types, analysed.visible_types, len(analysed.schema.streams),
                                 analysed.from_streams)
         self.letter_of_key: dict[int, int] = {}
         self.atom_masks: list[int] = []  # letter -> bitmask over atom ids
+        self.relevant: list[bool] = []  # letter -> satisfies some atom or NOT (not inert)
         self.keys: list[int] = []  # letter -> key, for explain and pickling
         self.type_shift = len(self.leaves)
         self.type_bits = int(n_types).bit_length()
@@ -133,7 +138,7 @@ class LetterEncoder:
             if tid in a.types and eval_guard(a.guard, bits) and (
                     a.streams is None or stream < 0 or stream in a.streams):
                 mask |= 1 << a.id
-        for neg in self.negations:  # NOT(...): satisfied when no branch is
+        for neg in self.negations:  # NOT(...), ABSENT(...): satisfied when no branch is
             if not any((mask >> b.id) & 1 for b in neg.branches):
                 mask |= 1 << neg.id
         return mask
@@ -142,15 +147,17 @@ class LetterEncoder:
         letter = self.letter_of_key.get(key)
         if letter is None:
             letter = self.letter_of_key[key] = len(self.atom_masks)
-            self.atom_masks.append(self.key_mask(key))
+            mask = self.key_mask(key)
+            self.atom_masks.append(mask)
+            self.relevant.append(mask & ~self.absence_bits != 0)
             self.keys.append(key)
         return letter
 
     def _relevant_table(self) -> np.ndarray:
-        """letter -> satisfies some atom (uint8)."""
+        """letter -> not inert (uint8)."""
         table = getattr(self, "_relevant_u8", None)
         if table is None or len(table) != len(self.atom_masks):
-            table = self._relevant_u8 = np.array([m != 0 for m in self.atom_masks], dtype=np.uint8)
+            table = self._relevant_u8 = np.array(self.relevant, dtype=np.uint8)
         return table
 
     def active(self, read: np.ndarray, letters: np.ndarray, pids: np.ndarray | None,

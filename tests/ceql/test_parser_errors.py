@@ -21,7 +21,7 @@ unexpected end of query (line 1, column 29)
                               ^
 the '(' at line 1, column 23 is never closed: add ')'"""),
     ('double_semicolon', 'SELECT * FROM S WHERE A ;; B', """\
-unexpected ';'; expected '(', 'NOT' or identifier (line 1, column 26)
+unexpected ';'; expected '(', 'ABSENT', 'NOT' or identifier (line 1, column 26)
   SELECT * FROM S WHERE A ;; B
                            ^
 two ';' in a row: remove one (A ; B means B after A)"""),
@@ -137,7 +137,7 @@ unexpected name 'FILTR' (line 1, column 25)
                           ^
 did you mean 'FILTER'?"""),
     ('trailing_semicolon', 'SELECT * FROM S WHERE A ;', """\
-unexpected end of query; expected '(', 'NOT' or identifier (line 1, column 26)
+unexpected end of query; expected '(', 'ABSENT', 'NOT' or identifier (line 1, column 26)
   SELECT * FROM S WHERE A ;
                            ^
 remove the trailing ';': a query does not end with ';'"""),
@@ -197,7 +197,7 @@ unterminated comment (line 1, column 25)
                           ^
 close the comment with */"""),
     ('where_without_pattern', 'SELECT * FROM S WHERE FILTER a[x > 1]', """\
-unexpected keyword 'FILTER'; expected '(', 'NOT' or identifier (line 1, column 23)
+unexpected keyword 'FILTER'; expected '(', 'ABSENT', 'NOT' or identifier (line 1, column 23)
   SELECT * FROM S WHERE FILTER a[x > 1]
                         ^
 WHERE needs a pattern, e.g. WHERE A ; B"""),
