@@ -16,6 +16,10 @@ calling convention ``(df, query, *, options)``.
   ``transformWithStateInPandas``, whole Arrow batches per key (``cercore.spark.streaming``).
 * Trend aggregation (``cercore.spark.trends``, streaming in ``trends_streaming``):
   ``aggregate`` gives the result rows as a DataFrame, ``aggregate_rows`` collects them.
+* SQL (``cercore.spark.sql``): ``register(spark)`` adds the table functions ``cer_find`` and
+  ``cer_aggregate`` for ``spark.sql``.
+* Every function works on a classic and on a Spark Connect session
+  (``SparkSession.builder.remote(...)``; ``cercore.spark.session``).
 * PrePP (``cercore.spark.network``): ``run_plan`` realises a push-pull plan as semi-join
   reductions; ``estimate_rates`` / ``estimate_pairwise`` estimate the network's statistics.
 
@@ -40,7 +44,19 @@ from cercore.spark.trends import aggregate, aggregate_rows
 __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
            "aggregate_rows", "choose_plan", "estimate_pairwise", "estimate_rates",
            "events_dataframe", "explain", "find", "infer_schema", "late_events",
-           "output_schema", "run_plan", "state_partitions", "stop_query"]
+           "output_schema", "register", "run_plan", "state_partitions", "stop_query"]
+
+
+def register(spark, *, find: str = "cer_find", aggregate: str = "cer_aggregate") -> None:
+    """Register the SQL table functions ``cer_find`` and ``cer_aggregate`` on ``spark``
+    (classic or Spark Connect), for ``spark.sql`` (see ``cercore.spark.sql``)::
+
+        cercore.spark.register(spark)
+        spark.sql("SELECT * FROM cer_find(TABLE(trades) PARTITION BY name "
+                  "ORDER BY (ts, seq), '<CEQL query>', '<declaration>')")"""
+    from cercore.spark.sql import register as register_functions
+
+    register_functions(spark, find=find, aggregate=aggregate)
 
 
 def stop_query(query, timeout: float = 60.0) -> None:

@@ -197,7 +197,7 @@ def slice_range(plan: SparkPlan, lo: int | None, hi: int | None, rows: int, adva
 def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int | None,
               num_partitions: int | None):
     """The complex events of a batch DataFrame, as a DataFrame with schema ``out_struct``
-    (without match_id). Returns (DataFrame, slice advance used or None, partitions).
+    (``ceql.output_schema``). Returns (DataFrame, slice advance used or None, partitions).
 
     Partitions (unless ``num_partitions`` says): keyed, PER_CORE × cores; T-CER,
     min(slices, PER_CORE × cores), slices dealt round-robin; single, 1. Each is a

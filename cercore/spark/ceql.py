@@ -93,14 +93,14 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
     earlier micro-batches is late: counted (``cercore.spark.late_events``), not evaluated.
 
     Returns a DataFrame with columns ``match_id`` (64-bit hash of partition, interval and
-    positions: equal complex events get equal ids in every plan), ``partition`` (the PARTITION
+    positions, Spark's ``xxhash64(coalesce(partition, ''), start, end, positions)``, computed
+    with the complex events (``cercore.spark.match_id``): equal complex events get equal ids
+    in every plan and in SQL's ``cer_find``), ``partition`` (the PARTITION
     BY key as a JSON array of text; null without PARTITION BY, ``slice k`` for a stream's T-CER
     slice k), ``start``/``end`` (positions in
     (time, sequence) order: global in batch, per key in streaming), ``start_time``/``end_time``
     (the time of those events, integers in the schema's unit), ``positions`` and ``events``
     (the matched rows, every input column, in position order)."""
-    from pyspark.sql import functions as F
-
     if slice_advance is not None and slice_advance < 1:  # both batch and streaming slice by it
         raise ValueError("slice_advance must be a positive integer")
     streaming = df.isStreaming
@@ -110,9 +110,7 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
                    streaming=streaming)
     compiled = prep.job.compiled()
     chosen = _plan_for(prep, compiled, plan, streaming)
-    from pyspark.sql.types import StructType
-
-    body = StructType(_body_fields(df.schema))
+    body = output_schema(df.schema)
     if streaming:
         from cercore.spark.partitions import warn_default_state_partitions
         from cercore.spark.streaming import run_streaming
@@ -130,9 +128,7 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
 
         out, _, _ = run_batch(prep, chosen, body, slice_advance=slice_advance,
                               num_partitions=num_partitions)
-    match_id = F.xxhash64(F.coalesce(F.col("partition"), F.lit("")), "start", "end",
-                          "positions")
-    return out.select(match_id.alias("match_id"), *[f.name for f in body.fields])
+    return out
 
 
 def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",

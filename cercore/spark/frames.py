@@ -112,6 +112,32 @@ class Prepared:
     sequence: str | None = None  # the column ordering equal times (None: read order)
 
 
+@dataclass
+class Columns:
+    """What ``prepare`` adds to a DataFrame of a given Spark schema, as SQL: each hidden column
+    (name, SQL expression over the user's columns and the hidden columns before it), and the
+    job for the workers. The one description of the hidden columns: ``prepare`` adds them to a
+    DataFrame, the SQL table functions (``cercore.spark.sql``) have Spark compute them for
+    their TABLE argument."""
+
+    job: EngineJob
+    schema: Schema
+    time: str | None
+    inferred: bool
+    sequence: str | None
+    hidden: list[tuple[str, str]]
+
+    def inlined(self) -> dict[str, str]:
+        """Each hidden column as SQL over the user's columns only (hidden columns that an
+        expression reads replaced by their own expressions)."""
+        out: dict[str, str] = {}
+        for name, sql in self.hidden:
+            for before, expr in out.items():
+                sql = sql.replace(_quote(before), f"({expr})")
+            out[name] = sql
+        return out
+
+
 def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "event_type",
             time: str | None = None, sequence: str | None = None,
             time_unit: str | None = None, backend: str = "auto", on_error: str = "raise",
@@ -120,7 +146,25 @@ def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "
     """Add the hidden columns (engine type, integer time, sequence, key, engine attributes)."""
     from pyspark.sql import functions as F
 
-    cols = {f.name: f.dataType for f in df.schema.fields}
+    cols = hidden_columns(df.schema, query, schema, type_column=type_column, time=time,
+                          sequence=sequence, time_unit=time_unit, backend=backend,
+                          on_error=on_error, stream_column=stream_column,
+                          event_types=event_types, streaming=streaming)
+    out = df
+    for name, sql in cols.hidden:
+        out = out.withColumn(name, F.expr(sql))
+    return Prepared(out, cols.job, cols.schema, cols.time, cols.inferred, cols.sequence)
+
+
+def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
+                   type_column: str = "event_type", time: str | None = None,
+                   sequence: str | None = None, time_unit: str | None = None,
+                   backend: str = "auto", on_error: str = "raise",
+                   stream_column: str | None = None, event_types: tuple[str, ...] = (),
+                   streaming: bool = False, ordered: bool = False) -> Columns:
+    """The hidden columns for a DataFrame of Spark schema ``df_schema`` (see ``prepare``), as
+    SQL. ``ordered``: the rows come in their order already (no sequence column is made)."""
+    cols = {f.name: f.dataType for f in df_schema.fields}
     clash = [c for c in cols if c.startswith(PREFIX)]
     if clash:
         raise CercoreError(f"column names starting with {PREFIX!r} are reserved: {clash}")
@@ -136,7 +180,7 @@ def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "
     inferred = schema is None
     exclude = tuple(c for c in (sequence, stream_column) if c is not None)
     if inferred:
-        schema = infer_schema(df.schema, query, type_column=type_column, time=time,
+        schema = infer_schema(df_schema, query, type_column=type_column, time=time,
                               time_unit=time_unit, exclude=exclude, event_types=event_types)
     else:
         kw = {"time_unit": time_unit} if time_unit is not None else {}
@@ -151,35 +195,37 @@ def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "
             is_timestamp(cols[time]) or attr_type_of(cols[time]) is AttrType.INT)):
         raise CercoreError(f"the time column {time!r} must hold integers or timestamps")
 
-    out = df
+    hidden: list[tuple[str, str]] = []
+    tcol = _quote(type_column)
     if inferred:
         named = [t for t in schema.event_types if t != OTHER_TYPE]
-        tcol = F.col(type_column)
-        out = out.withColumn(TYPE, F.when(tcol.isNull(), F.lit(None).cast("string"))
-                             .when(tcol.isin(named), tcol).otherwise(F.lit(OTHER_TYPE)))
+        known = (f"WHEN {tcol} IN ({', '.join(map(sql_string, named))}) "
+                 f"THEN CAST({tcol} AS STRING) " if named else "")
+        hidden.append((TYPE, f"CASE WHEN {tcol} IS NULL THEN CAST(NULL AS STRING) {known}"
+                             f"ELSE {sql_string(OTHER_TYPE)} END"))
         type_source = TYPE
     elif attr_type_of(cols[type_column]) is AttrType.STRING:
         type_source = type_column  # read as it is: no second copy of the column to the workers
     else:
-        out = out.withColumn(TYPE, F.col(type_column).cast("string"))
+        hidden.append((TYPE, f"CAST({tcol} AS STRING)"))
         type_source = TYPE
     if time is not None:
-        out = out.withColumn(TIME, _integer_time(F.col(time), cols[time], schema.time_unit))
+        hidden.append((TIME, _integer_time(_quote(time), cols[time], schema.time_unit)))
     if sequence is not None:
-        out = out.withColumn(SEQ, F.col(sequence).cast("long"))
+        hidden.append((SEQ, f"CAST({_quote(sequence)} AS BIGINT)"))
     elif streaming:
-        out = out.withColumn(SEQ, F.lit(0).cast("long"))  # ties keep arrival order
-    else:
-        out = out.withColumn(SEQ, F.monotonically_increasing_id())  # read order
+        hidden.append((SEQ, "CAST(0 AS BIGINT)"))  # ties keep arrival order
+    elif not ordered:
+        hidden.append((SEQ, "monotonically_increasing_id()"))  # read order
     sources = []
     for i, (attr, t) in enumerate(types.items()):
         dt = cols[attr]
         if attr == time:
             sources.append((attr, TIME))
         elif is_timestamp(dt):
-            hidden = f"{PREFIX}a{i}"
-            out = out.withColumn(hidden, _integer_time(F.col(attr), dt, schema.time_unit))
-            sources.append((attr, hidden))
+            name = f"{PREFIX}a{i}"
+            hidden.append((name, _integer_time(_quote(attr), dt, schema.time_unit)))
+            sources.append((attr, name))
         else:
             if attr_type_of(dt) is None or (attr_type_of(dt) is AttrType.STRING) != (
                     t is AttrType.STRING) or (t is AttrType.BOOL) != (
@@ -187,66 +233,64 @@ def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "
                 raise CercoreError(f"column {attr!r} has Spark type {dt.simpleString()}, which "
                                    f"does not hold the declared {t.value}")
             sources.append((attr, attr))
-    out = out.withColumn(KEY, _key_column(schema, query, type_source))
-    job = EngineJob(query, schema, tuple(sources), tuple(df.columns), backend, on_error,
+    hidden.append((KEY, _key_column(schema, query, _quote(type_source))))
+    job = EngineJob(query, schema, tuple(sources), tuple(df_schema.names), backend, on_error,
                     stream_column, has_time=time is not None, type_source=type_source)
-    return Prepared(out, job, schema, time, inferred, sequence)
+    return Columns(job, schema, time, inferred, sequence, hidden)
 
 
-def _integer_time(col, dt, unit: str):
-    """An integer time column in ``unit`` (timestamps are converted; integers kept)."""
-    from pyspark.sql import functions as F
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
+
+def _integer_time(col: str, dt, unit: str) -> str:
+    """SQL for an integer time in ``unit`` from the column ``col`` (SQL) of Spark type ``dt``
+    (timestamps are converted; integers kept)."""
     if not is_timestamp(dt):
-        return col.cast("long")
-    col = col.cast("timestamp")
+        return f"CAST({col} AS BIGINT)"
+    ts = f"CAST({col} AS TIMESTAMP)"
     if unit == "s":
-        return F.unix_seconds(col)
+        return f"unix_seconds({ts})"
     if unit == "ms":
-        return F.unix_millis(col)
-    micros = F.unix_micros(col)
-    return micros if unit == "us" else micros * (TIME_UNITS_PER_SECOND["ns"] // 1_000_000)
+        return f"unix_millis({ts})"
+    if unit == "us":
+        return f"unix_micros({ts})"
+    return f"(unix_micros({ts}) * {TIME_UNITS_PER_SECOND['ns'] // 1_000_000})"
 
 
-def _key_column(schema: Schema, query: str, type_source: str):
-    """The partition key as text, null when the engine puts the event in no partition: the
-    engine's groups, PARTITION BY's and any that predicates between events imply
-    (``type_source``: the column holding the event type)."""
-    from pyspark.sql import functions as F
-
+def _key_column(schema: Schema, query: str, type_source: str) -> str:
+    """SQL for the partition key as text, null when the engine puts the event in no partition:
+    the engine's groups, PARTITION BY's and any that predicates between events imply
+    (``type_source``: SQL of the event type)."""
     from cercore.ceql.analysis import analyse
 
     groups = analyse(parse_query(query), schema, query).partition_by
     if not groups:
-        return F.lit(None).cast("string")
+        return "CAST(NULL AS STRING)"
     types = schema.attribute_types()
     parts = []
     for g in groups:
-        expr = None
+        whens = []
         for name, et in schema.event_types.items():
             attr = next((a for a in g if et.has(a)), None)
-            value = F.lit(None).cast("string") if attr is None else _key_text(attr, types[attr])
-            is_type = F.col(type_source) == F.lit(name)
-            expr = F.when(is_type, value) if expr is None else expr.when(is_type, value)
-        parts.append(expr)
-    present = None
-    for p in parts:
-        present = p.isNotNull() if present is None else present & p.isNotNull()
-    return F.when(present, F.to_json(F.array(*parts)))
+            value = "CAST(NULL AS STRING)" if attr is None else _key_text(attr, types[attr])
+            whens.append(f"WHEN {type_source} = {sql_string(name)} THEN {value}")
+        parts.append(f"(CASE {' '.join(whens)} END)")
+    present = " AND ".join(f"{p} IS NOT NULL" for p in parts)
+    return f"CASE WHEN {present} THEN to_json(array({', '.join(parts)})) END"
 
 
-def _key_text(attr: str, t: AttrType):
-    """Key text equal for values the engine's key equality (Python's) treats as equal:
-    1, 1.0 and true are all "1"."""
-    from pyspark.sql import functions as F
-
-    col = F.col(attr)
+def _key_text(attr: str, t: AttrType) -> str:
+    """SQL for key text equal for values the engine's key equality (Python's) treats as
+    equal: 1, 1.0 and true are all "1"."""
+    col = _quote(attr)
     if t is AttrType.BOOL:
-        return F.when(col, F.lit("1")).when(~col, F.lit("0"))
+        return f"(CASE WHEN {col} THEN '1' WHEN NOT {col} THEN '0' END)"
     if t is AttrType.INT:
-        return col.cast("long").cast("string")
+        return f"CAST(CAST({col} AS BIGINT) AS STRING)"
     if t is AttrType.DOUBLE:
-        whole = (col == F.floor(col)) & (F.abs(col) < F.lit(9.2e18))
-        return F.when(whole, F.floor(col).cast("long").cast("string")).otherwise(
-            col.cast("double").cast("string"))
-    return col.cast("string")
+        whole = f"({col} = floor({col})) AND (abs({col}) < 9.2E18)"
+        return (f"(CASE WHEN {whole} THEN CAST(CAST(floor({col}) AS BIGINT) AS STRING) "
+                f"ELSE CAST(CAST({col} AS DOUBLE) AS STRING) END)")
+    return f"CAST({col} AS STRING)"

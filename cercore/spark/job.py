@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from cercore.io import _arrow_type
 from cercore.schema import Schema
+from cercore.spark.match_id import match_ids
 
 # hidden columns the adapter adds to the user's DataFrame (never part of the output events)
 PREFIX = "__cer_"
@@ -275,8 +276,9 @@ def complex_event_batch(table: pa.Table, job: EngineJob, start, end, offsets, lo
         [table.column(c).combine_chunks().cast(events_type.field(c).type)
          for c in job.event_columns], fields=list(events_type))
     offsets32 = pa.array(offsets, pa.int32())
+    partition = table.column(KEY).take(pa.array(end)).cast(pa.string())
     cols = {
-        "partition": table.column(KEY).take(pa.array(end)).cast(pa.string()),
+        "partition": partition,
         "start": pa.array(pos[start], pa.int64()),
         "end": pa.array(pos[end], pa.int64()),
         "start_time": start_time.cast(pa.int64()),
@@ -286,6 +288,9 @@ def complex_event_batch(table: pa.Table, job: EngineJob, start, end, offsets, lo
         "events": pa.ListArray.from_arrays(offsets32, struct.take(take),
                                            type=out_schema.field("events").type),
     }
+    if "match_id" in out_schema.names:
+        cols["match_id"] = pa.array(match_ids(partition.to_pylist(), pos[start], pos[end],
+                                              offsets, pos[local]), pa.int64())
     arrays = [cols[f.name].combine_chunks() if isinstance(cols[f.name], pa.ChunkedArray)
               else cols[f.name] for f in out_schema]
     return pa.RecordBatch.from_arrays(arrays, schema=out_schema)

@@ -55,17 +55,36 @@ class TrendJob:
 
 def run_trend_groups(batches: Iterator[pa.RecordBatch], job: TrendJob,
                      out_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: one ``TrendEngine`` per run of equal GROUP values (the input is sorted
+    """mapInArrow body: one ``TrendRun`` per run of equal GROUP values (the input is sorted
     by GROUP, then by time and input position), its result rows per input batch."""
-    engine, run = None, None
+    run: TrendRun | None = None
     for g, rows in group_slices(batches):
-        if engine is None or g != run:
-            if engine is not None:
-                yield from _batch(job, run, engine.flush(), out_schema)
-            engine, run = job.engine(), g
-        yield from _batch(job, run, _process(engine, rows, job), out_schema)
-    if engine is not None:
-        yield from _batch(job, run, engine.flush(), out_schema)
+        if run is None or g != run.run:
+            if run is not None:
+                yield from run.flush()
+            run = TrendRun(job, g, out_schema)
+        yield from run.feed(rows)
+    if run is not None:
+        yield from run.flush()
+
+
+class TrendRun:
+    """One trend engine over the rows of one run, fed in (time, input position) order one
+    record batch at a time (columns: the engine's and ``POSITION``); ``flush`` closes the
+    windows still open at the end. Yields result rows as record batches of ``out_schema``."""
+
+    def __init__(self, job: TrendJob, run: int, out_schema: pa.Schema) -> None:
+        self.job = job
+        self.run = run
+        self.out_schema = out_schema
+        self.engine = job.engine()
+
+    def feed(self, rows: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        return _batch(self.job, self.run, _process(self.engine, rows, self.job),
+                      self.out_schema)
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        return _batch(self.job, self.run, self.engine.flush(), self.out_schema)
 
 
 def _process(engine: TrendEngine, rows: pa.RecordBatch, job: TrendJob) -> list[dict]:

@@ -1,0 +1,258 @@
+"""CER in Spark SQL: ``register(spark)`` registers two table functions, on a classic or a Spark
+Connect session::
+
+    SELECT * FROM cer_find(TABLE(trades) PARTITION BY name ORDER BY (ts, seq),
+                           'SELECT * FROM S WHERE BUY AS b; SELL AS s PARTITION BY [name]
+                            WITHIN 30 SECONDS',
+                           'CREATE STREAM S { EVENT BUY { ... }, EVENT SELL { ... } }')
+    SELECT * FROM cer_aggregate(TABLE(readings) PARTITION BY g ORDER BY (t, seq),
+                                'RETURN g, COUNT(*) PATTERN SEQ(A+, B) GROUP-BY g WITHIN 6 SLIDE 2',
+                                '<declaration>')
+
+Each instance of a function gets the rows of one PARTITION BY value in ORDER BY order (or,
+``WITH SINGLE PARTITION``, the whole table) and runs the engine over them exactly as the Spark
+plans' workers do, through the same per-run evaluation: ``cer_find`` feeds a
+``job.GroupRun`` — the keyed ``find`` plan's — and ``cer_aggregate`` a ``trend_job.TrendRun``.
+So the partitioning is the user's to state, as in any SQL window:
+
+* ``cer_find``: ``PARTITION BY`` the query's PARTITION BY attributes (every complex event then
+  lies in one table partition) or ``WITH SINGLE PARTITION`` (any query, no parallelism), and
+  ``ORDER BY`` the time, then the column ordering equal times (``find``'s ``sequence``). The
+  output has ``find``'s columns. Positions count the rows of the table partition in that order
+  (as a stream's do per key) unless ``position =>`` names a column holding the global position
+  (e.g. ``row_number() OVER (ORDER BY ts, seq) - 1``): then every row equals ``find``'s,
+  ``match_id`` included. That column is not part of ``events``.
+* ``cer_aggregate``: ``PARTITION BY`` the GROUP BY attributes (or ``WITH SINGLE PARTITION``),
+  ``ORDER BY`` the time, then the input position; the rows of ``aggregate``.
+
+Arguments after the table: the query, the declaration (NULL: ``cer_find`` infers it from the
+table as ``find`` does), then by name (``time => 'ts'``): ``cer_find`` takes ``time``,
+``sequence``, ``type_column``, ``time_unit``, ``position``, ``backend``, ``on_error``;
+``cer_aggregate`` takes ``sequence``, ``type_column``, ``exact``, ``backend``. A malformed query
+fails when Spark analyses the statement, with the CEQL error (line, column, caret) inside
+Spark's ``TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON``.
+
+These are Python UDTFs with an ``analyze`` method, not ``arrow_udtf``: the output columns depend
+on the table (``events``) and on the query (a trend query's aggregates), and pyspark 4.3 refuses
+``analyze`` on Arrow UDTFs (``INVALID_ARROW_UDTF_WITH_ANALYZE``, "TODO(SPARK-53286)" in
+``pyspark/sql/udtf.py``). ``analyze`` also has Spark compute the hidden columns (``find``'s own
+SQL expressions, ``frames.hidden_columns``); the rows then reach Python one at a time and are
+gathered into Arrow batches of ``CHUNK`` rows for the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
+
+from cercore.errors import CercoreError
+from cercore.spark.frames import _quote, hidden_columns
+from cercore.spark.job import KEY, POS, SEQ, TYPE, EngineJob, GroupRun
+
+FIND = "cer_find"
+AGGREGATE = "cer_aggregate"
+CHUNK = 4096  # rows gathered before the engine evaluates them
+
+_TEXT = (TYPE, KEY)  # the hidden columns holding text; the others hold bigint
+
+
+def register(spark, *, find: str = FIND, aggregate: str = AGGREGATE) -> None:
+    """Register the table functions ``find`` (default ``cer_find``) and ``aggregate``
+    (``cer_aggregate``) on ``spark`` (classic or Spark Connect), for ``spark.sql``."""
+    from pyspark.sql.functions import udtf
+
+    spark.udtf.register(find, udtf(CerFind))
+    spark.udtf.register(aggregate, udtf(CerAggregate))
+
+
+def _text(arg: AnalyzeArgument | None, what: str, required: bool = False) -> str | None:
+    """The constant text of a scalar argument (None: absent or NULL)."""
+    if arg is None or arg.value is None and arg.isConstantExpression:
+        if required:
+            raise CercoreError(f"{what} is required")
+        return None
+    if arg.isTable or not arg.isConstantExpression or not isinstance(arg.value, str):
+        raise CercoreError(f"{what} must be a constant string")
+    return arg.value
+
+
+@dataclass
+class FindAnalysis(AnalyzeResult):
+    """``cer_find``'s analysis, handed to each instance: the job and the selected columns."""
+
+    job: EngineJob | None = None
+    selected: StructType | None = None  # the columns each row brings, in order
+    positioned: bool = False  # the rows carry the global position (POS)
+
+
+class CerFind:
+    """The ``cer_find`` table function (see the module docstring)."""
+
+    @staticmethod
+    def analyze(table: AnalyzeArgument, query: AnalyzeArgument,
+                declaration: AnalyzeArgument | None = None, time=None, sequence=None,
+                type_column=None, time_unit=None, position=None, backend=None,
+                on_error=None) -> FindAnalysis:
+        from cercore.spark.ceql import output_schema
+
+        if not table.isTable:
+            raise CercoreError(f"{FIND}'s first argument is the events: TABLE(...)")
+        text = _text(query, f"{FIND}'s query", required=True)
+        pos = _text(position, "position")
+        fields = table.dataType.fields
+        if pos is not None and pos not in table.dataType.names:
+            raise CercoreError(f"the table has no position column {pos!r}")
+        events = StructType([f for f in fields if f.name != pos])
+        cols = hidden_columns(events, text, _text(declaration, "the declaration"),
+                              type_column=_text(type_column, "type_column") or "event_type",
+                              time=_text(time, "time"), sequence=_text(sequence, "sequence"),
+                              time_unit=_text(time_unit, "time_unit"),
+                              backend=_text(backend, "backend") or "auto",
+                              on_error=_text(on_error, "on_error") or "raise", ordered=True)
+        cols.job.compiled()  # a query that cannot compile fails here, at analysis
+        select = [SelectedColumn(_quote(f.name), alias=f.name) for f in events.fields]
+        selected = list(events.fields)
+        inlined = cols.inlined()
+        hidden = [(n, sql) for n, sql in inlined.items() if n != SEQ]
+        if pos is not None:
+            hidden.append((POS, f"CAST({_quote(pos)} AS BIGINT)"))
+        for name, sql in hidden:  # (hidden timestamp attributes: bigint, like TIME)
+            select.append(SelectedColumn(sql, alias=name))
+            selected.append(StructField(name, StringType() if name in _TEXT else LongType()))
+        return FindAnalysis(schema=output_schema(events), select=select, job=cols.job,
+                            selected=StructType(selected), positioned=pos is not None)
+
+    def __init__(self, analyze_result: FindAnalysis) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.analysis = analyze_result
+        self.arrow = to_arrow_schema(analyze_result.selected, timezone="UTC")
+        self.out_names = analyze_result.schema.names
+        out = to_arrow_schema(analyze_result.schema, timezone="UTC")
+        self.run = GroupRun(analyze_result.job, 0, None, out,
+                            None if analyze_result.positioned else 0)
+        self.rows: list[tuple] = []
+
+    def eval(self, row, *args: Any, **kwargs: Any):
+        self.rows.append(tuple(row))
+        if len(self.rows) >= CHUNK:
+            yield from self._evaluate()
+
+    def terminate(self):
+        yield from self._evaluate()
+
+    def _evaluate(self):
+        if not self.rows:
+            return
+        batch = rows_batch(self.rows, self.arrow)
+        self.rows = []
+        out = self.run.feed(batch)
+        if out is not None:
+            for r in out.to_pylist():
+                yield tuple(r[n] for n in self.out_names)
+
+
+def rows_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
+    """Python rows (tuples in ``schema``'s column order) as one record batch."""
+    columns = list(zip(*rows))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
+
+
+@dataclass
+class AggregateAnalysis(AnalyzeResult):
+    """``cer_aggregate``'s analysis, handed to each instance."""
+
+    job: Any = None  # a trend_job.TrendJob
+    selected: StructType | None = None
+    read: list[str] = field(default_factory=list)  # the event types the query reads
+
+
+class CerAggregate:
+    """The ``cer_aggregate`` table function (see the module docstring)."""
+
+    @staticmethod
+    def analyze(table: AnalyzeArgument, query: AnalyzeArgument,
+                declaration: AnalyzeArgument | None = None, sequence=None, type_column=None,
+                exact=None, backend=None) -> AggregateAnalysis:
+        from cercore.spark.trend_job import POSITION, TrendJob
+        from cercore.spark.trend_rows import row_schema
+        from cercore.spark.trends import trend_query
+        from cercore.trends.engine import read_types
+
+        if not table.isTable:
+            raise CercoreError(f"{AGGREGATE}'s first argument is the events: TABLE(...)")
+        q = trend_query(_text(query, f"{AGGREGATE}'s query", required=True),
+                        _text(declaration, f"{AGGREGATE}'s declaration", required=True))
+        exact_mode = _text(exact, "exact") or "decimal"
+        if exact_mode not in ("decimal", "string"):
+            raise CercoreError("exact must be 'decimal' or 'string'")
+        tcol = _text(type_column, "type_column") or "event_type"
+        seq = _text(sequence, "sequence")
+        types = {f.name: f for f in table.dataType.fields}
+        wanted = [tcol, *q.plan.schema.attribute_types()]
+        missing = [c for c in wanted + ([seq] if seq else []) if c not in types]
+        if missing:
+            raise CercoreError(f"the table has no column {', '.join(map(repr, missing))}")
+        select = [SelectedColumn(_quote(c), alias=c) for c in wanted]
+        selected = [types[c] for c in wanted]
+        if seq is not None:
+            select.append(SelectedColumn(f"CAST({_quote(seq)} AS BIGINT)", alias=POSITION))
+            selected.append(StructField(POSITION, LongType()))
+        out, exact_columns = row_schema(q, exact_mode)
+        job = TrendJob(q, _text(backend, "backend") or "auto", tcol, exact_mode,
+                       tuple(exact_columns))
+        return AggregateAnalysis(schema=out, select=select, job=job,
+                                 selected=StructType(selected), read=read_types(q.plan))
+
+    def __init__(self, analyze_result: AggregateAnalysis) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from cercore.spark.trend_job import POSITION, TrendRun
+
+        a = analyze_result
+        self.analysis = a
+        self.arrow = to_arrow_schema(a.selected, timezone="UTC")
+        self.numbered = POSITION not in a.selected.names  # positions counted here
+        self.count = 0
+        self.out_names = a.schema.names
+        self.run = TrendRun(a.job, 0, to_arrow_schema(a.schema, timezone="UTC"))
+        self.rows: list[tuple] = []
+
+    def eval(self, row, *args: Any, **kwargs: Any):
+        self.rows.append(tuple(row))
+        if len(self.rows) >= CHUNK:
+            yield from self._evaluate()
+
+    def terminate(self):
+        yield from self._evaluate()
+        yield from self._emit(self.run.flush())
+
+    def _evaluate(self):
+        from cercore.spark.trend_job import POSITION
+
+        if not self.rows:
+            return
+        batch = rows_batch(self.rows, self.arrow)
+        self.rows = []
+        if self.numbered:
+            batch = batch.append_column(POSITION, pa.array(
+                range(self.count, self.count + batch.num_rows), pa.int64()))
+            self.count += batch.num_rows
+        job = self.analysis.job
+        keep = pc.is_in(batch.column(job.type_column), pa.array(self.analysis.read))
+        for a in job.query.plan.partition_attrs:  # events without a partition belong to none
+            keep = pc.and_(keep, pc.is_valid(batch.column(a)))
+        batch = batch.filter(pc.fill_null(keep, False))
+        if batch.num_rows:
+            yield from self._emit(self.run.feed(batch))
+
+    def _emit(self, batches):
+        for b in batches:
+            for r in b.to_pylist():
+                yield tuple(r[n] for n in self.out_names)
