@@ -26,6 +26,8 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
   - ``NOT(psi)`` (psi reads one event): ``([i, i], {consumed: {i}})`` for every substream
     position i at which psi has no valuation; ``consumed`` is no variable: it is never reported,
     never bound by ``AS`` and never filtered.
+  - ``phi{n,m}``: the union of ``phi^k`` for n <= k <= m, ``phi^k`` = phi ; ... ; phi (k
+    times; ``:`` for ``phi:{n,m}``); ``phi{n,}``: every k >= n.
   - ``phi1 ; ABSENT(psi) ; phi2`` (psi reads one event; ``;`` is associative, ABSENT stands
     between present elements of a chain): ``phi1 ; phi2`` whose valuation also records, as
     *candidates*, each substream position strictly between ``V1.end`` and ``V2.start`` at which
@@ -213,7 +215,25 @@ class _Evaluator:
                 delta = self._seq(base, delta, f.contiguous) - result
                 result |= delta
             return result
+        if isinstance(f, ast.Repeat):
+            return self._repeat(f)
         raise NotImplementedError(f"the oracle does not evaluate {type(f).__name__}")
+
+    def _repeat(self, f: ast.Repeat) -> set[Valuation]:
+        """⟦φ{n,m}⟧ = ⟦φ^n⟧ ∪ ... ∪ ⟦φ^m⟧ with φ^k = φ ; ... ; φ (k times; ':' when
+        contiguous); without m, every k >= n (a fixpoint, as for +)."""
+        base = self.run(f.formula)
+        power, result = set(base), set(base) if f.lo == 1 else set()
+        for k in range(2, (f.hi if f.hi is not None else f.lo) + 1):
+            power = self._seq(power, base, f.contiguous)
+            if k >= f.lo:
+                result |= power
+        if f.hi is None:
+            delta = set(result)
+            while delta:
+                delta = self._seq(delta, base, f.contiguous) - result
+                result |= delta
+        return result
 
     def _chain_with_absence(self, elements: list[ast.Formula]) -> set[Valuation]:
         vals = set(self.run(elements[0]))
@@ -332,7 +352,7 @@ def starts_unreported(q: ast.Query) -> bool:
             return wanted is not None and not (names | own) & wanted
         if isinstance(f, ast.As):
             return first(f.formula, names | {f.var})
-        if isinstance(f, (ast.Filter, ast.Iter)):
+        if isinstance(f, (ast.Filter, ast.Iter, ast.Repeat)):
             return first(f.formula, names)
         if isinstance(f, ast.Or):
             return first(f.left, names) or first(f.right, names)

@@ -190,7 +190,7 @@ FORMULA_KINDS = ["seq", "seq", "seq", "iter", "iter", "or", "or", "as", "as", "a
 # the whole of CEQL's formula language: adds ':', ':+' and NOT(...)
 FULL_FORMULA_KINDS = ["seq", "contig", "seq", "iter", "citer", "not", "or", "as", "contig",
                       "as-type", "filter", "not", "iter", "filter", "atom", "atom", "or",
-                      "absent"]
+                      "absent", "repeat"]
 
 
 def bindable(f: ast.Formula) -> dict[str, set[str]]:
@@ -285,6 +285,10 @@ def formulas(draw, schema: Schema, max_depth: int = 3,
                     t.is_numeric for t in _attrs_of(schema, binds[var]).values()):
                 chain = ast.Filter(chain, draw(_filter_expr(schema, binds, 1)))
             return chain
+        if kind == "repeat":  # A{n}, A{n,m}, A{n,}, and the contiguous forms
+            lo = draw(st.integers(1, 3))
+            hi = draw(st.sampled_from([lo, lo + 1, None]))
+            return ast.Repeat(gen(depth - 1), lo, hi, draw(st.booleans()))
         if kind == "contig":
             return ast.Contig(gen(depth - 1), gen(depth - 1))
         if kind == "citer":

@@ -24,6 +24,7 @@ from cercore.runtime.constants import INT64_MAX
 from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
 
 MAX_FILTER_DISJUNCTS = 256
+MAX_REPEAT = 100  # A{n,m}: the automaton holds up to about 2m copies of A
 
 
 @dataclass(frozen=True)
@@ -276,6 +277,17 @@ class _Analyser:
         elif isinstance(f, ast.Absent):
             raise self.error("ABSENT(...) stands between two elements of a ';' sequence", f,
                              "write A ; ABSENT(B) ; C: no B between the A and the C")
+        elif isinstance(f, ast.Repeat):
+            if f.lo < 1 or (f.hi is not None and f.hi < f.lo):
+                raise self.error(f"a repetition count needs 1 <= n <= m, not {{{f.lo}"
+                                 + ("" if f.hi == f.lo else f",{'' if f.hi is None else f.hi}")
+                                 + "}", f, "A{2} is two A, A{2,4} two to four, A{2,} two or "
+                                 "more")
+            if max(f.lo, f.hi or 0) > MAX_REPEAT:
+                raise self.error(f"a repetition count is at most {MAX_REPEAT}", f,
+                                 "the automaton holds one copy of the pattern per count; for "
+                                 "'n or more' write A{n,}")
+            self.check_formula(f.formula)
         elif isinstance(f, ast.Not):
             if not _single_event(f.formula):
                 raise self.error("NOT(...) takes one event: an event type, optionally with AS, "
@@ -487,7 +499,7 @@ class _Analyser:
         while stack:
             f, names = stack.pop()
             if isinstance(f, ast.Or | ast.Not | ast.Contig | ast.Absent) or (
-                    isinstance(f, ast.Iter) and f.contiguous):
+                    isinstance(f, ast.Iter | ast.Repeat) and f.contiguous):
                 return None
             if isinstance(f, ast.EventAtom):
                 atoms.append((f, set(atom_variables(f)) | names))
@@ -628,7 +640,28 @@ class _Analyser:
                            self.lower(f.right, pending, forced))
         if isinstance(f, ast.Iter):
             return NIter(self.lower(f.formula, pending, forced), f.contiguous)
+        if isinstance(f, ast.Repeat):
+            return self.lower_repeat(f, pending, forced)
         raise self.error(f"{type(f).__name__} is not evaluated by this version", f)
+
+    def lower_repeat(self, f: ast.Repeat, pending: tuple, forced: tuple) -> NFormula:
+        """φ{n,m} as copies of φ (each its own atoms): n - 1 copies, then between 1 and
+        m - n + 1 more (φ OR φ ; φ OR ...; φ+ when m is unbounded), joined by ';' or ':'."""
+        join = NContig if f.contiguous else NSeq
+
+        def copy() -> NFormula:
+            return self.lower(f.formula, pending, forced)
+
+        if f.hi is None:
+            tail: NFormula = NIter(copy(), f.contiguous)
+        else:
+            tail = copy()  # one to k copies, built from the last: X1 = φ, Xk = φ OR φ ; Xk-1
+            for _ in range(f.hi - f.lo):
+                tail = NOr(copy(), join(copy(), tail))
+        out = None
+        for _ in range(f.lo - 1):
+            out = copy() if out is None else join(out, copy())
+        return tail if out is None else join(out, tail)
 
     def lower_absent(self, e: ast.Absent, pending: tuple) -> list[NAtom]:
         """The atoms of ABSENT(ψ): the filters on ψ's own variables reach in (they say which
@@ -646,7 +679,7 @@ def _kind(t: str) -> str:
 
 
 def _children(f: ast.Formula) -> list[ast.Formula]:
-    if isinstance(f, (ast.As, ast.Filter, ast.Iter, ast.Not, ast.Absent)):
+    if isinstance(f, (ast.As, ast.Filter, ast.Iter, ast.Not, ast.Absent, ast.Repeat)):
         return [f.formula]
     if isinstance(f, (ast.Or, ast.Seq, ast.Contig)):
         return [f.left, f.right]

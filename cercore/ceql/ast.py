@@ -7,7 +7,7 @@ in layout compare equal.
 Formula grammar (CORE §2.2 plus CORE's C++ extensions)::
 
     φ ::= R | S>R | φ AS X | φ FILTER F | φ OR φ | φ ; φ | φ : φ | φ+ | φ:+ | NOT(φ) | (φ)
-        | φ ; ABSENT(φ) ; φ
+        | φ ; ABSENT(φ) ; φ | φ{n} | φ{n,m} | φ{n,} | φ:{n} | φ:{n,m} | φ:{n,}
     F ::= X[P] | E | F AND F | F OR F        -- atomic filters on variables, E between events
     P ::= predicate over one event's attributes (comparisons, LIKE, IN, AND/OR/NOT)
 """
@@ -257,6 +257,18 @@ class Not(Node):
 
 
 @dataclass(frozen=True)
+class Repeat(Node):
+    """``φ{n}``, ``φ{n,m}``, ``φ{n,}`` (``hi`` None): n to m matches of φ in sequence, gaps
+    allowed as in ``;``; ``φ:{n}`` ... (``contiguous``): each match right after the last, as
+    in ``:``."""
+
+    formula: Formula
+    lo: int
+    hi: int | None
+    contiguous: bool = False
+
+
+@dataclass(frozen=True)
 class Absent(Node):
     """``ABSENT(φ)`` as an element of a ``;`` sequence: no event matching φ (one event: an
     atom, possibly with AS, or an OR of such) occurs between the elements around it. Its
@@ -265,7 +277,7 @@ class Absent(Node):
     formula: Formula
 
 
-Formula = EventAtom | As | Filter | Or | Seq | Contig | Iter | Not | Absent
+Formula = EventAtom | As | Filter | Or | Seq | Contig | Iter | Not | Absent | Repeat
 
 
 # ---------------------------------------------------------------------------------------

@@ -205,7 +205,7 @@ def _formula_level(f: ast.Formula) -> int:
         return _F_CONTIG
     if isinstance(f, ast.Seq):
         return _F_SEQ
-    if isinstance(f, (ast.As, ast.Iter)):
+    if isinstance(f, (ast.As, ast.Iter, ast.Repeat)):
         return _F_POSTFIX
     return _F_PRIMARY
 
@@ -229,6 +229,12 @@ def format_formula(f: ast.Formula) -> str:
         body = f"({format_formula(inner)})" if isinstance(inner, ast.As) else _formula(
             inner, _F_POSTFIX)
         return body + (":+" if f.contiguous else "+")
+    if isinstance(f, ast.Repeat):
+        inner = f.formula
+        body = f"({format_formula(inner)})" if isinstance(inner, ast.As) else _formula(
+            inner, _F_POSTFIX)
+        count = str(f.lo) if f.hi == f.lo else f"{f.lo},{'' if f.hi is None else f.hi}"
+        return body + (":{" if f.contiguous else "{") + count + "}"
     if isinstance(f, ast.Seq):
         return f"{_formula(f.left, _F_SEQ)} ; {_formula(f.right, _F_POSTFIX)}"
     if isinstance(f, ast.Contig):

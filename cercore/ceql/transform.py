@@ -280,6 +280,26 @@ class ToAst(Transformer):
     def contig_iter(self, meta, ch):
         return ast.Iter(ch[0], True, **meta_pos(meta))
 
+    def count_exact(self, meta, ch):
+        n = self._int(ch[0], "a repetition count")
+        return (n, n, ch[0])
+
+    def count_range(self, meta, ch):
+        nums = [c for c in ch if isinstance(c, Token) and c.type == "NUMBER"]
+        lo = self._int(nums[0], "a repetition count")
+        hi = self._int(nums[1], "a repetition count") if len(nums) > 1 else None
+        return (lo, hi, nums[0])
+
+    def repeat(self, meta, ch):
+        return self._repeat(meta, ch, False)
+
+    def contig_repeat(self, meta, ch):
+        return self._repeat(meta, ch, True)
+
+    def _repeat(self, meta, ch, contiguous: bool):
+        lo, hi, tok = next(c for c in ch if isinstance(c, tuple))
+        return ast.Repeat(ch[0], lo, hi, contiguous, **meta_pos(meta))
+
     def not_(self, meta, ch):
         formula = next(c for c in ch if not isinstance(c, Token))
         return ast.Not(formula, **meta_pos(meta))
