@@ -240,3 +240,42 @@ def test_a_fresh_process_with_remote_local(tmp_path):
                           env=env, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "complex events 2" in done.stdout
+
+
+def test_sql_table_functions(connect):
+    """``register`` and ``spark.sql`` on Connect: ``cer_find`` equals ``find`` row for row (in
+    one partition), ``cer_aggregate`` equals ``aggregate``, a bad query fails with its caret."""
+    from cercore.spark import register
+    from cercore.spark.frames import sql_string
+
+    register(connect)
+    text = QUERIES["T-CER"]
+    events = stream(60, seed=5)
+    df = connect.createDataFrame(event_rows(events), DDL)
+    df.createOrReplaceTempView("connect_events")
+    want = sorted(map(repr, find(df, text, schema=SCHEMA, sequence="seq").collect()))
+    got = sorted(map(repr, connect.sql(
+        "SELECT * FROM cer_find(TABLE(connect_events) WITH SINGLE PARTITION ORDER BY (ts, seq),"
+        f" {sql_string(text)}, {sql_string(SCHEMA)})").collect()))
+    assert len(want) >= 3 and got == want
+    rows = trend_events(60, seed=6)
+    connect.createDataFrame(rows, TREND_DDL).createOrReplaceTempView("connect_trends")
+    local = compile_trend_rows(rows)
+    got = connect.sql(f"SELECT * FROM cer_aggregate(TABLE(connect_trends) PARTITION BY g "
+                      f"ORDER BY (t, seq), {sql_string(TREND_QUERY)}, "
+                      f"{sql_string(TREND_SCHEMA)}, sequence => 'seq', exact => 'string')"
+                      ).collect()
+    assert sorted((r["window_start"], r["g"], int(r["COUNT(*)"])) for r in got) == local
+    with pytest.raises(Exception, match=r"(?s)CEQLSyntaxError.*line 1, column 23.*\^"):
+        connect.sql("SELECT * FROM cer_find(TABLE(connect_events) WITH SINGLE PARTITION "
+                    "ORDER BY (ts, seq), 'SELECT * FROM S WHERE ;', NULL, time => 'ts')"
+                    ).collect()
+
+
+def compile_trend_rows(rows: list[tuple]) -> list[tuple]:
+    """(window_start, g, COUNT(*)) of TREND_QUERY by the local engine, sorted."""
+    from cercore.trends import compile_trend
+
+    out = compile_trend(TREND_QUERY, TREND_SCHEMA).run(
+        [(t, {"v": v, "g": g, "t": tt}) for t, v, g, tt, _ in rows])
+    return sorted((r["window_start"], r["g"], r["COUNT(*)"]) for r in out)
