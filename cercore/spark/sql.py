@@ -43,6 +43,7 @@ gathered into Arrow batches of ``CHUNK`` rows for the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 import pyarrow as pa
@@ -158,10 +159,15 @@ class CerFind:
 
 
 def rows_batch(rows: list[tuple], schema: pa.Schema) -> pa.RecordBatch:
-    """Python rows (tuples in ``schema``'s column order) as one record batch."""
+    """Python rows (tuples in ``schema``'s column order) as one record batch. (pyspark hands a
+    timestamp over as a naive datetime in the worker's local time: made aware first.)"""
     columns = list(zip(*rows))
-    return pa.RecordBatch.from_arrays(
-        [pa.array(c, type=f.type) for c, f in zip(columns, schema)], schema=schema)
+    arrays = []
+    for c, f in zip(columns, schema):
+        if pa.types.is_timestamp(f.type) and f.type.tz is not None:
+            c = [None if v is None else v.astimezone(UTC) for v in c]
+        arrays.append(pa.array(c, type=f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 @dataclass

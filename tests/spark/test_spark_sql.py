@@ -186,3 +186,20 @@ def test_cer_aggregate_equals_aggregate(sql, text):
     got_rows = [{c: (int(r[c]) if c in exact else r[c]) for c in columns} for r in got]
     head = [c for c in ("window_start", "g") if c in columns]
     assert sorted(got_rows, key=lambda r: [r[c] for c in head]) == want
+
+
+def test_timestamps_and_an_inferred_schema(sql):
+    """A timestamp time column (integer microseconds inside, a timestamp in ``events``) and no
+    declaration: the schema is inferred from the table as ``find`` infers it."""
+    from datetime import UTC, datetime
+
+    rows = [(t, n, p, datetime.fromtimestamp(1_700_000_000 + ts, UTC).replace(tzinfo=None), i)
+            for t, n, p, ts, i in trades(80, seed=9)]
+    df = sql.createDataFrame(rows, "event_type string, name string, price double, "
+                             "ts timestamp, seq long")
+    df.createOrReplaceTempView("stamped")
+    want = Counter(row_key(r) for r in find(df, TRADE, time="ts", sequence="seq").collect())
+    got = Counter(row_key(r) for r in sql.sql(
+        "SELECT * FROM cer_find(TABLE(stamped) WITH SINGLE PARTITION ORDER BY (ts, seq), "
+        f"{sql_string(TRADE)}, NULL, time => 'ts', sequence => 'seq')").collect())
+    assert sum(want.values()) >= 10 and got == want
