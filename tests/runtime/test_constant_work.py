@@ -5,6 +5,11 @@ both backends, which must count the same operations.
 
 Streams: a block of the bundled stock trace repeated with its times shifted (so the stream stays
 in time order and every copy sees the same events), N, 4N and 16N events; windows T, 4T, 16T.
+
+The push path (issue 23, item 2), at the end: events pushed one at a time cost exactly the
+operations they cost in bulk, and under WITHIN the event store, partition index, tECS arena and
+reorder buffer stay bounded by constants of the query, window and store over 10x longer pushed
+streams (sizes counted after every push).
 """
 
 from __future__ import annotations
@@ -192,3 +197,163 @@ def test_enumeration_is_output_linear(backend, name):
             assert counts["enumerated"] == n_out and counts["enumerated_positions"] == n_pos
         n_out, n_pos = counts["enumerated"], counts["enumerated_positions"]
         assert n_out <= counts["enumeration_nodes"] <= 2 * (n_out + n_pos), (window, counts)
+
+
+# ---- the push path (issue 23, item 2) -----------------------------------------------------------
+# The same streams pushed one event at a time (``Engine.push``, the record path): the same work,
+# event for event, as in bulk -- hence the same bounds -- and, under WITHIN, an event store,
+# partition index and reorder buffer whose sizes do not grow with the stream (counted, never
+# timed).
+
+CONFIGS = [(T, c) for c in COPIES] + [(w, 1) for w in WINDOWS[1:]]
+
+
+@cache
+def records(copies: int) -> tuple[tuple[str, dict], ...]:
+    """``stream(copies)`` as (type, attributes) records."""
+    out = []
+    for row in stream(copies).to_pylist():
+        typ = row.pop("event_type")
+        out.append((typ, row))
+    return tuple(out)
+
+
+def _outputs(ces) -> tuple[int, int]:
+    n_out = n_pos = 0
+    for ce in ces:
+        n_out += 1
+        n_pos += len(ce.positions)
+    return n_out, n_pos
+
+
+@cache
+def run_pushed(name: str, window: int, copies: int, backend: str) -> tuple[dict, dict, int, int]:
+    """``run`` with every event pushed on its own."""
+    engine = cercore.compile(QUERIES[name].format(w=window), schema()).engine(backend)
+    push = engine.push
+    n_out, n_pos = _outputs(ce for typ, attrs in records(copies) for ce in push(typ, attrs))
+    return engine.evaluator.work_counts(), engine.stats, n_out, n_pos
+
+
+@cache
+def run_listed(name: str, window: int, copies: int, backend: str) -> tuple[dict, int, int]:
+    """``run`` over a list of records (``process(list)``: batches of records)."""
+    engine = cercore.compile(QUERIES[name].format(w=window), schema()).engine(backend)
+    n_out, n_pos = _outputs(engine.process(list(records(copies))))
+    return engine.evaluator.work_counts(), n_out, n_pos
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_push_does_the_work_of_bulk(backend, name):
+    """Pushed one by one, every stream and window costs exactly the operations it costs in
+    bulk (``process(list)`` and ``process_arrays``): the same transitions, nodes, union-list
+    operations, determiniser misses, enumeration -- and the same largest single-event step."""
+    for window, copies in CONFIGS:
+        bulk, _, n_out, n_pos = run(name, window, copies, backend)
+        pushed, stats, p_out, p_pos = run_pushed(name, window, copies, backend)
+        listed, l_out, l_pos = run_listed(name, window, copies, backend)
+        assert pushed == bulk == listed, (window, copies)
+        assert (p_out, p_pos) == (n_out, n_pos) == (l_out, l_pos)
+        assert stats["events"] == copies * N and pushed["events"] > 0
+
+
+@pytest.mark.parametrize("name", QUERIES)
+def test_push_step_work_is_bounded_and_does_not_grow(backend, name):
+    """``test_step_work_is_bounded_by_the_query`` and
+    ``test_work_per_event_does_not_grow_with_the_stream`` on the push path's own counts."""
+    for window, copies in CONFIGS:
+        counts, stats, _, _ = run_pushed(name, window, copies, backend)
+        states = stats["dfa_states"]
+        assert counts["step_work_max"] <= step_bound(states), (window, copies, counts)
+        assert update_work(counts) <= step_bound(states) * counts["events"]
+        assert counts["determinisation_misses"] <= states * stats["letters"]
+    work = {c: update_work(run_pushed(name, T, c, backend)[0]) for c in COPIES}
+    steady = (work[4] - work[1]) / 3
+    assert (work[16] - work[4]) / 12 == pytest.approx(steady, rel=0.01)
+    assert work[16] / (16 * N) <= 1.25 * work[1] / N
+
+
+# -- memory under WITHIN, pushed: N = 4 copies of the block against 10N = 40 copies
+SHORT, LONG = 4, 40
+# PARTITION BY a key no two events share (``id`` made unique below): a partition per event
+FRESH_KEYS = "SELECT * FROM S WHERE BUY as b; SELL as s PARTITION BY [id] WITHIN {w} [stock_time]"
+SIZED = {"sequence": QUERIES["sequence"], "partition": QUERIES["partition"],
+         "negation": QUERIES["negation"], "fresh keys": FRESH_KEYS}
+
+
+def in_window(copies: int, span: int) -> int:
+    """The most events of ``records(copies)`` whose times lie within ``span`` of a later
+    (or the same) event's time, up to it: what a window (or a reorder slack) of ``span`` can
+    hold at once."""
+    times = np.asarray(stream(copies).column("stock_time").to_numpy(), dtype=np.int64)
+    return int((np.arange(len(times)) - np.searchsorted(times, times - span) + 1).max())
+
+
+@cache
+def pushed_sizes(name: str, window: int, copies: int, backend: str,
+                 slack: int | None = None) -> dict[str, int]:
+    """The largest sizes seen after any push: event store entries and stored events,
+    partition index, live partitions (every 64 events), tECS nodes, reorder buffer; and
+    the events stored in all (stepped: every stored event is stepped)."""
+    from cercore.runtime.store import CHUNK
+
+    engine = cercore.compile(SIZED[name].format(w=window), schema()).engine(
+        backend, reorder_slack=slack)
+    store, evaluator, partitions = engine.store, engine.evaluator, engine.partitions
+    reorder = engine.input.reorder
+    most = dict.fromkeys(("entries", "stored", "partition_index", "live_partitions",
+                          "nodes", "reorder"), 0)
+    for i, (typ, attrs) in enumerate(records(copies)):
+        if name == "fresh keys":
+            attrs = {**attrs, "id": i}
+        engine.push(typ, attrs)
+        entries = store.entries
+        most["entries"] = max(most["entries"], len(entries))
+        stored = sum(map(len, entries))
+        most["stored"] = max(most["stored"], stored)
+        most["partition_index"] = max(most["partition_index"], len(partitions))
+        most["nodes"] = max(most["nodes"], evaluator.memory_nodes())
+        if reorder is not None:
+            most["reorder"] = max(most["reorder"], len(reorder))
+        if i % 64 == 0:
+            most["live_partitions"] = max(most["live_partitions"],
+                                          len(evaluator.live_partitions()))
+    engine.flush()
+    most["stored_in_all"] = evaluator.work_counts()["events"]
+    most["chunk"] = CHUNK
+    return most
+
+
+@pytest.mark.parametrize("slack", [None, T], ids=["in order", "reorder slack"])
+@pytest.mark.parametrize("name, window", [("sequence", T), ("partition", T), ("negation", T),
+                                          ("negation", 16 * T), ("fresh keys", 16 * T)])
+def test_push_memory_stays_flat_under_a_window(backend, name, window, slack):
+    """Under WITHIN, pushing 10x more events leaves every size bounded by constants of the
+    query, the window and the store's chunk -- never by the stream:
+
+    - the store keeps the events of the current window, plus at most one chunk the window has
+      partly left and the chunk being filled: stored events <= window + 2 CHUNK, in at most
+      window / CHUNK + 3 entries; over 10N events, more than that are stored in all, so old
+      ones were dropped;
+    - the partition index and the live partitions stay under the reclamation threshold
+      (MIN_COMPACTION), although with fresh keys every event opens a partition (40,000);
+    - the tECS arena stays within 2x the larger of its N peak and MIN_COMPACTION;
+    - a reorder slack holds at most the events within the slack of the latest one."""
+    from cercore.runtime.constants import MIN_COMPACTION
+
+    short = pushed_sizes(name, window, SHORT, backend, slack)
+    long = pushed_sizes(name, window, LONG, backend, slack)
+    chunk = long["chunk"]
+    held = in_window(LONG, window)
+    assert long["stored"] <= held + 2 * chunk, long
+    assert long["entries"] <= held // chunk + 3, long
+    assert long["stored_in_all"] == 10 * short["stored_in_all"] > held + 2 * chunk
+    assert long["partition_index"] <= MIN_COMPACTION
+    assert long["live_partitions"] <= MIN_COMPACTION
+    if name == "fresh keys":
+        assert long["stored_in_all"] == LONG * N > 2 * MIN_COMPACTION
+    assert long["nodes"] <= 2 * max(short["nodes"], MIN_COMPACTION)
+    if slack is None:
+        assert long["reorder"] == 0
+    else:
+        assert 0 < long["reorder"] <= in_window(LONG, slack)
