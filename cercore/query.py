@@ -112,6 +112,11 @@ class CompiledQuery:
             "predicates between events: " + ("none" if not a.event_predicates else
                                               " AND ".join(map(format_pred, a.event_predicates))
                                               + _BETWEEN_TEXT),
+            "deadline: " + ("none" if a.deadline is None else
+                            "no " + " OR ".join(f"a{i}" for i in a.deadline.psi_atoms)
+                            + f" within {a.deadline.span} [{a.deadline.attribute}] after the "
+                            "pattern's last event; each complex event is reported once event "
+                            "time passes its deadline (O(1) per event: a FIFO of deadlines)"),
             f"consume by: {a.query.consume or 'NONE'}; limit: "
             + ("none" if a.query.limit is None else f"{a.query.limit} per event"),
             "atoms:",

@@ -63,6 +63,7 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -409,11 +410,16 @@ def evaluate(query: ast.Query, schema: Schema,
     return {end: set(ces) for end, ces in evaluate_with_bindings(query, schema, events).items()}
 
 
-def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[str, dict]]
+def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[str, dict]],
+                           watermark: int | None = None
                            ) -> dict[int, dict[tuple[int, tuple[int, ...]], dict]]:
     """End -> {(start, positions): {variable: reported positions some valuation producing this
-    complex event binds to it}}."""
+    complex event binds to it}}. ``watermark``: event time is known to have reached it (an
+    ``advance``), for deadlines."""
     _check_supported(query)
+    trailing = _trailing(query.formula)
+    if trailing is not None:
+        return _with_deadline(query, schema, events, watermark, *trailing)
     if query.streams:
         visible_types = {t for s in query.streams for t in schema.streams[s].event_types}
     else:
@@ -518,3 +524,86 @@ def _chain(f: ast.Formula) -> list[ast.Formula]:
     if isinstance(f, ast.Seq):
         return _chain(f.left) + _chain(f.right)
     return [f]
+
+
+# ---------------------------------------------------------------------------------------
+# phi ; ABSENT(psi) WITHIN T at the end of the pattern
+# ---------------------------------------------------------------------------------------
+def _trailing(f: ast.Formula):
+    """(phi with the trailing ABSENT removed, under the same FILTERs; the ABSENT) or None."""
+    filters = []
+    while isinstance(f, ast.Filter):
+        filters.append(f.filter)
+        f = f.formula
+    elements = _chain(f)
+    last = elements[-1]
+    if not (isinstance(last, ast.Absent) and last.deadline is not None):
+        return None
+    phi = elements[0]
+    for e in elements[1:-1]:
+        phi = ast.Seq(phi, e)
+    for fe in reversed(filters):
+        phi = ast.Filter(phi, fe)
+    return phi, last, filters
+
+
+def _with_deadline(query, schema, events, watermark, phi, absent, filters):
+    """The complex events of phi (strategy included) whose end e is followed, in its
+    partition, by no psi event (psi's own filters and the FILTERs on its variables, which
+    must be joined by AND) with time <= time(e) + T, and whose deadline time(e) + T event time
+    has passed: some visible event is later, or the watermark is."""
+    w = absent.deadline
+    if isinstance(w, ast.TimeWindow):
+        attr = schema.time_attribute
+        span = Fraction(repr(w.seconds)) * TIME_UNITS_PER_SECOND[schema.time_unit]
+    else:
+        attr, span = w.attribute, w.amount
+    names = set()
+    for g in [absent.formula, *_subformulas_of(absent.formula)]:
+        if isinstance(g, ast.EventAtom):
+            names |= {g.event_type} | ({f"{g.stream}>{g.event_type}"} if g.stream else set())
+        elif isinstance(g, ast.As):
+            names.add(g.var)
+    psi = absent.formula
+    for fe in filters:
+        for af in _conjuncts(fe):
+            if isinstance(af, ast.AtomicFilter) and af.var in names:
+                psi = ast.Filter(psi, af)
+    found = evaluate_with_bindings(dataclasses.replace(query, formula=phi), schema, events)
+    visible_types = ({t for s in query.streams for t in schema.streams[s].event_types}
+                     if query.streams else set(schema.event_types))
+    visible = [i for i, e in enumerate(events) if e[0] in visible_types
+               and (stream_of(e) is None or not query.streams or stream_of(e) in query.streams)]
+    latest = max((events[i][1][attr] for i in visible), default=None)
+    out = {}
+    for sub in _partitions(query, schema, events, visible):
+        ev = _Evaluator(events, sub, lambda s, e: True)
+        at_psi = sorted(s for s, e, _ in ev.run(psi) if s == e)
+        for end in sub:
+            if end not in found:
+                continue
+            due = events[end][1][attr] + span
+            if not ((latest is not None and latest > due)
+                    or (watermark is not None and due < watermark)):
+                continue  # not known to have passed
+            if any(p > end and events[p][1][attr] <= due for p in at_psi):
+                continue
+            out[end] = found[end]
+    return out
+
+
+def _conjuncts(fe: ast.FilterExpr) -> list:
+    if isinstance(fe, ast.FilterAnd):
+        return _conjuncts(fe.left) + _conjuncts(fe.right)
+    if isinstance(fe, ast.FilterOr):
+        raise NotImplementedError("a FILTER with OR around an ABSENT with a deadline")
+    return [fe]
+
+
+def _subformulas_of(f: ast.Formula) -> list:
+    out, stack = [], [f]
+    while stack:
+        g = stack.pop()
+        out.append(g)
+        stack += [getattr(g, n) for n in ("formula", "left", "right") if hasattr(g, n)]
+    return out

@@ -37,6 +37,21 @@ class WindowSpec:
     attribute: str | None = None
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """``φ ; ABSENT(ψ) WITHIN T``: T in units of ``attribute`` (the attribute event time is
+    ordered by) and the atoms of ψ (events satisfying one of them rule a pending complex event
+    out). See ``cercore.runtime.deadlines``."""
+
+    span: int
+    attribute: str
+    psi_atoms: tuple[int, ...]
+
+    @property
+    def psi_bits(self) -> int:
+        return sum(1 << a for a in self.psi_atoms)
+
+
 @dataclass
 class AnalysedQuery:
     """Everything later stages need, with no reference to variables."""
@@ -64,6 +79,8 @@ class AnalysedQuery:
     # ABSENT(...) between sequence elements: the labels of their gaps (NNot over the absent
     # atoms); unlike NOT, they consume nothing, so events that satisfy no atom stay skippable
     absences: list[NNot] = field(default_factory=list)
+    # φ ; ABSENT(ψ) WITHIN T at the end of the pattern (the formula above is φ), or None
+    deadline: Deadline | None = None
 
     @property
     def attribute_projection(self) -> dict[str, tuple[str, ...] | None] | None:
@@ -100,6 +117,8 @@ class _Analyser:
         self.atoms: list[NAtom] = []
         self.negations: list[NNot] = []
         self.absences: list[NNot] = []
+        self.trailing = _trailing_absence(query.formula)  # ABSENT(ψ) WITHIN T ending it
+        self.deadline_atoms: list[tuple[NAtom, ...]] = []  # ψ's atoms, per lowering of φ
         self.n_labels = 0  # atoms and negations share one label space
         self.enclosing_vars: list[str] = []  # the AS variables around the formula being lowered
         self.warnings: list[str] = []
@@ -145,7 +164,8 @@ class _Analyser:
                              frozenset(self.schema.stream_ids[n] for n in self.q.streams),
                              self.resolve_projection(),
                              self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None,
-                             event_predicates, implied, self.absences)
+                             event_predicates, implied, self.absences,
+                             self.resolve_deadline(window))
 
     def check_clauses(self) -> None:
         q = self.q
@@ -201,7 +221,10 @@ class _Analyser:
         return [s for s in names if event_type in self.schema.streams[s].event_types]
 
     def resolve_window(self) -> WindowSpec:
-        w = self.q.within
+        return self.window_spec(self.q.within)
+
+    def window_spec(self, w: ast.Window | None) -> WindowSpec:
+        """A WITHIN span (the query's window, or an ABSENT's deadline) in event-time units."""
         if w is None:
             return WindowSpec()
         if isinstance(w, ast.EventsWindow):
@@ -317,11 +340,19 @@ class _Analyser:
                              "FILTER or OR", e)
         before = any(not isinstance(x, ast.Absent) for x in elements[:k])
         after = any(not isinstance(x, ast.Absent) for x in elements[k + 1:])
-        if not (before and after):
-            raise self.error("ABSENT(...) needs a pattern element on each side in its "
-                             "sequence: A ; ABSENT(B) ; C", e,
-                             "an absence at the start or the end of a pattern has no "
-                             "end in time (a deadline) in this version")
+        if e.deadline is not None and e is not self.trailing:
+            raise self.error("a deadline (ABSENT(...) WITHIN ...) ends the whole pattern: "
+                             "A ; ABSENT(B) WITHIN 5 MINUTES", e,
+                             "between two elements, write A ; ABSENT(B) ; C (no deadline)")
+        if not before:
+            raise self.error("ABSENT(...) needs a pattern element before it in its sequence: "
+                             "A ; ABSENT(B) ; C", e,
+                             "an absence before the first event of a pattern is not "
+                             "supported in this version")
+        if not after and e is not self.trailing:
+            raise self.error("ABSENT(...) at the end of a pattern needs a deadline: "
+                             "A ; ABSENT(B) WITHIN 5 MINUTES", e,
+                             "or put it between two elements: A ; ABSENT(B) ; C")
         self.check_formula(e.formula)
 
     def check_atom(self, a: ast.EventAtom) -> None:
@@ -634,6 +665,8 @@ class _Analyser:
                         self.absences.append(label)
                     out = NSeq(out, here, label)
                 gap = []
+            if gap:  # the trailing ABSENT(ψ) WITHIN T: ψ's atoms, for the engine's deadlines
+                self.deadline_atoms.append(tuple(gap))
             return out
         if isinstance(f, ast.Contig):
             return NContig(self.lower(f.left, pending, forced),
@@ -643,6 +676,36 @@ class _Analyser:
         if isinstance(f, ast.Repeat):
             return self.lower_repeat(f, pending, forced)
         raise self.error(f"{type(f).__name__} is not evaluated by this version", f)
+
+    def resolve_deadline(self, window: WindowSpec) -> Deadline | None:
+        """The trailing ``ABSENT(ψ) WITHIN T``: T on the attribute event time is ordered by,
+        ψ's condition the same in every FILTER alternative, no CONSUME BY or LIMIT (they act
+        when φ completes, before the deadline says whether it is reported)."""
+        e = self.trailing
+        if e is None:
+            return None
+        spec = self.window_spec(e.deadline)
+        ordered = window.attribute if window.kind in ("time", "attr") \
+            else self.schema.time_attribute
+        if spec.attribute != ordered:
+            raise self.error(f"the deadline is measured on {spec.attribute!r} but event time is "
+                             f"ordered by {ordered!r}", e.deadline,
+                             "give the deadline and the WITHIN window the same attribute")
+        for clause, value in (("CONSUME BY", self.q.consume not in (None, "NONE")),
+                              ("LIMIT", self.q.limit is not None)):
+            if value:
+                raise self.error(f"{clause} with an ABSENT(...) deadline is not supported", e,
+                                 f"{clause} would act when the pattern before ABSENT "
+                                 "completes, before the deadline says whether it is reported")
+        conditions = {tuple(sorted((tuple(sorted(a.types)), repr(a.guard), repr(a.streams))
+                                   for a in atoms)) for atoms in self.deadline_atoms}
+        if len(conditions) > 1:
+            raise self.error("the FILTER alternatives (OR) give the ABSENT(...) with a "
+                             "deadline different conditions", e,
+                             "filter the absent variable outside the OR: "
+                             "FILTER b[...] AND (x[...] OR y[...])")
+        atoms = tuple(a.id for group in self.deadline_atoms for a in group)
+        return Deadline(spec.epsilon, spec.attribute, atoms)
 
     def lower_repeat(self, f: ast.Repeat, pending: tuple, forced: tuple) -> NFormula:
         """φ{n,m} as copies of φ (each its own atoms): n - 1 copies, then between 1 and
@@ -684,6 +747,14 @@ def _children(f: ast.Formula) -> list[ast.Formula]:
     if isinstance(f, (ast.Or, ast.Seq, ast.Contig)):
         return [f.left, f.right]
     return []
+
+
+def _trailing_absence(f: ast.Formula) -> ast.Absent | None:
+    """The ``ABSENT(ψ) WITHIN T`` that ends the whole pattern (under its FILTERs), if any."""
+    while isinstance(f, ast.Filter):
+        f = f.formula
+    last = _sequence(f)[-1]
+    return last if isinstance(last, ast.Absent) and last.deadline is not None else None
 
 
 def _sequence(f: ast.Formula) -> list[ast.Formula]:

@@ -272,9 +272,12 @@ class Repeat(Node):
 class Absent(Node):
     """``ABSENT(φ)`` as an element of a ``;`` sequence: no event matching φ (one event: an
     atom, possibly with AS, or an OR of such) occurs between the elements around it. Its
-    variables bind nothing; filters on them say which events count."""
+    variables bind nothing; filters on them say which events count. ``deadline``
+    (``ABSENT(φ) WITHIN 5 MINUTES`` at the end of a pattern): no such event within that span
+    after the pattern's last event, reported once event time has passed it."""
 
     formula: Formula
+    deadline: TimeWindow | AttrWindow | None = None
 
 
 Formula = EventAtom | As | Filter | Or | Seq | Contig | Iter | Not | Absent | Repeat

@@ -246,7 +246,8 @@ def format_formula(f: ast.Formula) -> str:
     if isinstance(f, ast.Not):
         return f"NOT({format_formula(f.formula)})"
     if isinstance(f, ast.Absent):
-        return f"ABSENT({format_formula(f.formula)})"
+        deadline = "" if f.deadline is None else f" WITHIN {format_window(f.deadline)}"
+        return f"ABSENT({format_formula(f.formula)}){deadline}"
     raise TypeError(f"not a formula: {f!r}")
 
 

@@ -305,8 +305,15 @@ class ToAst(Transformer):
         return ast.Not(formula, **meta_pos(meta))
 
     def absent_(self, meta, ch):
-        formula = next(c for c in ch if not isinstance(c, Token))
-        return ast.Absent(formula, **meta_pos(meta))
+        formula = next(c for c in ch if not isinstance(c, Token | tuple))
+        deadline = next((c[1] for c in ch if isinstance(c, tuple)), None)
+        return ast.Absent(formula, deadline, **meta_pos(meta))
+
+    def deadline_time(self, meta, ch):
+        return ("@deadline", self.within_time(meta, ch)[1])
+
+    def deadline_attr(self, meta, ch):
+        return ("@deadline", self.within_attr(meta, ch)[1])
 
     # -- filters ---------------------------------------------------------------------------
     def filter_or(self, meta, ch):

@@ -76,6 +76,10 @@ def add_subcommands(sub) -> None:
     run.add_argument("--reorder-slack", type=int, default=None, metavar="D",
                      help="tolerate events up to D time units out of order: buffer them and "
                           "evaluate in time order (default: out-of-order time is an error)")
+    run.add_argument("--advance", type=int, default=None, metavar="T",
+                     help="at the end of the input, event time has reached T (a watermark): "
+                          "ABSENT(...) deadlines before T fire (default: nothing is known past "
+                          "the last event, so they do not)")
     run.add_argument("--stats", action="store_true", help="print engine counters on stderr")
     run.set_defaults(func=cmd_run)
 
@@ -119,6 +123,8 @@ def cmd_run(args) -> int:
     def everything():
         yield from source.feed(engine)
         yield from engine.flush()
+        if args.advance is not None:  # event time has reached it: deadlines before it fire
+            yield from engine.advance(args.advance)
 
     with source.naming(engine):
         write_complex_events(everything(), args.output, args.format,

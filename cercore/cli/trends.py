@@ -35,6 +35,7 @@ def run_command(args, text: str, schema: Schema) -> int:
     if source.live:
         def everything():
             yield from source.feed(engine)
+            yield from _advanced(engine, args)
             yield from engine.flush()
 
         with source.naming(engine):
@@ -42,7 +43,7 @@ def run_command(args, text: str, schema: Schema) -> int:
                                 stream=True)
         source.finish()
     else:
-        rows = list(source.feed(engine)) + engine.flush()
+        rows = list(source.feed(engine)) + _advanced(engine, args) + engine.flush()
         n_rows = write_rows(rows, query.columns, args.output, args.format)
     skipped = engine.skips.count
     if skipped:
@@ -104,3 +105,9 @@ def _aligned(cells: list, widths: list[int]) -> str:
 
 def _no_flush() -> None:
     pass
+
+
+def _advanced(engine, args) -> list:
+    """``--advance T``: the rows of the windows that event time T closes."""
+    t = getattr(args, "advance", None)
+    return [] if t is None else engine.advance(t)

@@ -24,6 +24,7 @@ from cercore.runtime.constants import (
     NOT_READ,
     window_start,
 )
+from cercore.runtime.deadlines import DeadlineQueue
 from cercore.runtime.event_predicates import EventPredicateCheck
 from cercore.runtime.interface import CompiledPlan, Evaluator, EvaluatorInput
 from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
@@ -95,6 +96,10 @@ class Engine(ReadsInput):
         self.consume = {None: CONSUME_NONE, "NONE": CONSUME_NONE, "ANY": CONSUME_ANY,
                         "PARTITION": CONSUME_PARTITION}[q.consume]
         self.latest_time = INT64_MIN  # window time of the last read event (store pruning)
+        # φ ; ABSENT(ψ) WITHIN T: φ's complex events wait for their deadline (runtime/deadlines)
+        deadline = self.analysed.deadline
+        self.deadlines = None if deadline is None else DeadlineQueue(deadline.span)
+        self.psi_bits = 0 if deadline is None else deadline.psi_bits
         # run_one's fixed arguments, and whether an event's window time is its read count
         self._one_args = (self.window.epsilon or 0, self.window.kind is not None,
                           NO_LIMIT if self.post else self.limit, self.window.kind == "events")
@@ -165,7 +170,12 @@ class Engine(ReadsInput):
         reorder slack holds up to ``t`` and returns the complex events they complete; from
         now on an event before ``t`` is late (raised, or skipped and counted)."""
         self._usable()
-        return [ce for batch in self._watermark(t) for ce in self._guarded(self._run(batch))]
+        out = [ce for batch in self._watermark(t) for ce in self._guarded(self._run(batch))]
+        if self.deadlines is not None:
+            due = self.deadlines.fire(t)
+            self.n_complex_events += len(due)
+            out += due
+        return out
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -237,7 +247,11 @@ class Engine(ReadsInput):
     def _evaluate_one(self, tid: int, row: dict | None, stream: int, pos: int) -> list | Iterator:
         """``_record`` after decoding: event ``pos`` of type ``tid`` (SKIPPED: skipped) with
         attributes ``row``; its time is checked here unless a MultiEngine checked it. Only
-        the events that can be part of a complex event are stored (``RecordChunk``)."""
+        the events that can be part of a complex event are stored (``RecordChunk``).
+
+        Under a deadline (``φ ; ABSENT(ψ) WITHIN T``), what the event returns is the complex
+        events due before its time; a ψ event drops its partition's pending ones, and φ's
+        complex events it completes wait for their deadline (``cercore.runtime.deadlines``)."""
         if tid == SKIPPED or not self.encoder.reads.reads_one(tid, stream):
             self.input.position = pos + 1
             return []
@@ -247,6 +261,9 @@ class Engine(ReadsInput):
         self.input.position = pos + 1
         if not passed:
             return []
+        queue = self.deadlines
+        out = [] if queue is None else queue.fire(order.last)
+        self.n_complex_events += len(out)
         epsilon, windowed, limit, by_tick = self._one_args
         if by_tick:
             t = self.tick
@@ -258,10 +275,12 @@ class Engine(ReadsInput):
         encoder = self.encoder
         letter = encoder.record_letter(tid, row, stream)
         if self.skip_inert and not encoder.relevant[letter]:
-            return []  # it can change nothing: not stepped, not stored
+            return out  # it can change nothing: not stepped, not stored
         pid = self.partitions.assign_one(tid, row)
         if pid == NO_PARTITION:
-            return []
+            return out
+        if self.psi_bits and encoder.atom_masks[letter] & self.psi_bits:
+            queue.drop(pid)  # (after what was due before it fired)
         self.latest_time = t
         store = self.store
         opened = store.add_record(pos, tid, row, t, letter, pid)
@@ -272,16 +291,20 @@ class Engine(ReadsInput):
         if found:
             if self.post:
                 found = self._post_one(found, view)
-            if type(found) is list:
+            if queue is not None:
+                for ce in found:
+                    queue.add(ce, order.last, pid)
+            elif type(found) is list:
                 self.n_complex_events += len(found)
+                out = found
             else:
-                found = self._counted(found)
+                out = self._counted(found)
         if evaluator.pop_reclaimed():
             self.partitions.forget(evaluator.live_partitions())
             store.prune(evaluator.last_tau)
         if opened:
             self._prune_window()
-        return found
+        return out
 
     def _post_one(self, found: list | Iterator, view) -> list:
         """One event's complex events after the evaluator: predicates between events, then
@@ -313,7 +336,16 @@ class Engine(ReadsInput):
         evaluator = self.evaluator
         view = self.store.view(self._bindings)
         found = evaluator.run(args, view=view)
-        if not self.post:
+        if self.deadlines is not None:
+            if self.event_check is not None:
+                found = (ce for ce in found
+                         if self.event_check.holds(view, ce.start, ce.end, ce.positions))
+            if self.selects is not None:
+                found = select_stream(self.selects, found, self.limit)
+            due = self._deadline_batch(batch, args, found)
+            self.n_complex_events += len(due)
+            yield from due
+        elif not self.post:
             before = evaluator.reported
             try:
                 yield from found
@@ -328,8 +360,40 @@ class Engine(ReadsInput):
                 yield ce
         self._finish(batch, error if raises else None, n_read)
 
+    def _deadline_batch(self, batch: Batch, args: EvaluatorInput, found: Iterator) -> list:
+        """A batch under a deadline, as ``_evaluate_one`` does it event by event: in position
+        order, a ψ event first fires what is due before its time, then drops its partition's
+        pending complex events; each complex event of φ joins the queue at its end; at the end,
+        what is due before the batch's last time fires."""
+        queue = self.deadlines
+        first = batch.first_position
+        times = batch.columns.values[self.analysed.deadline.attribute]
+        masks = self.encoder.atom_masks
+        psi = [int(k) for k in args.active.tolist()
+               if masks[args.letters[k]] & self.psi_bits]
+        out: list = []
+        j = 0
+        for ce in found:
+            end = ce.end - first
+            while j < len(psi) and psi[j] <= end:
+                k = psi[j]
+                out += queue.fire(int(times[k]))
+                queue.drop(int(args.pids[k]))
+                j += 1
+            queue.add(ce, int(times[end]), int(args.pids[end]))
+        for k in psi[j:]:
+            out += queue.fire(int(times[k]))
+            queue.drop(int(args.pids[k]))
+        if self.time_order.last is not None:
+            out += queue.fire(self.time_order.last)
+        return out
+
     def _run_arrays(self, batch: Batch, shared: dict | None = None,
                     raises: bool = True) -> MatchArrays:
+        if self.deadlines is not None:
+            raise ConfigError("process_arrays does not support ABSENT(...) with a deadline "
+                              "(complex events come out when their deadline passes); use "
+                              "process")
         args, error, n_read = self._prepare(batch, shared)
         view = self.store.view(self._bindings)
         start, end, offsets, positions = self.evaluator.run_arrays(args)

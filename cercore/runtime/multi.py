@@ -159,6 +159,11 @@ class MultiEngine(AsyncInput):
         out = [m for batch in self.input.advance(t) for m in self._run(batch)]
         for order, _ in self.time_orders:
             order.last = max(t, order.last if order.last is not None else t)
+        for name, engine in zip(self.names, self.engines):  # deadlines the watermark passes
+            if engine.deadlines is not None:
+                due = engine.deadlines.fire(t)
+                engine.n_complex_events += len(due)
+                out += [QueryMatch(name, ce) for ce in due]
         return out
 
     def process_arrays(self, events: Any, stream: str | None = None) -> dict[str, MatchArrays]:

@@ -1,0 +1,106 @@
+"""Trailing absence with a deadline: ``φ ; ABSENT(ψ) WITHIN T``.
+
+A complex event of φ that ends at time t is *pending* until event time passes t + T: it is
+reported then (on the first event the query reads whose time is after t + T, or on
+``advance(u)`` with u > t + T), unless a ψ event of its partition arrives first (time ≤ t + T).
+Since T is fixed and event time never goes back, deadlines come in the order the complex
+events were found: one FIFO queue fires them, and a ψ event drops every pending complex event of
+its partition (all of them are older than it and not yet due) -- O(1) amortised per event and
+per complex event, whatever T. ``flush()`` fires nothing: at the end of a finite input a
+deadline after the last event's time is not known to have passed (``advance`` says it has).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from cercore.runtime.output import ComplexEvent, Event
+
+
+class _Pending:
+    """One complex event waiting for its deadline (``alive`` False once fired or dropped)."""
+
+    __slots__ = ("alive", "ce", "deadline")
+
+    def __init__(self, ce: ComplexEvent, deadline: int) -> None:
+        self.ce = ce
+        self.deadline = deadline
+        self.alive = True
+
+
+class DeadlineQueue:
+    """The pending complex events: in deadline order, and per partition for dropping."""
+
+    def __init__(self, span: int) -> None:
+        self.span = span
+        self.queue: deque[_Pending] = deque()
+        self.by_partition: dict[int, list[_Pending]] = {}
+        self.n_pending = 0
+
+    def add(self, ce: ComplexEvent, time: int, pid: int) -> None:
+        """``ce`` (of partition ``pid``) ends at event time ``time``: due after time + T."""
+        entry = _Pending(ce, time + self.span)
+        self.queue.append(entry)
+        self.by_partition.setdefault(pid, []).append(entry)
+        self.n_pending += 1
+
+    def fire(self, now: int) -> list[ComplexEvent]:
+        """Event time is ``now`` (or a watermark at ``now``): the pending complex events whose
+        deadline is before it, in deadline order."""
+        queue = self.queue
+        out = []
+        while queue and queue[0].deadline < now:
+            entry = queue.popleft()
+            if entry.alive:
+                entry.alive = False
+                self.n_pending -= 1
+                out.append(entry.ce)
+        return out
+
+    def drop(self, pid: int) -> None:
+        """A ψ event of partition ``pid`` arrived (after ``fire`` at its time): every pending
+        complex event of that partition is ruled out."""
+        for entry in self.by_partition.pop(pid, ()):
+            if entry.alive:
+                entry.alive = False
+                self.n_pending -= 1
+
+    # ---- pickling: complex events as plain data (their store view stays behind) --------------
+    def __getstate__(self) -> dict:
+        live = [e for e in self.queue if e.alive]
+        pid_of = {id(e): pid for pid, entries in self.by_partition.items() for e in entries}
+        return {"span": self.span,
+                "pending": [(_as_data(e.ce), e.deadline, pid_of.get(id(e))) for e in live]}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["span"])
+        for data, deadline, pid in state["pending"]:
+            entry = _Pending(_from_data(*data), deadline)
+            self.queue.append(entry)
+            if pid is not None:
+                self.by_partition.setdefault(pid, []).append(entry)
+            self.n_pending += 1
+
+
+def _as_data(ce: ComplexEvent) -> tuple:
+    return (ce.start, ce.end, tuple(ce.positions), ce.start_time, ce.end_time,
+            [(e.type, e.position, dict(e.attributes)) for e in ce.events], dict(ce.bindings))
+
+
+class _Stored:
+    """Events and bindings of a complex event restored from a pickle."""
+
+    def __init__(self, events: list[tuple], bindings: dict) -> None:
+        self.events = {p: Event(t, p, a) for t, p, a in events}
+        self.bindings = bindings
+
+    def event(self, position: int) -> Event:
+        return self.events[position]
+
+    def bind(self, ce) -> dict:
+        return self.bindings
+
+
+def _from_data(start, end, positions, start_time, end_time, events, bindings) -> ComplexEvent:
+    stored = _Stored(events, bindings)
+    return ComplexEvent(start, end, positions, start_time, end_time, stored.event, stored.bind)

@@ -1,0 +1,234 @@
+"""Absence and counted iteration against the brute-force oracle (tests/oracle.py, whose
+docstring states the semantics; docs/DESIGN.md, "Absence").
+
+- ``A ; ABSENT(B) ; C`` and ``A{n,m}`` are drawn by the full-CEQL strategies and checked in
+  test_full_ceql_vs_oracle.py; here, hand-checked examples of each.
+- ``φ ; ABSENT(ψ) WITHIN T`` (a deadline): random φ from the full strategies, ψ one event
+  (filtered from inside or through FILTER on its variable), PARTITION BY, windows and
+  strategies, on both backends and every input path -- bulk with random cuts, push, a live
+  generator, a multi_engine -- with or without a final watermark (``advance``): the same
+  complex events as the oracle, reported in deadline order, never before the deadline has
+  passed; a restart from a pickle in the middle loses and repeats nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from oracle import evaluate_with_bindings, starts_unreported
+from strategies import VARIABLES, _attrs_of, _filter_expr, bindable, queries, schemas, streams
+from support import BACKENDS
+
+import cercore
+from cercore.ceql import ast, printer
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                      HealthCheck.filter_too_much])
+DECL = """CREATE STREAM S {
+  EVENT A { v:int, k:int, ts:primary_time },
+  EVENT B { v:int, k:int, ts:primary_time },
+  EVENT C { v:int, k:int, ts:primary_time } }"""
+
+
+def ces(found) -> list[tuple]:
+    return [(ce.start, ce.end, tuple(ce.positions)) for ce in found]
+
+
+def ev(t: str, ts: int, v: int = 0, k: int = 0) -> tuple[str, dict]:
+    return (t, {"v": v, "k": k, "ts": ts})
+
+
+# ---- absence between events and counted iteration: hand-checked -----------------------------
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_absence_between_events(backend):
+    q = cercore.compile("SELECT * FROM S WHERE A ; ABSENT(B AS b) ; C FILTER b[v > 1]", DECL)
+    stream = [ev("A", 0), ev("B", 1, v=1), ev("C", 2), ev("B", 3, v=5), ev("C", 4), ev("A", 5),
+              ev("C", 6)]
+    # the B at 1 does not count (v = 1); the B at 3 rules out A(0) with C(4)
+    assert ces(q.engine(backend).process(stream)) == [(0, 2, (0, 2)), (5, 6, (5, 6))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_absence_is_scoped_by_partition(backend):
+    q = cercore.compile("SELECT * FROM S WHERE A ; ABSENT(B) ; C PARTITION BY [k]", DECL)
+    stream = [ev("A", 0, k=0), ev("B", 1, k=1), ev("C", 2, k=0), ev("B", 3, k=0), ev("C", 4)]
+    assert ces(q.engine(backend).process(stream)) == [(0, 2, (0, 2))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_counted_iteration(backend):
+    stream = [ev("A", 0), ev("A", 1), ev("B", 2), ev("A", 3), ev("C", 4)]
+
+    def run(formula: str) -> set:
+        q = cercore.compile(f"SELECT * FROM S WHERE {formula}", DECL)
+        return {c[2] for c in ces(q.engine(backend).process(stream))}
+
+    assert run("A{2} ; C") == {(0, 1, 4), (0, 3, 4), (1, 3, 4)}
+    assert run("A{2,3} ; C") == {(0, 1, 4), (0, 3, 4), (1, 3, 4), (0, 1, 3, 4)}
+    assert run("A{3,} ; C") == {(0, 1, 3, 4)}
+    assert run("A:{2}") == {(0, 1)}  # adjacent: B breaks A(1) A(3)
+    assert run("A{1}") == run("A")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("A{0}", "1 <= n <= m"), ("A{3,2}", "1 <= n <= m"), ("A{101}", "at most 100"),
+    ("ABSENT(B) ; A", "before it"), ("A ; ABSENT(B)", "needs a deadline"),
+    ("ABSENT(B)", "between two elements"), ("A ; ABSENT(B) WITHIN 1 SECONDS ; C", "ends the "
+                                            "whole pattern"),
+    ("A ; ABSENT(B ; C) ; C", "one event"),
+    ("A AS a ; ABSENT(B AS b) ; C FILTER a.v = b.v", "cannot name 'b'"),
+])
+def test_misplaced_absence_and_bad_counts_are_located_errors(text, message):
+    with pytest.raises(cercore.CEQLError, match=message) as info:
+        cercore.compile(f"SELECT * FROM S WHERE {text}", DECL)
+    assert "line 1, column" in str(info.value)
+
+
+@pytest.mark.parametrize("tail, message", [
+    ("LIMIT 1", "LIMIT with an ABSENT"), ("CONSUME BY ANY", "CONSUME BY with an ABSENT"),
+])
+def test_deadline_refuses_what_acts_before_it(tail, message):
+    with pytest.raises(cercore.CEQLSemanticError, match=message):
+        cercore.compile(f"SELECT * FROM S WHERE A ; ABSENT(B) WITHIN 1 SECONDS {tail}", DECL)
+
+
+def test_deadline_must_use_the_ordered_time():
+    with pytest.raises(cercore.CEQLSemanticError, match="measured on 'v'"):
+        cercore.compile("SELECT * FROM S WHERE A ; ABSENT(B) WITHIN 5 [v]", DECL)
+
+
+# ---- deadlines: hand-checked ----------------------------------------------------------------
+STREAM = [ev("A", 0, k=1), ev("B", 1, v=0, k=1), ev("A", 2, k=2), ev("B", 4, v=5, k=2),
+          ev("A", 6, k=1), ev("A", 12, k=1), ev("B", 13, v=9, k=1)]
+DEADLINE = ("SELECT * FROM S WHERE A AS a ; ABSENT(B AS b) WITHIN 5 SECONDS "
+            "FILTER b[v > 1] PARTITION BY [k]")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deadline_fires_on_the_first_later_event(backend):
+    q = cercore.compile(DEADLINE, DECL)
+    e = q.engine(backend)
+    got = [ces(e.push(*x)) for x in STREAM]
+    # A(0): the B at 1 has v = 0 (does not count); due after 5: fires on the event at 6.
+    # A(2): its partition's B at 4 (v = 5) rules it out. A(4) (ts 6) fires on ts 12.
+    # A(5) (ts 12): ruled out by the B at 13.
+    assert got == [[], [], [], [], [(0, 0, (0,))], [(4, 4, (4,))], []]
+    assert e.flush() == [] and e.advance(100) == []
+    assert e.stats["complex_events"] == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deadline_fires_on_a_watermark_not_on_flush(backend):
+    q = cercore.compile(DEADLINE, DECL)
+    e = q.engine(backend)
+    assert ces(e.process(STREAM[:5])) == [(0, 0, (0,))]
+    assert e.flush() == []  # A(4) at ts 6 is due after 11: not known to have passed
+    assert ces(e.advance(11)) == []  # an event at 11 could still rule it out
+    assert ces(e.advance(12)) == [(4, 4, (4,))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pending_deadlines_survive_a_pickle(backend):
+    q = cercore.compile(DEADLINE, DECL)
+    whole = q.engine(backend)
+    want = ces(whole.process(STREAM)) + ces(whole.advance(100))
+    e = q.engine(backend)
+    got = ces(e.process(STREAM[:5]))
+    for other in BACKENDS:
+        restored = pickle.loads(pickle.dumps(e)).to_backend(other)
+        rest = ces(restored.process(STREAM[5:])) + ces(restored.advance(100))
+        assert got + rest == want
+        assert restored.stats["complex_events"] == len(want)
+
+
+def test_process_arrays_refuses_a_deadline():
+    e = cercore.compile(DEADLINE, DECL).engine()
+    with pytest.raises(cercore.ConfigError, match="deadline"):
+        e.process_arrays(STREAM)
+
+
+# ---- deadlines: random queries and streams against the oracle -------------------------------
+@st.composite
+def deadline_cases(draw):
+    schema = draw(schemas())
+    q = draw(queries(schema, full=True, max_depth=2))
+    q = ast.Query(q.formula, strategy=q.strategy, projection=q.projection, streams=q.streams,
+                  partition_by=q.partition_by, within=q.within)
+    ordered = q.within.attribute if isinstance(q.within, ast.AttrWindow) \
+        else schema.time_attribute
+    assume(ordered is not None)
+    visible = sorted({t for s in (q.streams or schema.streams)
+                      for t in schema.streams[s].event_types})
+    psi: ast.Formula = ast.EventAtom(draw(st.sampled_from(visible)))
+    if draw(st.booleans()):
+        psi = ast.Or(psi, ast.EventAtom(draw(st.sampled_from(visible))))
+    binds = bindable(psi)
+    var = None
+    if draw(st.booleans()):
+        var = draw(st.sampled_from(VARIABLES))
+        psi = ast.As(psi, var)
+        binds = {var: set().union(*binds.values())}
+    span = draw(st.sampled_from([0, 1, 2, 4]))
+    formula: ast.Formula = ast.Seq(q.formula, ast.Absent(psi, ast.AttrWindow(span, ordered)))
+    if var is not None and draw(st.booleans()) and any(
+            t.is_numeric for t in _attrs_of(schema, binds[var]).values()):
+        formula = ast.Filter(formula, draw(_filter_expr(schema, binds, 1)))
+    q = ast.Query(formula, strategy=q.strategy, projection=q.projection, streams=q.streams,
+                  partition_by=q.partition_by, within=q.within)
+    events = draw(streams(schema, 8, favour=set(bindable(q.formula)) & set(schema.event_types)))
+    cuts = sorted(draw(st.lists(st.integers(0, len(events)), max_size=3)))
+    last = max((e[1].get(ordered) or 0 for e in events), default=0)
+    watermark = draw(st.sampled_from([None, None, last, last + 1, last + 3, last + 100]))
+    return schema, q, events, cuts, watermark
+
+
+def runs(compiled, events, cuts, watermark, backend):
+    """(path, complex events) for each way of feeding ``events``."""
+    def finish(engine, found):
+        return found + (ces(engine.advance(watermark)) if watermark is not None else [])
+
+    out = []
+    e = compiled.engine(backend)
+    pieces = [0, *cuts, len(events)]
+    out.append(("bulk", finish(e, [c for lo, hi in itertools.pairwise(pieces)
+                                   for c in ces(e.process(events[lo:hi]))])))
+    e = compiled.engine(backend)
+    out.append(("push", finish(e, [c for t, a in events for c in ces(e.push(t, a))])))
+    e = compiled.engine(backend)
+    out.append(("live", finish(e, ces(e.process(iter(events))))))
+    m = cercore.multi_engine({"q": compiled, "all": cercore.compile(
+        "SELECT * WHERE " + printer.format_formula(ast.EventAtom(events[0][0])),
+        compiled.schema) if events else compiled}, backend=backend)
+    found = [(x.start, x.end, tuple(x.positions)) for x in m.process(events) if x.query == "q"]
+    if watermark is not None:
+        found += [(x.start, x.end, tuple(x.positions)) for x in m.advance(watermark)
+                  if x.query == "q"]
+    out.append(("multi", found))
+    return out
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(deadline_cases())
+def test_deadlines_equal_the_oracle(case):
+    schema, q, events, cuts, watermark = case
+    text = printer.format_query(q)
+    if q.strategy in ("NEXT", "LAST", "MAX") and starts_unreported(q):
+        return
+    try:
+        compiled = cercore.compile(text, schema)
+    except cercore.CEQLSemanticError as e:
+        pytest.fail(f"refused:\n{text}\n{e}")
+    expected = {(s, end, ps) for end, found in
+                evaluate_with_bindings(q, schema, events, watermark).items()
+                for s, ps in found}
+    times = {p: events[p][1].get(compiled.analysed.deadline.attribute) for p in range(len(events))}
+    for backend in BACKENDS:
+        for path, got in runs(compiled, events, cuts, watermark, backend):
+            assert set(got) == expected and len(got) == len(set(got)), (backend, path, text)
+            # reported in deadline order: the times of their ends never go back
+            ends = [times[c[1]] for c in got]
+            assert ends == sorted(ends), (backend, path, text)
