@@ -287,11 +287,9 @@ class TrendEngine(ReadsInput):
 
     def _event(self, tid: int, attrs: dict, pos: int) -> list[dict]:
         """One read, time-checked event: joins its timestamp group; the rows of the windows
-        that close before it."""
+        that close before it -- whether or not the query accepts it (event time has moved on
+        either way)."""
         node = self.accept(tid, attrs, pos)
-        if node is None:
-            return []
-        vs, pkey = node
         t = pos if self.time_attribute is None else attrs[self.time_attribute]
         rows: list[dict] = []
         if t != self.pending_time:
@@ -299,6 +297,9 @@ class TrendEngine(ReadsInput):
             if self.plan.window is not None:
                 rows = self._close_until(t)
             self.pending_time = t
+        if node is None:
+            return rows
+        vs, pkey = node
         self.events_read += 1
         group = self.pending.get(pkey)
         if group is None:
