@@ -4,6 +4,7 @@
     cercore-bench suite [...]           # the paper's workloads x datasets x backends (+ pycer)
     cercore-bench scaling [...]         # Cython vs Python, vs window, vs length, memory
     cercore-bench realtime [...]        # events pushed one at a time; latency to output
+    cercore-bench absence [...]         # ABSENT and deadlines beside the same query without
     cercore-bench cogra | prepp [...]   # plug-in experiments (trend aggregation, push-pull)
 
 Plug-ins: ``EXPERIMENTS`` maps a subcommand to a module defining
@@ -33,7 +34,8 @@ from cercore.runtime.backend import CYTHON_AVAILABLE
 
 EXPERIMENTS = {"cogra": "cercore.trends.experiment", "prepp": "cercore.network.experiment",
                "breakdown": "cercore.bench.breakdown", "multi": "cercore.bench.multiquery",
-               "spark": "cercore.bench.spark", "realtime": "cercore.bench.realtime"}
+               "spark": "cercore.bench.spark", "realtime": "cercore.bench.realtime",
+               "absence": "cercore.bench.absence"}
 DATASETS = ("stock_trace", "stocks", "smart_homes", "taxis")
 FAMILIES = ("sequence", "no-output", "window", "operators")
 BUILTIN = ("core", "suite", "scaling")

@@ -350,14 +350,14 @@ def rss_bytes() -> int:
         return 0
 
 
-def memory_child(backend: str, n: int) -> dict:
-    """Push ``n`` cycled trace events through the PARTITION BY query (WITHIN 1000
-    [stock_time]) on ``backend``, sampling RSS ``MEMORY_SAMPLES`` times."""
+def memory_child(backend: str, n: int, query: str = PARTITIONED) -> dict:
+    """Push ``n`` cycled trace events through ``query`` (default: the PARTITION BY query,
+    WITHIN 1000 [stock_time]) on ``backend``, sampling RSS ``MEMORY_SAMPLES`` times."""
     from cercore.bench import datasets
 
     schema = datasets.schema("stock_trace")
     events = records(datasets.stock_trace(None))
-    engine = cercore.compile(PARTITIONED, schema).engine(backend)
+    engine = cercore.compile(query, schema).engine(backend)
     push = engine.push
     every = max(n // MEMORY_SAMPLES, 1)
     samples = []
@@ -369,14 +369,14 @@ def memory_child(backend: str, n: int) -> dict:
     return {"backend": backend, "events": n, "outputs": outputs, "samples": samples}
 
 
-def memory_rows(backends: list[str], n: int) -> list[dict]:
+def memory_rows(backends: list[str], n: int, query: str = PARTITIONED) -> list[dict]:
     """RSS under push per backend, each in a fresh interpreter (what one backend allocated
     does not hide the other's growth): RSS after the first tenth of the stream (warm) and at
     its end, and the largest sample."""
     rows = []
     for b in backends:
         code = ("import json, sys; from cercore.bench.realtime import memory_child; "
-                f"print(json.dumps(memory_child({b!r}, {n})))")
+                f"print(json.dumps(memory_child({b!r}, {n}, {query!r})))")
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               check=False)
         if done.returncode != 0:

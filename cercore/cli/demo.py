@@ -22,7 +22,7 @@ class DemoQuery:
     text: str
 
 
-DEMO_QUERIES = ("s3_sell_buy_buy", "rising_price_run", "block_sells")
+DEMO_QUERIES = ("s3_sell_buy_buy", "rising_price_run", "block_sells", "unanswered_sells")
 DEMO_TIME_UNIT = "ms"  # stock_time is milliseconds since midnight (see data/README)
 
 

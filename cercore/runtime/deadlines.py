@@ -20,28 +20,33 @@ from cercore.runtime.output import ComplexEvent, Event
 class _Pending:
     """One complex event waiting for its deadline (``alive`` False once fired or dropped)."""
 
-    __slots__ = ("alive", "ce", "deadline")
+    __slots__ = ("alive", "ce", "deadline", "pid")
 
-    def __init__(self, ce: ComplexEvent, deadline: int) -> None:
+    def __init__(self, ce: ComplexEvent, deadline: int, pid: int) -> None:
         self.ce = ce
         self.deadline = deadline
+        self.pid = pid
         self.alive = True
 
 
 class DeadlineQueue:
-    """The pending complex events: in deadline order, and per partition for dropping."""
+    """The pending complex events: in deadline order, and per partition (the live ones, also
+    in deadline order) for dropping."""
 
     def __init__(self, span: int) -> None:
         self.span = span
         self.queue: deque[_Pending] = deque()
-        self.by_partition: dict[int, list[_Pending]] = {}
+        self.by_partition: dict[int, deque[_Pending]] = {}  # only partitions with live ones
         self.n_pending = 0
 
     def add(self, ce: ComplexEvent, time: int, pid: int) -> None:
         """``ce`` (of partition ``pid``) ends at event time ``time``: due after time + T."""
-        entry = _Pending(ce, time + self.span)
+        entry = _Pending(ce, time + self.span, pid)
         self.queue.append(entry)
-        self.by_partition.setdefault(pid, []).append(entry)
+        mine = self.by_partition.get(pid)
+        if mine is None:
+            mine = self.by_partition[pid] = deque()
+        mine.append(entry)
         self.n_pending += 1
 
     def fire(self, now: int) -> list[ComplexEvent]:
@@ -55,30 +60,34 @@ class DeadlineQueue:
                 entry.alive = False
                 self.n_pending -= 1
                 out.append(entry.ce)
+                mine = self.by_partition[entry.pid]
+                mine.popleft()  # the oldest live one of its partition: this one
+                if not mine:
+                    del self.by_partition[entry.pid]
         return out
+
+    def waiting(self, pid: int) -> bool:
+        """Whether partition ``pid`` has pending complex events (a ψ event matters)."""
+        return pid in self.by_partition
 
     def drop(self, pid: int) -> None:
         """A ψ event of partition ``pid`` arrived (after ``fire`` at its time): every pending
         complex event of that partition is ruled out."""
         for entry in self.by_partition.pop(pid, ()):
-            if entry.alive:
-                entry.alive = False
-                self.n_pending -= 1
+            entry.alive = False
+            self.n_pending -= 1
 
     # ---- pickling: complex events as plain data (their store view stays behind) --------------
     def __getstate__(self) -> dict:
-        live = [e for e in self.queue if e.alive]
-        pid_of = {id(e): pid for pid, entries in self.by_partition.items() for e in entries}
         return {"span": self.span,
-                "pending": [(_as_data(e.ce), e.deadline, pid_of.get(id(e))) for e in live]}
+                "pending": [(_as_data(e.ce), e.deadline, e.pid) for e in self.queue if e.alive]}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["span"])
         for data, deadline, pid in state["pending"]:
-            entry = _Pending(_from_data(*data), deadline)
+            entry = _Pending(_from_data(*data), deadline, pid)
             self.queue.append(entry)
-            if pid is not None:
-                self.by_partition.setdefault(pid, []).append(entry)
+            self.by_partition.setdefault(pid, deque()).append(entry)
             self.n_pending += 1
 
 

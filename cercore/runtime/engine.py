@@ -274,13 +274,17 @@ class Engine(ReadsInput):
         self.tick += 1
         encoder = self.encoder
         letter = encoder.record_letter(tid, row, stream)
+        pid = None
+        if self.psi_bits and encoder.atom_masks[letter] & self.psi_bits:
+            pid = self.partitions.assign_one(tid, row)
+            if pid != NO_PARTITION:
+                queue.drop(pid)  # (after what was due before it fired)
         if self.skip_inert and not encoder.relevant[letter]:
             return out  # it can change nothing: not stepped, not stored
-        pid = self.partitions.assign_one(tid, row)
+        if pid is None:
+            pid = self.partitions.assign_one(tid, row)
         if pid == NO_PARTITION:
             return out
-        if self.psi_bits and encoder.atom_masks[letter] & self.psi_bits:
-            queue.drop(pid)  # (after what was due before it fired)
         self.latest_time = t
         store = self.store
         opened = store.add_record(pos, tid, row, t, letter, pid)
@@ -364,28 +368,50 @@ class Engine(ReadsInput):
         """A batch under a deadline, as ``_evaluate_one`` does it event by event: in position
         order, a ψ event first fires what is due before its time, then drops its partition's
         pending complex events; each complex event of φ joins the queue at its end; at the end,
-        what is due before the batch's last time fires."""
+        what is due before the time of the batch's last event the query reads fires. Only the
+        ψ events that can find something waiting are visited: per partition, the first one
+        after each complex event and the first one of a partition already waiting."""
         queue = self.deadlines
         first = batch.first_position
         times = batch.columns.values[self.analysed.deadline.attribute]
-        masks = self.encoder.atom_masks
-        psi = [int(k) for k in args.active.tolist()
-               if masks[args.letters[k]] & self.psi_bits]
+        letters, pids = args.letters, args.pids
+        read = letters != NOT_READ
+        satisfying = np.append(self.encoder.letters_satisfying(self.psi_bits), False)
+        psi = np.flatnonzero((pids != NO_PARTITION) & satisfying[np.where(read, letters, -1)])
+        ces = list(found)
+        ends = np.fromiter((ce.end - first for ce in ces), dtype=np.int64, count=len(ces))
+        if len(psi):
+            # ψ events keyed (partition, position); the next one after each end, and the first
+            # one of each partition waiting since earlier batches
+            stride = batch.n + 1
+            keys = pids[psi] * stride + psi
+            order = np.argsort(keys, kind="stable")
+            keys, psi = keys[order], psi[order]
+            owners = np.concatenate([pids[ends], np.fromiter(queue.by_partition, np.int64)])
+            probes = owners * stride + np.concatenate([ends, np.full(len(owners) - len(ends),
+                                                                     -1, np.int64)])
+            at = np.searchsorted(keys, probes, side="right")
+            found_at = at < len(keys)
+            at, owners = at[found_at], owners[found_at]
+            psi = np.unique(psi[at[keys[at] // stride == owners]])
+        psi_pos, psi_pid = psi.tolist(), pids[psi].tolist()
+        psi_time = times[psi].tolist()
         out: list = []
-        j = 0
-        for ce in found:
-            end = ce.end - first
-            while j < len(psi) and psi[j] <= end:
-                k = psi[j]
-                out += queue.fire(int(times[k]))
-                queue.drop(int(args.pids[k]))
+        j, n = 0, len(psi_pos)
+        for ce, end in zip(ces, ends.tolist()):
+            while j < n and psi_pos[j] <= end:
+                if queue.waiting(psi_pid[j]):
+                    out += queue.fire(psi_time[j])
+                    queue.drop(psi_pid[j])
                 j += 1
-            queue.add(ce, int(times[end]), int(args.pids[end]))
-        for k in psi[j:]:
-            out += queue.fire(int(times[k]))
-            queue.drop(int(args.pids[k]))
-        if self.time_order.last is not None:
-            out += queue.fire(self.time_order.last)
+            queue.add(ce, int(times[end]), int(pids[end]))
+        for k in range(j, n):
+            if queue.waiting(psi_pid[k]):
+                out += queue.fire(psi_time[k])
+                queue.drop(psi_pid[k])
+        last_read = np.flatnonzero(read)[-1:]  # (in a multi_engine, the order's last time
+        if len(last_read):                      # may be an event another query reads)
+            out += queue.fire(int(times[last_read[0]]))
         return out
 
     def _run_arrays(self, batch: Batch, shared: dict | None = None,

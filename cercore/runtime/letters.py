@@ -47,8 +47,10 @@ class LetterEncoder:
         # NOT(...) and ABSENT(...) labels: satisfied when no branch is
         self.negations = analysed.negations + analysed.absences
         # the bits an inert letter may still have: an event that satisfies no atom satisfies
-        # every absence label, and only loops in the gaps they label (as in any gap)
-        self.absence_bits = sum(1 << n.id for n in analysed.absences)
+        # every absence label, and only loops in the gaps they label (as in any gap); the
+        # atoms of a deadline's ψ label no transition (the engine reads them, not the automaton)
+        self.absence_bits = sum(1 << n.id for n in analysed.absences) | (
+            0 if analysed.deadline is None else analysed.deadline.psi_bits)
         n_types = max(len(analysed.schema.event_types), 1)
         self.reads = ReadFilter(n_types, analysed.visible_types, len(analysed.schema.streams),
                                 analysed.from_streams)
@@ -152,6 +154,15 @@ class LetterEncoder:
             self.relevant.append(mask & ~self.absence_bits != 0)
             self.keys.append(key)
         return letter
+
+    def letters_satisfying(self, bits: int) -> np.ndarray:
+        """letter -> satisfies one of the labels in ``bits`` (bool; cached per ``bits`` until a
+        new letter appears)."""
+        cache = self.__dict__.setdefault("_satisfying", {})
+        table = cache.get(bits)
+        if table is None or len(table) != len(self.atom_masks):
+            table = cache[bits] = np.array([m & bits != 0 for m in self.atom_masks], dtype=bool)
+        return table
 
     def _relevant_table(self) -> np.ndarray:
         """letter -> not inert (uint8)."""

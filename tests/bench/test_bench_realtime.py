@@ -94,3 +94,16 @@ def test_memory_run_pushes_a_cycled_trace_in_a_fresh_process():
     assert len(rows) == 1 and rows[0]["events"] == 2_000 and rows[0]["outputs"] > 0
     assert 0 < rows[0]["rss_warm_mib"] and rows[0]["rss_max_mib"] >= rows[0]["rss_end_mib"]
     assert "growth" in realtime.format_memory(rows)
+
+
+def test_absence_bench_runs_both_pairs_and_paths(capsys, tmp_path):
+    """``cercore-bench absence``: each pair (between, deadline) on bulk and push, outputs of the
+    query with the absence counted; no timing asserted."""
+    rc = cli.main(["absence", "--replay", "1", "--push-events", "300", "--repeat", "1",
+                   "--backend", BACKENDS[-1], "--out", str(tmp_path)])
+    assert rc == 0
+    rows = json.loads((tmp_path / "results.json").read_text())
+    assert [(r["pair"], r["path"]) for r in rows] == [
+        ("between", "bulk"), ("between", "push"), ("deadline", "bulk"), ("deadline", "push")]
+    for r in rows:  # an absence only removes complex events
+        assert 0 < r["outputs_with"] <= r["outputs_without"] and r["ratio"] > 0

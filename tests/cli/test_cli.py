@@ -12,6 +12,7 @@ import pytest
 
 import cercore
 from cercore.cli import main
+from cercore.cli.demo import DEMO_QUERIES
 
 DECL = "CREATE STREAM S { EVENT A { id:int, v:double }, EVENT B { id:int, v:double } }"
 QUERY = "SELECT * FROM S WHERE A AS a ; B AS b FILTER a[v > 1]"
@@ -149,7 +150,7 @@ def test_demo_limit_1(capsys):
     code, out, err = run_cli(capsys, "demo", "--limit", "1", "--backend", "python")
     assert code == 0, err
     blocks = out.split("\n== ")[1:]
-    assert len(blocks) == 3
+    assert len(blocks) == len(DEMO_QUERIES)
     for block in blocks:
         n = int(block.split("-> ")[1].split(" complex events")[0].replace(",", ""))
         assert n > 0, block
