@@ -53,6 +53,7 @@ class Extent:
     lo: int | None          # extent of the ordering column (None: no rows)
     hi: int | None
     cuts: tuple[int, ...] = ()  # bucket bounds: bucket b holds cuts[b-1] <= value < cuts[b]
+    latest: int | None = None  # under a deadline: the latest time of the events the query reads
 
 
 def order_columns(prep: Prepared) -> list[str]:
@@ -79,11 +80,40 @@ def measure(prep: Prepared, *, buckets: int) -> Extent:
     if buckets > 1:
         fractions = [i / buckets for i in range(1, buckets)]
         aggs.append(F.percentile_approx(first, fractions, 10_000).alias("cuts"))
+    latest = read_time(prep)
+    if latest is not None:
+        aggs.append(F.max(latest).alias("latest"))
     r = prep.df.agg(*aggs).collect()[0].asDict()
     cuts = tuple(sorted(set(r.get("cuts") or ()) - {r["lo"], None}))  # bucket 0 not empty
     if prep.time is None:  # a null sequence value sorts first, in bucket 0
-        return Extent(r["n"], 0, r["lo"], r["hi"], cuts)
-    return Extent(r["rows"], r["n"] - r["rows"], r["lo"], r["hi"], cuts)
+        return Extent(r["n"], 0, r["lo"], r["hi"], cuts, r.get("latest"))
+    return Extent(r["rows"], r["n"] - r["rows"], r["lo"], r["hi"], cuts, r.get("latest"))
+
+
+def read_time(prep: Prepared):
+    """Under a deadline (``φ ; ABSENT(ψ) WITHIN T``): a column holding each row's time on the
+    deadline's attribute where the query reads the row and its type carries that attribute
+    (null elsewhere) -- the rows whose time the local engine's event time follows, so its
+    maximum is how far event time gets over the whole input. None without a deadline."""
+    from pyspark.sql import functions as F
+
+    job = prep.job
+    analysed = job.compiled().analysed
+    deadline = analysed.deadline
+    if deadline is None:
+        return None
+    schema = prep.schema
+    attr = deadline.attribute
+    source = TIME if attr == prep.time else dict(job.engine_sources)[attr]
+    names = schema.type_names
+    carriers = [names[i] for i in sorted(analysed.visible_types)
+                if schema.event_types[names[i]].has(attr)]
+    read = F.col(job.type_source).isin(carriers)
+    if job.stream_column is not None and analysed.from_streams is not None:
+        names = [n for n, i in schema.stream_ids.items() if i in analysed.from_streams]
+        stream = F.col(job.stream_column)
+        read = read & (stream.isNull() | stream.isin(names))
+    return F.when(read, F.col(source).cast("long"))
 
 
 def bucket_of(column: str, cuts: tuple[int, ...]):
@@ -175,12 +205,12 @@ def into_partitions(df, n: int, index):
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
                     parallelism: int) -> int:
-    """WA: at least D_C (so each event lies in at most two slices), and large enough that
-    the data makes about four slices per core."""
+    """WA: at least D_C (+ T under a deadline: so each event lies in at most two slices),
+    and large enough that the data makes about four slices per core."""
     if plan.coordinate == "position":
         lo, hi = 0, max(rows - 1, 0)
     extent = 0 if lo is None else hi - lo + 1
-    return max(plan.span_limit, -(-extent // max(4 * parallelism, 1)))
+    return max(plan.span_limit + plan.reach, -(-extent // max(4 * parallelism, 1)))
 
 
 def slice_range(plan: SparkPlan, lo: int | None, hi: int | None, rows: int, advance: int
@@ -257,7 +287,7 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     arrow_schema = to_arrow_schema(out_struct, timezone=tz)
     slices = None if advance is None else (advance, plan.span_limit - 1)
     body = partial(run_sorted_groups, job=prep.job, slices=slices, out_schema=arrow_schema,
-                   starts=starts)
+                   starts=starts, until=extent.latest)
     return df.mapInArrow(body, out_struct), advance, n
 
 

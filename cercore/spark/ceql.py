@@ -9,7 +9,15 @@ from cercore.errors import CercoreError
 from cercore.query import CompiledQuery
 from cercore.schema import Schema
 from cercore.spark.frames import Prepared, prepare
-from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan, streaming_tcer
+from cercore.spark.plan import (
+    KEYED,
+    SINGLE,
+    TCER,
+    SparkPlan,
+    choose_plan,
+    deadline_line,
+    streaming_tcer,
+)
 
 PLANS = ("auto", TCER, KEYED, SINGLE)
 
@@ -51,7 +59,7 @@ def _plan_for(prep: Prepared, compiled: CompiledQuery, plan: str, streaming: boo
         if streaming and plan == TCER else None
     if sliced is not None:
         return SparkPlan(TCER, sliced.reason + "; requested for the stream", sliced.coordinate,
-                         sliced.span_limit)
+                         sliced.span_limit, reach=sliced.reach)
     raise CercoreError(f"plan {plan!r} is not exact for this query ({auto.reason}); "
                        f"use plan='auto' ({auto.kind}) or 'single'")
 
@@ -159,6 +167,9 @@ def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
     lines = [plan.describe(slice_advance)]
     if plan.history_dependent and plan.kind != TCER:
         lines.append(f"history-dependent: {plan.history_dependent}")
+    deadline = deadline_line(compiled.analysed, plan, bool(streaming))
+    if deadline is not None:
+        lines.append(deadline)
     lines.append(_order_line(order, sequence, bool(streaming)))
     if streaming:
         lines.append("streaming: transformWithStateInPandas, one engine state per "

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cercore.io import _arrow_type
+from cercore.runtime.output import MatchArrays
 from cercore.schema import Schema
 from cercore.spark.match_id import match_ids
 
@@ -93,7 +94,8 @@ def group_runs(values: pa.Array) -> list[tuple[int, int]]:
 
 def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
                       slices: tuple[int, int] | None, out_schema: pa.Schema,
-                      starts: dict[int, int] | None = None) -> Iterator[pa.RecordBatch]:
+                      starts: dict[int, int] | None = None,
+                      until: int | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: the input is sorted by GROUP, then in event order, within the Spark
     partition; one fresh engine per run of equal GROUP values, fed batch by batch as Spark
     hands them over (a group is never held whole), its complex events emitted after each
@@ -101,12 +103,26 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
     position (its rows are a contiguous stretch of the global order) and the rows are numbered
     here. With ``slices`` = (WA, ε) (T-CER) GROUP is the slice index k and a complex event is
     kept only if ⌊(coord(end) − ε) / WA⌋ = k: the one slice holding the whole window before
-    its end, [end − ε, end], so all it depends on."""
+    its end, [end − ε, end], so all it depends on.
+
+    ``until`` (a query with a deadline, ``φ ; ABSENT(ψ) WITHIN T``): the latest time of the
+    events the query reads in the whole input. A group sees only its own events, while the
+    local engine reports a pending complex event on a later event of any partition; so at the
+    end of each group its engine fires the deadlines before ``until`` (``GroupRun.finish``):
+    exactly those some read event of the input passes."""
     run: GroupRun | None = None
     for g, rows in group_slices(batches):
         if run is None or g != run.group:
+            if run is not None:
+                out = run.finish(until)
+                if out is not None:
+                    yield out
             run = GroupRun(job, g, slices, out_schema, None if starts is None else starts[g])
         out = run.feed(rows)
+        if out is not None:
+            yield out
+    if run is not None:
+        out = run.finish(until)
         if out is not None:
             yield out
 
@@ -150,8 +166,10 @@ class HeldRows:
         return pa.Table.from_batches(pieces).combine_chunks()
 
     def prune(self, engine) -> None:
-        """Drop the batches before the engine's oldest stored event."""
+        """Drop the batches before the engine's oldest stored event (or the oldest start of a
+        complex event waiting for its deadline)."""
         oldest = engine.store.starts[0] if engine.store.starts else engine.position
+        oldest = min(oldest, oldest_pending_start(engine, oldest))
         while self.parts and self.parts[0][0] + self.parts[0][1].num_rows <= oldest:
             self.count -= self.parts.popleft()[1].num_rows
 
@@ -164,6 +182,58 @@ class HeldRows:
         rows = table_from_bytes(state["rows"])
         if rows is not None:
             self.add(state["first"], rows.combine_chunks())
+
+
+def evaluate(engine, table: pa.Table) -> MatchArrays:
+    """The complex events ``engine`` reports over ``table`` (the engine's columns) as arrays:
+    ``process_arrays``, or, under a deadline (which ``process_arrays`` refuses: complex
+    events come out when their deadline passes), ``process``'s complex events gathered."""
+    if engine.deadlines is None:
+        return engine.process_arrays(table)
+    return as_arrays(list(engine.process(table)))
+
+
+def fire_deadlines(engine, t: int | None) -> MatchArrays | None:
+    """Event time has reached ``t``: the complex events pending in ``engine`` whose deadline is
+    before ``t`` (as ``Engine.advance(t)`` fires them, without making events before ``t``
+    late; None: no deadline, or ``t`` is None)."""
+    if engine.deadlines is None or t is None:
+        return None
+    due = engine.deadlines.fire(int(t))
+    engine.n_complex_events += len(due)
+    return as_arrays(due) if due else None
+
+
+def as_arrays(found: list) -> MatchArrays:
+    """Complex events as ``MatchArrays`` (their intervals and positions; times zero)."""
+    n = len(found)
+    start = np.fromiter((ce.start for ce in found), np.int64, n)
+    end = np.fromiter((ce.end for ce in found), np.int64, n)
+    lists = [ce.positions for ce in found]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in lists], out=offsets[1:])
+    positions = np.fromiter((p for ps in lists for p in ps), np.int64, int(offsets[-1]))
+    zeros = np.zeros(n, dtype=np.int64)
+    return MatchArrays(start, end, offsets, positions, zeros, zeros)
+
+
+def oldest_pending_start(engine, default: int) -> int:
+    """The first position of the oldest complex event waiting for its deadline in ``engine``
+    (``default`` when none waits): its rows must stay held until it is reported or dropped.
+    (Reads ``DeadlineQueue``'s entries; O(pending).)"""
+    queue = engine.deadlines
+    if queue is None or not queue.n_pending:
+        return default
+    return min((e.ce.start for e in queue.queue if e.alive), default=default)
+
+
+def first_pending_deadline(engine) -> int | None:
+    """The earliest deadline pending in ``engine`` (None: none): the time the watermark must
+    pass before anything more can fire."""
+    queue = engine.deadlines
+    if queue is None or not queue.n_pending:
+        return None
+    return next((e.deadline for e in queue.queue if e.alive), None)
 
 
 def table_bytes(table: pa.Table | None) -> bytes | None:
@@ -222,8 +292,16 @@ class GroupRun:
             rows = rows.append_column(POS, numbers)
             self.next_position += rows.num_rows
         self.held.add(self.engine.position, rows)
-        matches = self.engine.process_arrays(self.job.engine_table(pa.Table.from_batches([rows])))
+        matches = evaluate(self.engine, self.job.engine_table(pa.Table.from_batches([rows])))
         out = self._output(matches)
+        self.held.prune(self.engine)
+        return out
+
+    def finish(self, until: int | None) -> pa.RecordBatch | None:
+        """The group has ended and event time has reached ``until`` (the input's latest read
+        time, or None): the complex events whose deadline is before it (None: none)."""
+        matches = fire_deadlines(self.engine, until)
+        out = None if matches is None else self._output(matches)
         self.held.prune(self.engine)
         return out
 

@@ -23,6 +23,14 @@ The three plans ("Aggregates are all you need", §4 T-CER, keyed and ordered eva
 * **single** — one engine over the whole stream in (time, seq) order: always exact, no
   parallelism. Used for history-dependent queries that cannot be keyed.
 
+A deadline (``φ ; ABSENT(ψ) WITHIN T``, ``AnalysedQuery.deadline``) is decided by what follows a
+complex event's end: ψ events of its partition up to T after it, and whether any event the query
+reads passes its deadline (event time is global, across partitions). Keyed groups are told the
+input's latest read time (one aggregate) and fire the deadlines before it at their end, so they
+are exact; T-CER slices by time grow by T (WS = WA + D_C − 1 + T: the slice keeping a complex
+event also holds every event up to its deadline) and fire the same way; slices by position are
+not bounded in time, so a deadline query without keys or time slices runs in one pass.
+
 Streaming runs the same plans, with state per key (PARTITION BY key, T-CER slice, or one
 constant key), except T-CER by position (a stream has no global positions); T-CER by event time
 runs only when asked for: measured on two cores, a state per slice in every micro-batch cost
@@ -49,11 +57,13 @@ class SparkPlan:
     coordinate: str | None = None
     span_limit: int | None = None
     history_dependent: str | None = None  # why a window-local run is not exact, if it is not
+    reach: int = 0  # T-CER: how far after its end a complex event's fate is decided (deadline T)
 
     def slice_size(self, advance: int) -> int:
         """WS for a slice advance WA: the smallest size keeping every match inside a slice
-        (WA ≤ WS − D_C + 1)."""
-        return advance + self.span_limit - 1
+        (WA ≤ WS − D_C + 1), and, under a deadline T, every event up to its deadline too
+        (WS = WA + D_C − 1 + T)."""
+        return advance + self.span_limit - 1 + self.reach
 
     def describe(self, advance: int | None = None) -> str:
         name = {TCER: "T-CER (overlapping slices, parallel, exact)",
@@ -64,7 +74,8 @@ class SparkPlan:
             unit = "time units" if self.coordinate == "time" else "positions"
             lines.append(f"slices by {'event time' if self.coordinate == 'time' else 'position'}"
                          f": span limit D_C = ε + 1 = {self.span_limit} {unit} (WITHIN is "
-                         "inclusive)")
+                         "inclusive)" + (f", plus the deadline T = {self.reach} after a "
+                                         "complex event's end" if self.reach else ""))
             if advance is not None:
                 size = self.slice_size(advance)
                 lines.append(f"slice advance WA = {advance}, slice size WS = {size}, "
@@ -72,8 +83,9 @@ class SparkPlan:
                              "is kept by the slice ⌊(end − ε) / WA⌋ only (the one holding "
                              "the window before its end)")
             else:
-                lines.append("slice advance WA: chosen from the data's extent (≥ D_C, so "
-                             "each event is in at most 2 slices), or slice_advance=")
+                lines.append("slice advance WA: chosen from the data's extent (≥ D_C"
+                             + (" + T" if self.reach else "") + ", so each event is in at "
+                             "most 2 slices), or slice_advance=")
         return "\n".join(lines)
 
 
@@ -142,6 +154,10 @@ def _batch_plan(analysed, order_attribute: str | None, on_error: str) -> SparkPl
                          history_dependent=history)
     d_c = int(w.epsilon) + 1
     if w.kind == "events":
+        if analysed.deadline is not None:
+            return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS slices by position, "
+                             "which does not bound how far in time the ABSENT(...) deadline "
+                             "reaches")
         if not reads_every_event(analysed):
             return SparkPlan(SINGLE, f"{why_not_keyed}; WITHIN n EVENTS counts only the "
                              "events FROM reads, which positions do not give")
@@ -154,9 +170,35 @@ def _batch_plan(analysed, order_attribute: str | None, on_error: str) -> SparkPl
         return SparkPlan(SINGLE, f"{why_not_keyed}; the window attribute {w.attribute!r} is "
                          f"not the ordering time {order_attribute!r}, so slices by it would "
                          "not be contiguous runs of the stream")
+    deadline = analysed.deadline
     return SparkPlan(TCER, f"{why_not_keyed}; WITHIN bounds every match's span "
-                     f"({w.attribute} difference ≤ {w.epsilon})", coordinate="time",
-                     span_limit=d_c)
+                     f"({w.attribute} difference ≤ {w.epsilon})"
+                     + ("" if deadline is None else f", and the deadline ends {deadline.span} "
+                        "after it"), coordinate="time", span_limit=d_c,
+                     reach=0 if deadline is None else int(deadline.span))
+
+
+def deadline_line(analysed, plan: SparkPlan, streaming: bool) -> str | None:
+    """What ``explain`` says about a deadline (``φ ; ABSENT(ψ) WITHIN T``) on ``plan`` (None:
+    the query has none)."""
+    d = analysed.deadline
+    if d is None:
+        return None
+    head = (f"deadline: T = {d.span} [{d.attribute}]; a complex event is reported once event "
+            "time passes its end + T with no ψ event of its partition up to then")
+    if streaming:
+        return (head + ": when the watermark passes it (on the key's next rows, or an "
+                "event-time timer set for it); pending complex events stay in the key's "
+                "state across micro-batches and restarts")
+    where = {KEYED: "each key's engine also fires, at the end of its group, the deadlines "
+                    "before the input's latest read time (one aggregate), as a later event "
+                    "of another key does locally",
+             TCER: "slices grow by T, so the slice keeping a complex event holds every event "
+                   "up to its deadline, and fire at their end the deadlines before the "
+                   "input's latest read time (one aggregate)",
+             SINGLE: "one engine sees every event"}[plan.kind]
+    return (head + ": on a later event the query reads, as the local engine's process() (the "
+            "end of the input fires nothing); " + where)
 
 
 def streaming_tcer(analysed, order_attribute: str | None, on_error: str = "raise"

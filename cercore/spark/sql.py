@@ -52,14 +52,15 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
 
 from cercore.errors import CercoreError
-from cercore.spark.frames import _quote, hidden_columns
-from cercore.spark.job import KEY, POS, SEQ, TYPE, EngineJob, GroupRun
+from cercore.spark.frames import _integer_time, _quote, hidden_columns
+from cercore.spark.job import KEY, POS, PREFIX, SEQ, TYPE, EngineJob, GroupRun
 
 FIND = "cer_find"
 AGGREGATE = "cer_aggregate"
 CHUNK = 4096  # rows gathered before the engine evaluates them
 
 _TEXT = (TYPE, KEY)  # the hidden columns holding text; the others hold bigint
+UNTIL = PREFIX + "until"  # cer_find's advance => column, as an integer time
 
 
 def register(spark, *, find: str = FIND, aggregate: str = AGGREGATE) -> None:
@@ -89,6 +90,7 @@ class FindAnalysis(AnalyzeResult):
     job: EngineJob | None = None
     selected: StructType | None = None  # the columns each row brings, in order
     positioned: bool = False  # the rows carry the global position (POS)
+    advanced: bool = False  # the rows carry how far event time gets (UNTIL: advance =>)
 
 
 class CerFind:
@@ -98,17 +100,19 @@ class CerFind:
     def analyze(table: AnalyzeArgument, query: AnalyzeArgument,
                 declaration: AnalyzeArgument | None = None, time=None, sequence=None,
                 type_column=None, time_unit=None, position=None, backend=None,
-                on_error=None) -> FindAnalysis:
+                on_error=None, advance=None) -> FindAnalysis:
         from cercore.spark.ceql import output_schema
 
         if not table.isTable:
             raise CercoreError(f"{FIND}'s first argument is the events: TABLE(...)")
         text = _text(query, f"{FIND}'s query", required=True)
         pos = _text(position, "position")
+        until = _text(advance, "advance")
         fields = table.dataType.fields
-        if pos is not None and pos not in table.dataType.names:
-            raise CercoreError(f"the table has no position column {pos!r}")
-        events = StructType([f for f in fields if f.name != pos])
+        for name, what in ((pos, "position"), (until, "advance")):
+            if name is not None and name not in table.dataType.names:
+                raise CercoreError(f"the table has no {what} column {name!r}")
+        events = StructType([f for f in fields if f.name not in (pos, until)])
         cols = hidden_columns(events, text, _text(declaration, "the declaration"),
                               type_column=_text(type_column, "type_column") or "event_type",
                               time=_text(time, "time"), sequence=_text(sequence, "sequence"),
@@ -122,11 +126,15 @@ class CerFind:
         hidden = [(n, sql) for n, sql in inlined.items() if n != SEQ]
         if pos is not None:
             hidden.append((POS, f"CAST({_quote(pos)} AS BIGINT)"))
+        if until is not None:
+            hidden.append((UNTIL, _integer_time(_quote(until), table.dataType[until].dataType,
+                                                cols.schema.time_unit)))
         for name, sql in hidden:  # (hidden timestamp attributes: bigint, like TIME)
             select.append(SelectedColumn(sql, alias=name))
             selected.append(StructField(name, StringType() if name in _TEXT else LongType()))
         return FindAnalysis(schema=output_schema(events), select=select, job=cols.job,
-                            selected=StructType(selected), positioned=pos is not None)
+                            selected=StructType(selected), positioned=pos is not None,
+                            advanced=until is not None)
 
     def __init__(self, analyze_result: FindAnalysis) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -138,6 +146,7 @@ class CerFind:
         self.run = GroupRun(analyze_result.job, 0, None, out,
                             None if analyze_result.positioned else 0)
         self.rows: list[tuple] = []
+        self.until: int | None = None  # the largest advance => value seen
 
     def eval(self, row, *args: Any, **kwargs: Any):
         self.rows.append(tuple(row))
@@ -146,13 +155,22 @@ class CerFind:
 
     def terminate(self):
         yield from self._evaluate()
+        # a deadline (φ ; ABSENT(ψ) WITHIN T): event time reaches advance => (the input's
+        # latest read time), as a later event of another table partition would have told it
+        yield from self._emit(self.run.finish(self.until))
 
     def _evaluate(self):
         if not self.rows:
             return
         batch = rows_batch(self.rows, self.arrow)
         self.rows = []
-        out = self.run.feed(batch)
+        if self.analysis.advanced:
+            latest = pc.max(batch.column(UNTIL)).as_py()
+            if latest is not None and (self.until is None or latest > self.until):
+                self.until = latest
+        yield from self._emit(self.run.feed(batch))
+
+    def _emit(self, out: pa.RecordBatch | None):
         if out is not None:
             for r in out.to_pylist():
                 yield tuple(r[n] for n in self.out_names)

@@ -29,6 +29,8 @@ from cercore.spark.job import (
     EngineJob,
     HeldRows,
     complex_event_batch,
+    evaluate,
+    fire_deadlines,
     kept_by_slice,
     reported_rows,
 )
@@ -114,17 +116,33 @@ class KeyRun:
         from ``offset``. ``slice_of`` = ((WA, ε), k) when the key is T-CER slice k: only the
         complex events that slice reports (``kept_by_slice``, by event time)."""
         self.held.add(self.engine.position, ready)
-        matches = self.engine.process_arrays(job.engine_table(ready))
+        matches = evaluate(self.engine, job.engine_table(ready))
         self.last_time = ready.column(TIME)[-1].as_py()
-        out = None
-        if len(matches.start):
-            table, positions, start, end, local = reported_rows(self.held, matches)
-            offsets = matches.offsets
-            if slice_of is not None:
-                start, end, offsets, local = kept_by_slice(
-                    table.column(TIME).to_numpy(), *slice_of, start, end, offsets, local)
-            if len(start):
-                table = table.append_column(POS, pa.array(positions + offset, pa.int64()))
-                out = complex_event_batch(table, job, start, end, offsets, local, out_schema)
+        out = self._output(matches, job, offset, out_schema, slice_of)
         self.held.prune(self.engine)
         return out
+
+    def fire(self, t: int, job: EngineJob, offset: int, out_schema: pa.Schema,
+             slice_of: tuple[tuple[int, int], int] | None = None) -> pa.RecordBatch | None:
+        """Event time has reached ``t`` (no event before it can come any more: the
+        watermark): the complex events whose deadline is before ``t`` (a query with
+        ``φ ; ABSENT(ψ) WITHIN T``), as ``feed`` reports them (None: none)."""
+        matches = fire_deadlines(self.engine, t)
+        out = None if matches is None else self._output(matches, job, offset, out_schema,
+                                                          slice_of)
+        self.held.prune(self.engine)
+        return out
+
+    def _output(self, matches, job: EngineJob, offset: int, out_schema: pa.Schema,
+                slice_of) -> pa.RecordBatch | None:
+        if not len(matches.start):
+            return None
+        table, positions, start, end, local = reported_rows(self.held, matches)
+        offsets = matches.offsets
+        if slice_of is not None:
+            start, end, offsets, local = kept_by_slice(
+                table.column(TIME).to_numpy(), *slice_of, start, end, offsets, local)
+        if not len(start):
+            return None
+        table = table.append_column(POS, pa.array(positions + offset, pa.int64()))
+        return complex_event_batch(table, job, start, end, offsets, local, out_schema)

@@ -53,6 +53,7 @@ from cercore.spark.job import (
     US,
     WM,
     EngineJob,
+    first_pending_deadline,
     table_bytes,
     table_from_bytes,
 )
@@ -79,6 +80,16 @@ def ms_after(time: int, unit: str) -> int:
     (Spark's late test: event microseconds ≤ watermark ms · 1000)."""
     per_second = TIME_UNITS_PER_SECOND[unit]
     return -(-(time * 1000) // per_second)
+
+
+def reached(watermark_ms: int, unit: str) -> int:
+    """The latest engine time (in ``unit``) a watermark of ``watermark_ms`` has passed: every
+    row at or before it has been released to the engines, and such a row arriving now is
+    late (``US`` is the time in microseconds, floored for nanoseconds)."""
+    us = watermark_ms * 1000
+    if unit == "ns":
+        return us * 1000 + 999
+    return us * TIME_UNITS_PER_SECOND[unit] // 1_000_000
 
 
 def ms_after_us(us: int) -> int:
@@ -142,7 +153,8 @@ class CerProcessor(StatefulProcessor):
     """The ``transformWithStateInPandas`` processor of a CEQL query (EventTime mode)."""
 
     def __init__(self, job: EngineJob, layout: InputLayout, out_struct: StructType, *,
-                 evict_after: int | None, slices: tuple[int, int, int] | None = None) -> None:
+                 evict_after: int | None, slices: tuple[int, int, int] | None = None,
+                 deadlines: bool = False) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.job = job
@@ -151,6 +163,7 @@ class CerProcessor(StatefulProcessor):
         self.evict_after = evict_after  # ε in engine time units, when eviction is exact
         self.slices = slices  # T-CER: (WA, WS, ε), the key being the slice index k
         self.unit = job.schema.time_unit
+        self.deadlines = deadlines  # φ ; ABSENT(ψ) WITHIN T: fire what the watermark passes
 
     # ---- StatefulProcessor API --------------------------------------------------------------
     def init(self, handle) -> None:
@@ -187,10 +200,11 @@ class CerProcessor(StatefulProcessor):
 
     # ---- evaluation ----------------------------------------------------------------------
     def _advance(self, key, state: KeyState, watermark: int) -> Iterator[Any]:
-        """Release the buffered rows ``watermark`` (ms) has passed into the engine, evict a
-        dead engine, set the key's next timer and save (a T-CER slice the watermark has
-        passed is done: its state is cleared); the complex events as pandas."""
-        out = None
+        """Release the buffered rows ``watermark`` (ms) has passed into the engine, report the
+        complex events whose deadline it has passed, evict a dead engine, set the key's next
+        timer and save (a T-CER slice the watermark has passed is done: its state is
+        cleared); the complex events as pandas."""
+        out = []
         slice_of, slice_done = None, None
         if self.slices is not None:
             advance, size, epsilon = self.slices
@@ -202,28 +216,39 @@ class CerProcessor(StatefulProcessor):
             if ready.num_rows:
                 if state.run is None:
                     state.run = KeyRun(self.job.engine())
-                out = state.run.feed(ready, self.job, state.offset, self.out_schema, slice_of)
+                out.append(state.run.feed(ready, self.job, state.offset, self.out_schema,
+                                          slice_of))
             state.pending = rest if rest.num_rows else None
+        due = None
+        if self.deadlines and state.run is not None:
+            # every row at or before reached(...) has been fed (the rest would be late): the
+            # deadlines up to it have passed, as advance(reached + 1) says locally
+            out.append(state.run.fire(reached(watermark, self.unit) + 1, self.job,
+                                      state.offset, self.out_schema, slice_of))
+            due = first_pending_deadline(state.run.engine)
+        frames = iter([b.to_pandas() for b in out if b is not None])
         if slice_done is not None and watermark >= slice_done and state.pending is None:
             self._set_timer(state, None)
             self.state.clear()  # no row of the slice can come any more (it would be late)
-            return iter(()) if out is None else iter((out.to_pandas(),))
-        next_timer = None
+            return frames
+        timers = []
         if state.pending is not None:
-            next_timer = ms_after_us(state.pending.column(US)[0].as_py())
+            timers.append(ms_after_us(state.pending.column(US)[0].as_py()))
         elif state.run is not None and self.evict_after is not None \
                 and state.run.last_time is not None:
             dead = ms_after(state.run.last_time + self.evict_after, self.unit)
-            if watermark >= dead:
+            if watermark >= dead and due is None:
                 state.offset += state.run.engine.position  # no partial match can complete
                 state.run = None
             else:
-                next_timer = dead
+                timers.append(dead)
+        if due is not None:  # the watermark that passes the earliest pending deadline
+            timers.append(ms_after(due, self.unit))
         if slice_done is not None and state.pending is None:
-            next_timer = slice_done if next_timer is None else min(next_timer, slice_done)
-        self._set_timer(state, next_timer)
+            timers.append(slice_done)
+        self._set_timer(state, min(timers) if timers else None)
         self._save(state)
-        return iter(()) if out is None else iter((out.to_pandas(),))
+        return frames
 
     def _set_timer(self, state: KeyState, timer: int | None) -> None:
         """One timer per key: the one ``_advance`` needs next (a stale one would only wake
@@ -340,17 +365,24 @@ def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | N
                            "primary_time attribute")
     analysed = prep.job.compiled().analysed
     w = analysed.window
+    deadline = analysed.deadline
+    if deadline is not None and deadline.attribute != prep.time:
+        raise CercoreError(f"the ABSENT(...) deadline is measured on {deadline.attribute!r}, but "
+                           f"the stream's event time (its watermark) is {prep.time!r}: pass "
+                           f"time={deadline.attribute!r}")
     evict_after = None
     if (w.kind in ("time", "attr") and w.attribute == prep.time
             and analysed.strategy not in ("NEXT", "LAST", "MAX")):
-        evict_after = int(w.epsilon)
+        # no partial match can complete, nor a pending deadline be ruled out, once the
+        # watermark passes the last time + ε (and + T)
+        evict_after = max(int(w.epsilon), 0 if deadline is None else int(deadline.span))
     df = prep.df
     slices = None
     if plan.kind == KEYED:
         df = df.filter(F.col(KEY).isNotNull())
         group = KEY
     elif plan.kind == TCER:  # one state per slice; `partition` names it
-        advance = slice_advance or STREAM_SLICE_SPANS * plan.span_limit
+        advance = slice_advance or STREAM_SLICE_SPANS * (plan.span_limit + plan.reach)
         size = plan.slice_size(advance)
         slices = (advance, size, plan.span_limit - 1)
         group = GROUP
@@ -365,7 +397,7 @@ def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | N
     df = with_event_time(df, TIME, prep.schema.time_unit, watermark).drop(WM)
     df, layout = operator_input(df)
     processor = CerProcessor(prep.job, layout, out_struct, evict_after=evict_after,
-                             slices=slices)
+                             slices=slices, deadlines=deadline is not None)
     return df.groupBy(group).transformWithStateInPandas(processor, out_struct, "Append",
                                                         "EventTime")
 
