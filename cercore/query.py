@@ -117,6 +117,11 @@ class CompiledQuery:
                             + f" within {a.deadline.span} [{a.deadline.attribute}] after the "
                             "pattern's last event; each complex event is reported once event "
                             "time passes its deadline (O(1) per event: a FIFO of deadlines)"),
+            "look back: " + ("none" if a.lookback is None else
+                             "no " + " OR ".join(f"a{i}" for i in a.lookback.psi_atoms)
+                             + f" within {a.lookback.span} [{a.lookback.attribute}] before the "
+                             "pattern's first event (checked per complex event: the last one "
+                             "of its partition, by bisection)"),
             f"consume by: {a.query.consume or 'NONE'}; limit: "
             + ("none" if a.query.limit is None else f"{a.query.limit} per event"),
             "atoms:",

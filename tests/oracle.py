@@ -357,7 +357,9 @@ def starts_unreported(q: ast.Query) -> bool:
             return first(f.formula, names)
         if isinstance(f, ast.Or):
             return first(f.left, names) or first(f.right, names)
-        return first(f.left, names)  # ; and :
+        if isinstance(f, ast.Seq):  # the first present element (a leading ABSENT reads none)
+            return first(next(e for e in _chain(f) if not isinstance(e, ast.Absent)), names)
+        return first(f.left, names)  # :
 
     return first(q.formula, frozenset())
 
@@ -417,9 +419,9 @@ def evaluate_with_bindings(query: ast.Query, schema: Schema, events: list[tuple[
     complex event binds to it}}. ``watermark``: event time is known to have reached it (an
     ``advance``), for deadlines."""
     _check_supported(query)
-    trailing = _trailing(query.formula)
-    if trailing is not None:
-        return _with_deadline(query, schema, events, watermark, *trailing)
+    spans = _spans(query.formula)
+    if spans is not None:
+        return _with_spans(query, schema, events, watermark, *spans)
     if query.streams:
         visible_types = {t for s in query.streams for t in schema.streams[s].event_types}
     else:
@@ -529,35 +531,40 @@ def _chain(f: ast.Formula) -> list[ast.Formula]:
 # ---------------------------------------------------------------------------------------
 # phi ; ABSENT(psi) WITHIN T at the end of the pattern
 # ---------------------------------------------------------------------------------------
-def _trailing(f: ast.Formula):
-    """(phi with the trailing ABSENT removed, under the same FILTERs; the ABSENT) or None."""
+def _spans(f: ast.Formula):
+    """(phi without a leading and a trailing ABSENT(...) WITHIN T, under the same FILTERs;
+    the leading one or None; the trailing one or None; the FILTERs) or None when neither."""
     filters = []
     while isinstance(f, ast.Filter):
         filters.append(f.filter)
         f = f.formula
     elements = _chain(f)
-    last = elements[-1]
-    if not (isinstance(last, ast.Absent) and last.deadline is not None):
+
+    def spanned(e):
+        return isinstance(e, ast.Absent) and e.deadline is not None
+
+    lead = elements[0] if spanned(elements[0]) else None
+    trail = elements[-1] if spanned(elements[-1]) and len(elements) > 1 else None
+    if lead is None and trail is None:
         return None
-    phi = elements[0]
-    for e in elements[1:-1]:
+    rest = elements[1 if lead else 0:len(elements) - 1 if trail else len(elements)]
+    phi = rest[0]
+    for e in rest[1:]:
         phi = ast.Seq(phi, e)
     for fe in reversed(filters):
         phi = ast.Filter(phi, fe)
-    return phi, last, filters
+    return phi, lead, trail, filters
 
 
-def _with_deadline(query, schema, events, watermark, phi, absent, filters):
-    """The complex events of phi (strategy included) whose end e is followed, in its
-    partition, by no psi event (psi's own filters and the FILTERs on its variables, which
-    must be joined by AND) with time <= time(e) + T, and whose deadline time(e) + T event time
-    has passed: some visible event is later, or the watermark is."""
-    w = absent.deadline
+def _span(schema: Schema, w: ast.Window):
     if isinstance(w, ast.TimeWindow):
-        attr = schema.time_attribute
-        span = Fraction(repr(w.seconds)) * TIME_UNITS_PER_SECOND[schema.time_unit]
-    else:
-        attr, span = w.attribute, w.amount
+        return (schema.time_attribute,
+                Fraction(repr(w.seconds)) * TIME_UNITS_PER_SECOND[schema.time_unit])
+    return w.attribute, w.amount
+
+
+def _psi(absent: ast.Absent, filters: list) -> ast.Formula:
+    """psi with the FILTERs on its variables (joined by AND) applied to it."""
     names = set()
     for g in [absent.formula, *_subformulas_of(absent.formula)]:
         if isinstance(g, ast.EventAtom):
@@ -569,26 +576,45 @@ def _with_deadline(query, schema, events, watermark, phi, absent, filters):
         for af in _conjuncts(fe):
             if isinstance(af, ast.AtomicFilter) and af.var in names:
                 psi = ast.Filter(psi, af)
+    return psi
+
+
+def _with_spans(query, schema, events, watermark, phi, lead, trail, filters):
+    """The complex events of phi (strategy included) such that
+    - (leading ABSENT(psi) WITHIN T) no psi event of the partition lies before the start s
+      with time >= time(s) - T;
+    - (trailing) no psi event of the partition follows the end e with time <= time(e) + T, and
+      that deadline has passed: some visible event is later, or the watermark is.
+    psi: its own filters and the FILTERs on its variables (which must be joined by AND)."""
     found = evaluate_with_bindings(dataclasses.replace(query, formula=phi), schema, events)
     visible_types = ({t for s in query.streams for t in schema.streams[s].event_types}
                      if query.streams else set(schema.event_types))
     visible = [i for i, e in enumerate(events) if e[0] in visible_types
                and (stream_of(e) is None or not query.streams or stream_of(e) in query.streams)]
-    latest = max((events[i][1][attr] for i in visible), default=None)
     out = {}
     for sub in _partitions(query, schema, events, visible):
         ev = _Evaluator(events, sub, lambda s, e: True)
-        at_psi = sorted(s for s, e, _ in ev.run(psi) if s == e)
         for end in sub:
             if end not in found:
                 continue
-            due = events[end][1][attr] + span
-            if not ((latest is not None and latest > due)
-                    or (watermark is not None and due < watermark)):
-                continue  # not known to have passed
-            if any(p > end and events[p][1][attr] <= due for p in at_psi):
-                continue
-            out[end] = found[end]
+            kept = dict(found[end])
+            if lead is not None:
+                attr, span = _span(schema, lead.deadline)
+                before = sorted(s for s, e, _ in ev.run(_psi(lead, filters)) if s == e)
+                kept = {c: b for c, b in kept.items()
+                        if not any(p < c[0] and events[p][1][attr] >= events[c[0]][1][attr] - span
+                                   for p in before)}
+            if trail is not None:
+                attr, span = _span(schema, trail.deadline)
+                due = events[end][1][attr] + span
+                latest = max((events[i][1][attr] for i in visible), default=None)
+                after = [s for s, e, _ in ev.run(_psi(trail, filters)) if s == e]
+                if not ((latest is not None and latest > due)
+                        or (watermark is not None and due < watermark)) \
+                        or any(p > end and events[p][1][attr] <= due for p in after):
+                    kept = {}
+            if kept:
+                out[end] = kept
     return out
 
 

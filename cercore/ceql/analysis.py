@@ -81,6 +81,8 @@ class AnalysedQuery:
     absences: list[NNot] = field(default_factory=list)
     # φ ; ABSENT(ψ) WITHIN T at the end of the pattern (the formula above is φ), or None
     deadline: Deadline | None = None
+    # ABSENT(ψ) WITHIN T ; φ at its start: no ψ event in the T before φ's first event
+    lookback: Deadline | None = None
 
     @property
     def attribute_projection(self) -> dict[str, tuple[str, ...] | None] | None:
@@ -119,6 +121,8 @@ class _Analyser:
         self.absences: list[NNot] = []
         self.trailing = _trailing_absence(query.formula)  # ABSENT(ψ) WITHIN T ending it
         self.deadline_atoms: list[tuple[NAtom, ...]] = []  # ψ's atoms, per lowering of φ
+        self.leading = _leading_absence(query.formula)  # ABSENT(ψ) WITHIN T starting it
+        self.lookback_atoms: list[tuple[NAtom, ...]] = []
         self.n_labels = 0  # atoms and negations share one label space
         self.enclosing_vars: list[str] = []  # the AS variables around the formula being lowered
         self.warnings: list[str] = []
@@ -165,7 +169,7 @@ class _Analyser:
                              self.resolve_projection(),
                              self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None,
                              event_predicates, implied, self.absences,
-                             self.resolve_deadline(window))
+                             self.resolve_deadline(window), self.resolve_lookback(window))
 
     def check_clauses(self) -> None:
         q = self.q
@@ -340,15 +344,14 @@ class _Analyser:
                              "FILTER or OR", e)
         before = any(not isinstance(x, ast.Absent) for x in elements[:k])
         after = any(not isinstance(x, ast.Absent) for x in elements[k + 1:])
-        if e.deadline is not None and e is not self.trailing:
-            raise self.error("a deadline (ABSENT(...) WITHIN ...) ends the whole pattern: "
-                             "A ; ABSENT(B) WITHIN 5 MINUTES", e,
-                             "between two elements, write A ; ABSENT(B) ; C (no deadline)")
-        if not before:
-            raise self.error("ABSENT(...) needs a pattern element before it in its sequence: "
-                             "A ; ABSENT(B) ; C", e,
-                             "an absence before the first event of a pattern is not "
-                             "supported in this version")
+        if e.deadline is not None and e is not self.trailing and e is not self.leading:
+            raise self.error("a span (ABSENT(...) WITHIN ...) ends or starts the whole pattern: "
+                             "A ; ABSENT(B) WITHIN 5 MINUTES, ABSENT(B) WITHIN 5 MINUTES ; A",
+                             e, "between two elements, write A ; ABSENT(B) ; C (no span)")
+        if not before and e is not self.leading:
+            raise self.error("ABSENT(...) at the start of a pattern needs a span: "
+                             "ABSENT(B) WITHIN 5 MINUTES ; A", e,
+                             "or put it between two elements: A ; ABSENT(B) ; C")
         if not after and e is not self.trailing:
             raise self.error("ABSENT(...) at the end of a pattern needs a deadline: "
                              "A ; ABSENT(B) WITHIN 5 MINUTES", e,
@@ -658,6 +661,8 @@ class _Analyser:
                 here = self.lower(e, pending, forced)
                 if out is None:
                     out = here
+                    if gap:  # the leading ABSENT(ψ) WITHIN T: ψ's atoms, for the engine
+                        self.lookback_atoms.append(tuple(gap))
                 else:
                     label = None
                     if gap:
@@ -681,30 +686,42 @@ class _Analyser:
         """The trailing ``ABSENT(ψ) WITHIN T``: T on the attribute event time is ordered by,
         ψ's condition the same in every FILTER alternative, no CONSUME BY or LIMIT (they act
         when φ completes, before the deadline says whether it is reported)."""
-        e = self.trailing
+        return self.absence_span(self.trailing, self.deadline_atoms, window)
+
+    def resolve_lookback(self, window: WindowSpec) -> Deadline | None:
+        """The leading ``ABSENT(ψ) WITHIN T``: as a deadline, looking back from φ's first
+        event; under a window counted in events the ψ events to keep would be unbounded."""
+        e = self.leading
+        if e is not None and window.kind == "events":
+            raise self.error("ABSENT(...) WITHIN ... at the start of a pattern needs a time "
+                             "window (or none), not WITHIN n EVENTS", e)
+        return self.absence_span(e, self.lookback_atoms, window)
+
+    def absence_span(self, e: ast.Absent | None, groups: list, window: WindowSpec
+                     ) -> Deadline | None:
         if e is None:
             return None
         spec = self.window_spec(e.deadline)
         ordered = window.attribute if window.kind in ("time", "attr") \
             else self.schema.time_attribute
         if spec.attribute != ordered:
-            raise self.error(f"the deadline is measured on {spec.attribute!r} but event time is "
-                             f"ordered by {ordered!r}", e.deadline,
-                             "give the deadline and the WITHIN window the same attribute")
+            raise self.error(f"the span of ABSENT(...) WITHIN is measured on {spec.attribute!r} "
+                             f"but event time is ordered by {ordered!r}", e.deadline,
+                             "give the span and the WITHIN window the same attribute")
         for clause, value in (("CONSUME BY", self.q.consume not in (None, "NONE")),
                               ("LIMIT", self.q.limit is not None)):
             if value:
-                raise self.error(f"{clause} with an ABSENT(...) deadline is not supported", e,
-                                 f"{clause} would act when the pattern before ABSENT "
-                                 "completes, before the deadline says whether it is reported")
+                raise self.error(f"{clause} with an ABSENT(...) WITHIN span is not supported", e,
+                                 f"{clause} would act when the rest of the pattern completes, "
+                                 "before the absence says whether it is reported")
         conditions = {tuple(sorted((tuple(sorted(a.types)), repr(a.guard), repr(a.streams))
-                                   for a in atoms)) for atoms in self.deadline_atoms}
+                                   for a in atoms)) for atoms in groups}
         if len(conditions) > 1:
             raise self.error("the FILTER alternatives (OR) give the ABSENT(...) with a "
-                             "deadline different conditions", e,
+                             "span different conditions", e,
                              "filter the absent variable outside the OR: "
                              "FILTER b[...] AND (x[...] OR y[...])")
-        atoms = tuple(a.id for group in self.deadline_atoms for a in group)
+        atoms = tuple(a.id for group in groups for a in group)
         return Deadline(spec.epsilon, spec.attribute, atoms)
 
     def lower_repeat(self, f: ast.Repeat, pending: tuple, forced: tuple) -> NFormula:
@@ -747,6 +764,14 @@ def _children(f: ast.Formula) -> list[ast.Formula]:
     if isinstance(f, (ast.Or, ast.Seq, ast.Contig)):
         return [f.left, f.right]
     return []
+
+
+def _leading_absence(f: ast.Formula) -> ast.Absent | None:
+    """The ``ABSENT(ψ) WITHIN T`` that starts the whole pattern (under its FILTERs), if any."""
+    while isinstance(f, ast.Filter):
+        f = f.formula
+    first = _sequence(f)[0]
+    return first if isinstance(first, ast.Absent) and first.deadline is not None else None
 
 
 def _trailing_absence(f: ast.Formula) -> ast.Absent | None:

@@ -1,4 +1,5 @@
-"""Trailing absence with a deadline: ``φ ; ABSENT(ψ) WITHIN T``.
+"""Absence with a span in time: ``φ ; ABSENT(ψ) WITHIN T`` (a deadline, ``DeadlineQueue``)
+and ``ABSENT(ψ) WITHIN T ; φ`` (a look back, ``LookbackIndex``).
 
 A complex event of φ that ends at time t is *pending* until event time passes t + T: it is
 reported then (on the first event the query reads whose time is after t + T, or on
@@ -12,6 +13,7 @@ deadline after the last event's time is not known to have passed (``advance`` sa
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 
 from cercore.runtime.output import ComplexEvent, Event
@@ -113,3 +115,52 @@ class _Stored:
 def _from_data(start, end, positions, start_time, end_time, events, bindings) -> ComplexEvent:
     stored = _Stored(events, bindings)
     return ComplexEvent(start, end, positions, start_time, end_time, stored.event, stored.bind)
+
+
+class LookbackIndex:
+    """``ABSENT(ψ) WITHIN T ; φ``: per partition, the positions and times of its recent ψ
+    events. A complex event of φ that starts at position s, at time ts, is ruled out when the
+    last ψ event of its partition before s has time >= ts - T (times never go back, so the
+    last one is the latest). With a window ε, a complex event reported from now on starts at or
+    after now - ε, so entries older than now - ε - T go: memory bounded by the window."""
+
+    def __init__(self, span: int, window: int | None) -> None:
+        self.span = span
+        self.window = window  # ε in the same units, None: no time window (nothing expires)
+        self.positions: dict[int, list[int]] = {}
+        self.times: dict[int, list[int]] = {}
+        self.heads: dict[int, int] = {}  # per partition, its first entry still kept
+
+    def add(self, pid: int, position: int, time: int) -> None:
+        """A ψ event of partition ``pid``."""
+        if pid not in self.positions:
+            self.positions[pid], self.times[pid], self.heads[pid] = [], [], 0
+        self.positions[pid].append(position)
+        self.times[pid].append(time)
+
+    def expire(self, pid: int, now: int) -> None:
+        """Drop partition ``pid``'s entries no complex event reported from time ``now`` on
+        can look back to."""
+        if self.window is None or pid not in self.times:
+            return
+        times, head = self.times[pid], self.heads[pid]
+        horizon = now - self.window - self.span
+        while head < len(times) and times[head] < horizon:
+            head += 1
+        if head == len(times):
+            del self.positions[pid], self.times[pid], self.heads[pid]
+        elif head > 64 and 2 * head > len(times):  # compact now and then: O(1) amortised
+            self.positions[pid] = self.positions[pid][head:]
+            self.times[pid] = times[head:]
+            self.heads[pid] = 0
+        else:
+            self.heads[pid] = head
+
+    def rules_out(self, pid: int, start: int, start_time: int) -> bool:
+        """Whether a ψ event of partition ``pid`` lies before position ``start`` within the
+        span before ``start_time``."""
+        positions = self.positions.get(pid)
+        if positions is None:
+            return False
+        k = bisect.bisect_left(positions, start, self.heads[pid]) - 1
+        return k >= self.heads[pid] and self.times[pid][k] >= start_time - self.span

@@ -24,7 +24,7 @@ from cercore.runtime.constants import (
     NOT_READ,
     window_start,
 )
-from cercore.runtime.deadlines import DeadlineQueue
+from cercore.runtime.deadlines import DeadlineQueue, LookbackIndex
 from cercore.runtime.event_predicates import EventPredicateCheck
 from cercore.runtime.interface import CompiledPlan, Evaluator, EvaluatorInput
 from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
@@ -100,6 +100,11 @@ class Engine(ReadsInput):
         deadline = self.analysed.deadline
         self.deadlines = None if deadline is None else DeadlineQueue(deadline.span)
         self.psi_bits = 0 if deadline is None else deadline.psi_bits
+        # ABSENT(ψ) WITHIN T ; φ: φ's complex events with a ψ event in the T before them go
+        lookback = self.analysed.lookback
+        self.lookback = None if lookback is None else LookbackIndex(
+            lookback.span, self.window.epsilon if self.window.kind in ("time", "attr") else None)
+        self.lookback_bits = 0 if lookback is None else lookback.psi_bits
         # run_one's fixed arguments, and whether an event's window time is its read count
         self._one_args = (self.window.epsilon or 0, self.window.kind is not None,
                           NO_LIMIT if self.post else self.limit, self.window.kind == "events")
@@ -279,6 +284,11 @@ class Engine(ReadsInput):
             pid = self.partitions.assign_one(tid, row)
             if pid != NO_PARTITION:
                 queue.drop(pid)  # (after what was due before it fired)
+        if self.lookback_bits and encoder.atom_masks[letter] & self.lookback_bits:
+            pid = self.partitions.assign_one(tid, row) if pid is None else pid
+            if pid != NO_PARTITION:
+                self.lookback.add(pid, pos, order.last)
+                self.lookback.expire(pid, order.last)
         if self.skip_inert and not encoder.relevant[letter]:
             return out  # it can change nothing: not stepped, not stored
         if pid is None:
@@ -295,6 +305,8 @@ class Engine(ReadsInput):
         if found:
             if self.post:
                 found = self._post_one(found, view)
+            if self.lookback is not None:
+                found = self._looked_back(found, pid, view)
             if queue is not None:
                 for ce in found:
                     queue.add(ce, order.last, pid)
@@ -309,6 +321,12 @@ class Engine(ReadsInput):
         if opened:
             self._prune_window()
         return out
+
+    def _looked_back(self, found, pid: int, view) -> list:
+        """The complex events (of partition ``pid``) that no ψ event precedes within T."""
+        lookback, attr = self.lookback, self.analysed.lookback.attribute
+        return [ce for ce in found
+                if not lookback.rules_out(pid, ce.start, view.time_of(ce.start, attr))]
 
     def _post_one(self, found: list | Iterator, view) -> list:
         """One event's complex events after the evaluator: predicates between events, then
@@ -340,15 +358,19 @@ class Engine(ReadsInput):
         evaluator = self.evaluator
         view = self.store.view(self._bindings)
         found = evaluator.run(args, view=view)
-        if self.deadlines is not None:
+        if self.deadlines is not None or self.lookback is not None:
             if self.event_check is not None:
                 found = (ce for ce in found
                          if self.event_check.holds(view, ce.start, ce.end, ce.positions))
             if self.selects is not None:
                 found = select_stream(self.selects, found, self.limit)
-            due = self._deadline_batch(batch, args, found)
-            self.n_complex_events += len(due)
-            yield from due
+            if self.lookback is not None:
+                found = self._lookback_batch(batch, args, found, view)
+            if self.deadlines is not None:
+                found = self._deadline_batch(batch, args, found)
+            for ce in found:
+                self.n_complex_events += 1
+                yield ce
         elif not self.post:
             before = evaluator.reported
             try:
@@ -363,6 +385,31 @@ class Engine(ReadsInput):
                 self.n_complex_events += 1
                 yield ce
         self._finish(batch, error if raises else None, n_read)
+
+    def _lookback_batch(self, batch: Batch, args: EvaluatorInput, found: Iterator,
+                        view) -> list:
+        """A batch under ``ABSENT(ψ) WITHIN T ; φ``: its ψ events recorded (they are looked up
+        by position, so all at once), then φ's complex events that none rules out; then the
+        partitions that received ψ events expire what no later complex event needs."""
+        lookback = self.lookback
+        first = batch.first_position
+        times = batch.columns.values[self.analysed.lookback.attribute]
+        letters, pids = args.letters, args.pids
+        read = letters != NOT_READ
+        satisfying = np.append(self.encoder.letters_satisfying(self.lookback_bits), False)
+        psi = np.flatnonzero((pids != NO_PARTITION) & satisfying[np.where(read, letters, -1)])
+        touched = set()
+        for k, pid, t in zip(psi.tolist(), pids[psi].tolist(), times[psi].tolist()):
+            lookback.add(pid, first + k, t)
+            touched.add(pid)
+        attr = self.analysed.lookback.attribute
+        out = [ce for ce in found if not lookback.rules_out(
+            int(pids[ce.end - first]), ce.start, view.time_of(ce.start, attr))]
+        last_read = np.flatnonzero(read)[-1:]
+        if len(last_read):
+            for pid in touched:
+                lookback.expire(pid, int(times[last_read[0]]))
+        return out
 
     def _deadline_batch(self, batch: Batch, args: EvaluatorInput, found: Iterator) -> list:
         """A batch under a deadline, as ``_evaluate_one`` does it event by event: in position

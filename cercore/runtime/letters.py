@@ -49,8 +49,8 @@ class LetterEncoder:
         # the bits an inert letter may still have: an event that satisfies no atom satisfies
         # every absence label, and only loops in the gaps they label (as in any gap); the
         # atoms of a deadline's ψ label no transition (the engine reads them, not the automaton)
-        self.absence_bits = sum(1 << n.id for n in analysed.absences) | (
-            0 if analysed.deadline is None else analysed.deadline.psi_bits)
+        self.absence_bits = sum(1 << n.id for n in analysed.absences) | sum(
+            span.psi_bits for span in (analysed.deadline, analysed.lookback) if span is not None)
         n_types = max(len(analysed.schema.event_types), 1)
         self.reads = ReadFilter(n_types, analysed.visible_types, len(analysed.schema.streams),
                                 analysed.from_streams)

@@ -161,6 +161,10 @@ class StoreView:
             return None
         return self._locate(position).time(position, self.time_attribute)
 
+    def time_of(self, position: int, attribute: str) -> int | None:
+        """Any attribute of a stored event (``time`` reads the reported time attribute)."""
+        return self._locate(position).time(position, attribute)
+
     def times(self, positions: np.ndarray) -> np.ndarray:
         """Vectorised ``time`` (int64; positions must be stored; no time attribute: zeros)."""
         out = np.zeros(len(positions), dtype=np.int64)
