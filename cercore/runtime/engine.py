@@ -105,6 +105,7 @@ class Engine(ReadsInput):
         self.lookback = None if lookback is None else LookbackIndex(
             lookback.span, self.window.epsilon if self.window.kind in ("time", "attr") else None)
         self.lookback_bits = 0 if lookback is None else lookback.psi_bits
+        self.spans = self.psi_bits | self.lookback_bits  # 0: no absence span (the fast path)
         # run_one's fixed arguments, and whether an event's window time is its read count
         self._one_args = (self.window.epsilon or 0, self.window.kind is not None,
                           NO_LIMIT if self.post else self.limit, self.window.kind == "events")
@@ -254,10 +255,13 @@ class Engine(ReadsInput):
         attributes ``row``; its time is checked here unless a MultiEngine checked it. Only
         the events that can be part of a complex event are stored (``RecordChunk``).
 
-        Under a deadline (``φ ; ABSENT(ψ) WITHIN T``), what the event returns is the complex
-        events due before its time; a ψ event drops its partition's pending ones, and φ's
-        complex events it completes wait for their deadline (``cercore.runtime.deadlines``)."""
-        if tid == SKIPPED or not self.encoder.reads.reads_one(tid, stream):
+        With an absence span (``self.spans``: ABSENT(ψ) WITHIN T at the end or the start of the
+        pattern), ``_span_*`` do the rest: what returns is the complex events due before the
+        event's time; a ψ event drops its partition's pending ones (or is remembered for the
+        look back), and φ's complex events wait for their deadline (``runtime/deadlines``)."""
+        reads = self.encoder.reads
+        if tid == SKIPPED or not reads.type_list[tid] or (
+                reads.stream_list is not None and not reads.stream_list[stream + 1]):
             self.input.position = pos + 1
             return []
         order = self.time_order
@@ -266,9 +270,8 @@ class Engine(ReadsInput):
         self.input.position = pos + 1
         if not passed:
             return []
-        queue = self.deadlines
-        out = [] if queue is None else queue.fire(order.last)
-        self.n_complex_events += len(out)
+        spans = self.spans
+        out = self._span_due(order.last) if spans else []
         epsilon, windowed, limit, by_tick = self._one_args
         if by_tick:
             t = self.tick
@@ -279,16 +282,8 @@ class Engine(ReadsInput):
         self.tick += 1
         encoder = self.encoder
         letter = encoder.record_letter(tid, row, stream)
-        pid = None
-        if self.psi_bits and encoder.atom_masks[letter] & self.psi_bits:
-            pid = self.partitions.assign_one(tid, row)
-            if pid != NO_PARTITION:
-                queue.drop(pid)  # (after what was due before it fired)
-        if self.lookback_bits and encoder.atom_masks[letter] & self.lookback_bits:
-            pid = self.partitions.assign_one(tid, row) if pid is None else pid
-            if pid != NO_PARTITION:
-                self.lookback.add(pid, pos, order.last)
-                self.lookback.expire(pid, order.last)
+        pid = self._span_event(tid, row, pos, letter, order.last) \
+            if spans and encoder.atom_masks[letter] & spans else None
         if self.skip_inert and not encoder.relevant[letter]:
             return out  # it can change nothing: not stepped, not stored
         if pid is None:
@@ -305,11 +300,8 @@ class Engine(ReadsInput):
         if found:
             if self.post:
                 found = self._post_one(found, view)
-            if self.lookback is not None:
-                found = self._looked_back(found, pid, view)
-            if queue is not None:
-                for ce in found:
-                    queue.add(ce, order.last, pid)
+            if spans:
+                self._span_found(found, pid, view, order.last, out)
             elif type(found) is list:
                 self.n_complex_events += len(found)
                 out = found
@@ -321,6 +313,42 @@ class Engine(ReadsInput):
         if opened:
             self._prune_window()
         return out
+
+    # ---- absence spans on the record path ---------------------------------------------------
+    def _span_due(self, now: int) -> list:
+        """The complex events whose deadline is before ``now`` (counted: reported now)."""
+        if self.deadlines is None:
+            return []
+        out = self.deadlines.fire(now)
+        self.n_complex_events += len(out)
+        return out
+
+    def _span_event(self, tid: int, row: dict, pos: int, letter: int, now: int) -> int:
+        """A ψ event (of a deadline, a look back, or both): drops its partition's pending
+        complex events (after ``_span_due`` fired what was due before it) / is remembered.
+        Its partition id."""
+        pid = self.partitions.assign_one(tid, row)
+        if pid != NO_PARTITION:
+            mask = self.encoder.atom_masks[letter]
+            if mask & self.psi_bits:
+                self.deadlines.drop(pid)
+            if mask & self.lookback_bits:
+                self.lookback.add(pid, pos, now)
+                self.lookback.expire(pid, now)
+        return pid
+
+    def _span_found(self, found, pid: int, view, now: int, out: list) -> None:
+        """φ's complex events of this event: the look back drops those a ψ event precedes;
+        under a deadline they wait, else they go to ``out`` (counted)."""
+        if self.lookback is not None:
+            found = self._looked_back(found, pid, view)
+        if self.deadlines is not None:
+            for ce in found:
+                self.deadlines.add(ce, now, pid)
+        else:
+            found = list(found)
+            self.n_complex_events += len(found)
+            out += found
 
     def _looked_back(self, found, pid: int, view) -> list:
         """The complex events (of partition ``pid``) that no ψ event precedes within T."""
