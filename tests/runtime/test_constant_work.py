@@ -49,6 +49,12 @@ QUERIES = {
                  "AND c[volume > 500] PARTITION BY [name] WITHIN {w} [stock_time]",
     "negation": "SELECT * FROM S WHERE SELL as a; NOT(BUY as x FILTER x[name = 'MSFT']); "
                 "SELL as b FILTER a[name = 'MSFT'] AND b[name = 'MSFT'] WITHIN {w} [stock_time]",
+    # absence between events lives in the automaton: a gap that an MSFT buy ends
+    "absence": "SELECT * FROM S WHERE SELL as a; ABSENT(BUY as x FILTER x[name = 'MSFT']); "
+               "SELL as b FILTER a[name = 'MSFT'] AND b[name = 'MSFT'] WITHIN {w} [stock_time]",
+    "counted": "SELECT * FROM S WHERE SELL as msft; BUY{{2}} as q; SELL as amat "
+               "FILTER msft[name = 'MSFT'] AND q[name = 'QQQ'] AND amat[name = 'AMAT'] "
+               "WITHIN {w} [stock_time]",
     "next": "SELECT NEXT * FROM S WHERE BUY as b; (BUY OR SELL)+ as m; SELL as s "
             "FILTER b[volume > 1000] AND s[volume > 1000] PARTITION BY [name] "
             "WITHIN {w} [stock_time]",
