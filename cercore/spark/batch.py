@@ -205,12 +205,13 @@ def into_partitions(df, n: int, index):
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
                     parallelism: int) -> int:
-    """WA: at least D_C (+ T under a deadline: so each event lies in at most two slices),
+    """WA: at least D_C (+ the spans of absences: so each event lies in at most two slices),
     and large enough that the data makes about four slices per core."""
     if plan.coordinate == "position":
         lo, hi = 0, max(rows - 1, 0)
     extent = 0 if lo is None else hi - lo + 1
-    return max(plan.span_limit + plan.reach, -(-extent // max(4 * parallelism, 1)))
+    reach = plan.span_limit + plan.reach + plan.lookback
+    return max(reach, -(-extent // max(4 * parallelism, 1)))
 
 
 def slice_range(plan: SparkPlan, lo: int | None, hi: int | None, rows: int, advance: int
@@ -285,7 +286,7 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     df = df.select(*worker_columns(prep, df.columns))
     tz = spark.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(out_struct, timezone=tz)
-    slices = None if advance is None else (advance, plan.span_limit - 1)
+    slices = None if advance is None else (advance, plan.keep_offset)
     body = partial(run_sorted_groups, job=prep.job, slices=slices, out_schema=arrow_schema,
                    starts=starts, until=extent.latest)
     return df.mapInArrow(body, out_struct), advance, n

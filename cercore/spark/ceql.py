@@ -14,8 +14,8 @@ from cercore.spark.plan import (
     SINGLE,
     TCER,
     SparkPlan,
+    absence_lines,
     choose_plan,
-    deadline_line,
     streaming_tcer,
 )
 
@@ -59,7 +59,7 @@ def _plan_for(prep: Prepared, compiled: CompiledQuery, plan: str, streaming: boo
         if streaming and plan == TCER else None
     if sliced is not None:
         return SparkPlan(TCER, sliced.reason + "; requested for the stream", sliced.coordinate,
-                         sliced.span_limit, reach=sliced.reach)
+                         sliced.span_limit, reach=sliced.reach, lookback=sliced.lookback)
     raise CercoreError(f"plan {plan!r} is not exact for this query ({auto.reason}); "
                        f"use plan='auto' ({auto.kind}) or 'single'")
 
@@ -167,9 +167,7 @@ def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
     lines = [plan.describe(slice_advance)]
     if plan.history_dependent and plan.kind != TCER:
         lines.append(f"history-dependent: {plan.history_dependent}")
-    deadline = deadline_line(compiled.analysed, plan, bool(streaming))
-    if deadline is not None:
-        lines.append(deadline)
+    lines += absence_lines(compiled.analysed, plan, bool(streaming))
     lines.append(_order_line(order, sequence, bool(streaming)))
     if streaming:
         lines.append("streaming: transformWithStateInPandas, one engine state per "

@@ -103,7 +103,8 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
     position (its rows are a contiguous stretch of the global order) and the rows are numbered
     here. With ``slices`` = (WA, ε) (T-CER) GROUP is the slice index k and a complex event is
     kept only if ⌊(coord(end) − ε) / WA⌋ = k: the one slice holding the whole window before
-    its end, [end − ε, end], so all it depends on.
+    its end, [end − ε, end], so all it depends on (with a leading ``ABSENT(ψ) WITHIN T``, ε
+    here is ε + T: the slice holds the T before the window too; ``SparkPlan.keep_offset``).
 
     ``until`` (a query with a deadline, ``φ ; ABSENT(ψ) WITHIN T``): the latest time of the
     events the query reads in the whole input. A group sees only its own events, while the
@@ -186,9 +187,10 @@ class HeldRows:
 
 def evaluate(engine, table: pa.Table) -> MatchArrays:
     """The complex events ``engine`` reports over ``table`` (the engine's columns) as arrays:
-    ``process_arrays``, or, under a deadline (which ``process_arrays`` refuses: complex
-    events come out when their deadline passes), ``process``'s complex events gathered."""
-    if engine.deadlines is None:
+    ``process_arrays``, or, under an absence with a span (a deadline, which
+    ``process_arrays`` refuses: complex events come out when their deadline passes; or a
+    leading ``ABSENT(ψ) WITHIN T``), ``process``'s complex events gathered."""
+    if engine.deadlines is None and getattr(engine, "lookback", None) is None:
         return engine.process_arrays(table)
     return as_arrays(list(engine.process(table)))
 
@@ -274,7 +276,7 @@ class GroupRun:
         self.job = job
         self.next_position = first_position  # None: the rows carry POS
         self.group = group
-        self.slices = slices  # T-CER (WA, ε), or None
+        self.slices = slices  # T-CER (WA, ε [+ a leading absence's T]), or None
         self.out_schema = out_schema
         self.engine = job.engine()
         self.held = HeldRows()
@@ -324,7 +326,8 @@ def kept_by_slice(coord: np.ndarray, slices: tuple[int, int], k: int, start, end
                   local):
     """The complex events (``start``, ``end``, ``offsets``, ``local``: indices into rows whose
     slice coordinate is ``coord``) that T-CER slice ``k`` reports, with ``slices`` = (WA, ε):
-    those with ⌊(coord(end) − ε) / WA⌋ = k, the one slice holding [end − ε, end]."""
+    those with ⌊(coord(end) − ε) / WA⌋ = k, the one slice holding [end − ε, end] (ε: the
+    plan's ``keep_offset``, which adds a leading absence's span)."""
     advance, epsilon = slices
     keep = np.floor_divide(coord[end] - epsilon, advance) == k
     if keep.all():

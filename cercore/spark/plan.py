@@ -23,6 +23,10 @@ The three plans ("Aggregates are all you need", §4 T-CER, keyed and ordered eva
 * **single** — one engine over the whole stream in (time, seq) order: always exact, no
   parallelism. Used for history-dependent queries that cannot be keyed.
 
+A leading absence (``ABSENT(ψ) WITHIN T ; φ``, ``AnalysedQuery.lookback``) looks at the ψ events
+in the T before a complex event's start: a key's engine sees them all, and T-CER slices reach T
+further back (WS grows by T, a complex event is kept by slice ⌊(end − ε − T) / WA⌋).
+
 A deadline (``φ ; ABSENT(ψ) WITHIN T``, ``AnalysedQuery.deadline``) is decided by what follows a
 complex event's end: ψ events of its partition up to T after it, and whether any event the query
 reads passes its deadline (event time is global, across partitions). Keyed groups are told the
@@ -58,12 +62,20 @@ class SparkPlan:
     span_limit: int | None = None
     history_dependent: str | None = None  # why a window-local run is not exact, if it is not
     reach: int = 0  # T-CER: how far after its end a complex event's fate is decided (deadline T)
+    lookback: int = 0  # T-CER: how far before its start (ABSENT(ψ) WITHIN T ; φ)
 
     def slice_size(self, advance: int) -> int:
         """WS for a slice advance WA: the smallest size keeping every match inside a slice
-        (WA ≤ WS − D_C + 1), and, under a deadline T, every event up to its deadline too
-        (WS = WA + D_C − 1 + T)."""
-        return advance + self.span_limit - 1 + self.reach
+        (WA ≤ WS − D_C + 1), and every event its absences look at too: up to its deadline
+        after its end, back to the span of a leading absence before its start
+        (WS = WA + D_C − 1 + T_after + T_before)."""
+        return advance + self.span_limit - 1 + self.reach + self.lookback
+
+    @property
+    def keep_offset(self) -> int:
+        """How far before a complex event's end the slice keeping it begins: ε, and the span
+        of a leading absence (slice ⌊(end − ε − T_before) / WA⌋ holds all it depends on)."""
+        return self.span_limit - 1 + self.lookback
 
     def describe(self, advance: int | None = None) -> str:
         name = {TCER: "T-CER (overlapping slices, parallel, exact)",
@@ -75,17 +87,20 @@ class SparkPlan:
             lines.append(f"slices by {'event time' if self.coordinate == 'time' else 'position'}"
                          f": span limit D_C = ε + 1 = {self.span_limit} {unit} (WITHIN is "
                          "inclusive)" + (f", plus the deadline T = {self.reach} after a "
-                                         "complex event's end" if self.reach else ""))
+                                         "complex event's end" if self.reach else "")
+                         + (f", plus the span T = {self.lookback} an absence looks back "
+                            "before its start" if self.lookback else ""))
             if advance is not None:
                 size = self.slice_size(advance)
+                back = "ε + T_before" if self.lookback else "ε"
                 lines.append(f"slice advance WA = {advance}, slice size WS = {size}, "
                              f"≤ {-(-size // advance)} slices per event; a complex event "
-                             "is kept by the slice ⌊(end − ε) / WA⌋ only (the one holding "
-                             "the window before its end)")
+                             f"is kept by the slice ⌊(end − {back}) / WA⌋ only (the one "
+                             "holding the window before its end)")
             else:
                 lines.append("slice advance WA: chosen from the data's extent (≥ D_C"
-                             + (" + T" if self.reach else "") + ", so each event is in at "
-                             "most 2 slices), or slice_advance=")
+                             + (" + T" if self.reach or self.lookback else "")
+                             + ", so each event is in at most 2 slices), or slice_advance=")
         return "\n".join(lines)
 
 
@@ -170,35 +185,45 @@ def _batch_plan(analysed, order_attribute: str | None, on_error: str) -> SparkPl
         return SparkPlan(SINGLE, f"{why_not_keyed}; the window attribute {w.attribute!r} is "
                          f"not the ordering time {order_attribute!r}, so slices by it would "
                          "not be contiguous runs of the stream")
-    deadline = analysed.deadline
+    deadline, lookback = analysed.deadline, getattr(analysed, "lookback", None)
     return SparkPlan(TCER, f"{why_not_keyed}; WITHIN bounds every match's span "
                      f"({w.attribute} difference ≤ {w.epsilon})"
-                     + ("" if deadline is None else f", and the deadline ends {deadline.span} "
-                        "after it"), coordinate="time", span_limit=d_c,
-                     reach=0 if deadline is None else int(deadline.span))
+                     + ("" if deadline is None else f", its deadline ends {deadline.span} "
+                        "after it") + ("" if lookback is None else f", its leading absence "
+                                       f"looks {lookback.span} back"),
+                     coordinate="time", span_limit=d_c,
+                     reach=0 if deadline is None else int(deadline.span),
+                     lookback=0 if lookback is None else int(lookback.span))
 
 
-def deadline_line(analysed, plan: SparkPlan, streaming: bool) -> str | None:
-    """What ``explain`` says about a deadline (``φ ; ABSENT(ψ) WITHIN T``) on ``plan`` (None:
-    the query has none)."""
+def absence_lines(analysed, plan: SparkPlan, streaming: bool) -> list[str]:
+    """What ``explain`` says about absences with a span on ``plan``: a deadline
+    (``φ ; ABSENT(ψ) WITHIN T``) and a leading absence (``ABSENT(ψ) WITHIN T ; φ``)."""
+    lines = []
     d = analysed.deadline
-    if d is None:
-        return None
-    head = (f"deadline: T = {d.span} [{d.attribute}]; a complex event is reported once event "
-            "time passes its end + T with no ψ event of its partition up to then")
-    if streaming:
-        return (head + ": when the watermark passes it (on the key's next rows, or an "
-                "event-time timer set for it); pending complex events stay in the key's "
-                "state across micro-batches and restarts")
-    where = {KEYED: "each key's engine also fires, at the end of its group, the deadlines "
-                    "before the input's latest read time (one aggregate), as a later event "
-                    "of another key does locally",
-             TCER: "slices grow by T, so the slice keeping a complex event holds every event "
-                   "up to its deadline, and fire at their end the deadlines before the "
-                   "input's latest read time (one aggregate)",
-             SINGLE: "one engine sees every event"}[plan.kind]
-    return (head + ": on a later event the query reads, as the local engine's process() (the "
-            "end of the input fires nothing); " + where)
+    if d is not None:
+        head = (f"deadline: T = {d.span} [{d.attribute}]; a complex event is reported once "
+                "event time passes its end + T with no ψ event of its partition up to then")
+        if streaming:
+            lines.append(head + ": when the watermark passes it (on the key's next rows, or an "
+                         "event-time timer set for it); pending complex events stay in the "
+                         "key's state across micro-batches and restarts")
+        else:
+            where = {KEYED: "each key's engine also fires, at the end of its group, the "
+                            "deadlines before the input's latest read time (one aggregate), as "
+                            "a later event of another key does locally",
+                     TCER: "slices grow by T, so the slice keeping a complex event holds every "
+                           "event up to its deadline, and fire at their end the deadlines "
+                           "before the input's latest read time (one aggregate)",
+                     SINGLE: "one engine sees every event"}[plan.kind]
+            lines.append(head + ": on a later event the query reads, as the local engine's "
+                         "process() (the end of the input fires nothing); " + where)
+    b = getattr(analysed, "lookback", None)
+    if b is not None:
+        lines.append(f"leading absence: T = {b.span} [{b.attribute}] before a complex event's "
+                     "start; " + ("T-CER slices reach T further back" if plan.kind == TCER
+                                  else "each engine sees every ψ event of its partition"))
+    return lines
 
 
 def streaming_tcer(analysed, order_attribute: str | None, on_error: str = "raise"

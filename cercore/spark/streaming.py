@@ -161,7 +161,7 @@ class CerProcessor(StatefulProcessor):
         self.layout = layout
         self.out_schema = to_arrow_schema(out_struct)  # built once, on the driver
         self.evict_after = evict_after  # ε in engine time units, when eviction is exact
-        self.slices = slices  # T-CER: (WA, WS, ε), the key being the slice index k
+        self.slices = slices  # T-CER: (WA, WS, keep offset), the key being the slice index k
         self.unit = job.schema.time_unit
         self.deadlines = deadlines  # φ ; ABSENT(ψ) WITHIN T: fire what the watermark passes
 
@@ -351,6 +351,26 @@ def operator_input(df) -> tuple[Any, InputLayout]:
 STREAM_SLICE_SPANS = 4  # default T-CER slice advance WA, in span limits D_C
 
 
+def eviction_span(analysed, time: str) -> int | None:
+    """How long after a key's last evaluated time (on ``time``, the stream's event time) its
+    engine can be dropped once the watermark has passed it, or None: never. Once the watermark
+    passes the last time + ε, no partial match can complete (a time window on ``time``, no
+    NEXT/LAST/MAX); + T, no pending deadline (``φ ; ABSENT(ψ) WITHIN T``) can be ruled out and
+    no later complex event looks back to a ψ event (``ABSENT(ψ) WITHIN T ; φ``)."""
+    spans = [a for a in (analysed.deadline, getattr(analysed, "lookback", None))
+             if a is not None]
+    for a in spans:
+        if a.attribute != time:
+            raise CercoreError(f"the span of ABSENT(...) WITHIN is measured on {a.attribute!r}, "
+                               f"but the stream's event time (its watermark) is {time!r}: "
+                               f"pass time={a.attribute!r}")
+    w = analysed.window
+    if (w.kind in ("time", "attr") and w.attribute == time
+            and analysed.strategy not in ("NEXT", "LAST", "MAX")):
+        return max([int(w.epsilon)] + [int(a.span) for a in spans])
+    return None
+
+
 def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | None = None):
     """The streaming complex events of ``prep`` under the keyed, T-CER (by event time) or
     single ``plan``. T-CER slices advance by ``slice_advance`` (default
@@ -364,27 +384,17 @@ def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | N
         raise CercoreError("streaming needs an event-time column: pass time= or declare a "
                            "primary_time attribute")
     analysed = prep.job.compiled().analysed
-    w = analysed.window
-    deadline = analysed.deadline
-    if deadline is not None and deadline.attribute != prep.time:
-        raise CercoreError(f"the ABSENT(...) deadline is measured on {deadline.attribute!r}, but "
-                           f"the stream's event time (its watermark) is {prep.time!r}: pass "
-                           f"time={deadline.attribute!r}")
-    evict_after = None
-    if (w.kind in ("time", "attr") and w.attribute == prep.time
-            and analysed.strategy not in ("NEXT", "LAST", "MAX")):
-        # no partial match can complete, nor a pending deadline be ruled out, once the
-        # watermark passes the last time + ε (and + T)
-        evict_after = max(int(w.epsilon), 0 if deadline is None else int(deadline.span))
+    evict_after = eviction_span(analysed, prep.time)
     df = prep.df
     slices = None
     if plan.kind == KEYED:
         df = df.filter(F.col(KEY).isNotNull())
         group = KEY
     elif plan.kind == TCER:  # one state per slice; `partition` names it
-        advance = slice_advance or STREAM_SLICE_SPANS * (plan.span_limit + plan.reach)
+        advance = slice_advance or STREAM_SLICE_SPANS * (plan.span_limit + plan.reach
+                                                         + plan.lookback)
         size = plan.slice_size(advance)
-        slices = (advance, size, plan.span_limit - 1)
+        slices = (advance, size, plan.keep_offset)
         group = GROUP
         df = df.withColumn(GROUP, slices_of(TIME, size, advance))
         df = df.withColumn(KEY, F.concat(F.lit("slice "), F.col(GROUP).cast("string")))
@@ -397,7 +407,7 @@ def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | N
     df = with_event_time(df, TIME, prep.schema.time_unit, watermark).drop(WM)
     df, layout = operator_input(df)
     processor = CerProcessor(prep.job, layout, out_struct, evict_after=evict_after,
-                             slices=slices, deadlines=deadline is not None)
+                             slices=slices, deadlines=analysed.deadline is not None)
     return df.groupBy(group).transformWithStateInPandas(processor, out_struct, "Append",
                                                         "EventTime")
 

@@ -53,6 +53,11 @@ from cercore.ceql import ast, printer
 from cercore.spark.job import COORD, GROUP, KEY, POS, TIME, TYPE, EngineJob, run_sorted_groups
 from cercore.spark.plan import KEYED, SINGLE, TCER, choose_plan
 
+try:  # the streaming processor's harness (pyspark's TwsTester: no JVM)
+    import test_spark_processor as tws
+except pytest.skip.Exception:  # no pyspark: the processor tests skip, the rest runs
+    tws = None
+
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                        HealthCheck.data_too_large,
                                                        HealthCheck.filter_too_much,
@@ -60,32 +65,66 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
 
 
 # ---- random deadline queries ----------------------------------------------------------------
+def _leading_absence_supported() -> bool:
+    """Whether this engine takes a leading ``ABSENT(ψ) WITHIN T ; φ`` (the plans handle it
+    when the analysis reports it, ``AnalysedQuery.lookback``)."""
+    try:
+        cercore.compile("SELECT * FROM S WHERE ABSENT(B) WITHIN 1 [ts] ; A", SCHEMAS["seconds"])
+    except cercore.CEQLError:
+        return False
+    return True
+
+
+LEADING = _leading_absence_supported()
+PLACES = ["end", "end", "start", "both"] if LEADING else ["end"]
+
+
 @st.composite
 def deadline_queries(draw, schema, partitioned: bool | None = None,
                      windowed: bool | None = None) -> ast.Query:
     """``φ ; ABSENT(ψ) WITHIN T`` with φ a random full-CEQL formula (strategies, windows,
     PARTITION BY, FROM; no CONSUME BY or LIMIT, which a deadline refuses), ψ one event (an
-    atom or an OR of two, maybe named and filtered through FILTER), T in 0..4 time units."""
+    atom or an OR of two, maybe named and filtered through FILTER), T in 0..4 time units;
+    where the engine has it, also or instead a leading ``ABSENT(ψ) WITHIN T ; φ``."""
     q = draw(queries(schema, partitioned=partitioned, windowed=windowed, full=True,
                      max_depth=2))
     ordered = q.within.attribute if isinstance(q.within, ast.AttrWindow) \
         else schema.time_attribute
     visible = sorted({t for s in (q.streams or schema.streams)
                       for t in schema.streams[s].event_types})
-    psi: ast.Formula = ast.EventAtom(draw(st.sampled_from(visible)))
-    if draw(st.booleans()):
-        psi = ast.Or(psi, ast.EventAtom(draw(st.sampled_from(visible))))
-    binds = bindable(psi)
-    var = None
-    if draw(st.booleans()):
-        var = draw(st.sampled_from(VARIABLES))
-        psi = ast.As(psi, var)
-        binds = {var: set().union(*binds.values())}
-    span = draw(st.sampled_from([0, 1, 2, 4]))
-    formula: ast.Formula = ast.Seq(q.formula, ast.Absent(psi, ast.AttrWindow(span, ordered)))
-    if var is not None and draw(st.booleans()) and any(
-            t.is_numeric for t in _attrs_of(schema, binds[var]).values()):
-        formula = ast.Filter(formula, draw(_filter_expr(schema, binds, 1)))
+    where = draw(st.sampled_from(PLACES))
+    if where != "end" and isinstance(q.within, ast.EventsWindow):  # refused with a lead
+        q = dataclasses.replace(q, within=ast.AttrWindow(q.within.count, "ts"))
+        ordered = "ts"
+
+    def absent() -> tuple[ast.Absent, str | None, dict]:
+        psi: ast.Formula = ast.EventAtom(draw(st.sampled_from(visible)))
+        if draw(st.booleans()):
+            psi = ast.Or(psi, ast.EventAtom(draw(st.sampled_from(visible))))
+        binds = bindable(psi)
+        var = None
+        if draw(st.booleans()):
+            var = draw(st.sampled_from(VARIABLES))
+            psi = ast.As(psi, var)
+            binds = {var: set().union(*binds.values())}
+        span = draw(st.sampled_from([0, 1, 2, 4]))
+        return ast.Absent(psi, ast.AttrWindow(span, ordered)), var, binds
+
+    formula: ast.Formula = q.formula
+    named = []
+    if where in ("start", "both"):
+        lead, var, binds = absent()
+        formula = ast.Seq(lead, formula)
+        named += [binds] if var else []
+    if where in ("end", "both"):
+        trail, var, binds = absent()
+        formula = ast.Seq(formula, trail)
+        named += [binds] if var else []
+    for binds in named:
+        var = next(iter(binds))
+        if draw(st.booleans()) and any(
+                t.is_numeric for t in _attrs_of(schema, binds[var]).values()):
+            formula = ast.Filter(formula, draw(_filter_expr(schema, binds, 1)))
     return ast.Query(formula, strategy=q.strategy, projection=q.projection, streams=q.streams,
                      partition_by=q.partition_by, within=q.within)
 
@@ -179,9 +218,10 @@ def test_keyed_groups_fire_with_the_inputs_latest_time(data):
 @settings(max_examples=250, **SETTINGS)
 @given(data=st.data())
 def test_tcer_slices_grown_by_the_deadline(data):
-    """T-CER by time: slices [k·WA, k·WA + WS) built by enumeration with WS = WA + D_C − 1 + T,
-    each fires at its end what the input's latest read time passes, and keeps the complex
-    events ending in its part (⌊(end − ε) / WA⌋ = k); the union equals the local engine."""
+    """T-CER by time: slices [k·WA, k·WA + WS) built by enumeration with WS = WA + D_C − 1 + T
+    (+ a leading absence's span), each fires at its end what the input's latest read time
+    passes, and keeps the complex events ending in its part (⌊(end − ε [− T_before]) / WA⌋ =
+    k); the union equals the local engine."""
     schema = data.draw(st.sampled_from([SCHEMAS["seconds"], SCHEMAS["millis"]]))
     q = data.draw(deadline_queries(schema, partitioned=False, windowed=True))
     text, compiled = compiled_or_discard(q, schema)
@@ -190,9 +230,11 @@ def test_tcer_slices_grown_by_the_deadline(data):
         assert plan.kind == SINGLE and "deadline" in plan.reason
         return
     assume(plan.kind == TCER)
-    assert plan.reach == compiled.analysed.deadline.span
+    for span, absence in ((plan.reach, compiled.analysed.deadline),
+                          (plan.lookback, getattr(compiled.analysed, "lookback", None))):
+        assert span == (0 if absence is None else absence.span)
     events = data.draw(streams(schema, max_len=12, favour=favoured(q, schema)))
-    advance = data.draw(st.integers(1, plan.span_limit + plan.reach + 3))
+    advance = data.draw(st.integers(1, plan.span_limit + plan.reach + plan.lookback + 3))
     size = plan.slice_size(advance)
     coords = [a["ts"] for _, a in events]
     rows = []
@@ -201,7 +243,7 @@ def test_tcer_slices_grown_by_the_deadline(data):
             rows += [(k, i) for i, c in enumerate(coords) if k * advance <= c < k * advance + size]
     want = local_complex_events(text, schema, events)
     got = run_workers(text, schema, worker_table(rows, events, coords),
-                      data.draw(st.integers(1, 5)), slices=(advance, plan.span_limit - 1),
+                      data.draw(st.integers(1, 5)), slices=(advance, plan.keep_offset),
                       until=read_time(compiled, events))
     event("some complex events" if want else "none")
     assert got == want, (text, advance)
@@ -403,6 +445,206 @@ def test_explain_and_plans_with_a_deadline():
     assert events.startswith("spark plan: single") and "does not bound" in events
     streaming = explain(DECL, HEARTBEAT, streaming=True)
     assert "when the watermark passes it" in streaming
+
+
+# ---- the streaming processor, without a JVM (pyspark's TwsTester) ---------------------------
+PROCESSOR_QUERIES = [  # (keyed ones; without PARTITION BY, T-CER slices where windowed)
+    # T > ε: the engine outlives its window until the deadlines it holds have passed
+    "SELECT * FROM S WHERE A ; C ; ABSENT(B) WITHIN 4 [ts] PARTITION BY [id] WITHIN 2 [ts]",
+    "SELECT * FROM S WHERE A AS a ; ABSENT(B) WITHIN 2 [ts] PARTITION BY [id]",  # no eviction
+    "SELECT * FROM S WHERE A ; B ; ABSENT(C OR B) WITHIN 0 [ts] PARTITION BY [id] "
+    "WITHIN 3 [ts]",
+] + ([
+    "SELECT * FROM S WHERE ABSENT(B) WITHIN 3 [ts] ; A ; C PARTITION BY [id] WITHIN 2 [ts]",
+    "SELECT * FROM S WHERE ABSENT(C) WITHIN 2 [ts] ; A ; C ; ABSENT(B) WITHIN 3 [ts] "
+    "PARTITION BY [id] WITHIN 2 [ts]",
+] if LEADING else [])
+SLICED_QUERIES = [q.replace(" PARTITION BY [id]", "") for q in PROCESSOR_QUERIES
+                  if q.endswith("[ts]")]
+
+
+def prepared_row(schema, e: tuple, key: str | None = None) -> tuple:
+    """The processor's input row of event (type, id, ts, seq): a type the query does not
+    name is the inferred schema's catch-all; the key column is PARTITION BY's or the slice."""
+    t, i, ts, seq = e
+    engine_type = t if t in schema.event_types else "__cer_other"
+    return (t, i, ts, seq, engine_type, ts, seq, key if key is not None else f'["{i}"]',
+            ts * 1_000_000)
+
+
+def stream_case(seed: int, n: int, keys: int) -> tuple[list[tuple], list[tuple]]:
+    """Events (type, key, ts, seq) and their arrival order (shuffled within a few seconds)."""
+    rng = random.Random(seed)
+    ts, events = 100, []
+    for i in range(n):
+        ts += rng.choice([0, 1, 1, 2, 3])
+        events.append((rng.choice("ABCBAD"), rng.randrange(keys), ts, i))
+    return events, sorted(events, key=lambda e: e[2] + rng.uniform(0, 3))
+
+
+def local_seqs(query: str, schema, events: list[tuple], until: int | None) -> list[tuple]:
+    """The local engine over ``events`` in (ts, seq) order, then ``advance(until)``."""
+    mine = sorted(events, key=lambda e: (e[2], e[3]))
+    engine = cercore.compile(query, schema).engine()
+    found = list(engine.process([(e[0] if e[0] in schema.event_types else "__cer_other",
+                                  {"id": e[1], "ts": e[2]}) for e in mine]))
+    if until is not None:
+        found += engine.advance(until)
+    return sorted(tuple(mine[p][3] for p in ce.positions) for ce in found)
+
+
+def stream_through(tester, arrival, chunk: int, delay: int, keys_of, row_of, check):
+    """Feed ``arrival`` chunk by chunk (each key its rows), the watermark trailing the newest
+    time by ``delay`` s after each chunk; ``check(out so far, accepted, watermark s)`` after
+    each watermark; then a watermark past everything. Returns (out, accepted)."""
+    feed, records = tws.feed, tws.records
+    out, accepted, watermark, newest = [], [], 0, 0
+    for i in range(0, len(arrival), chunk):
+        part = arrival[i:i + chunk]
+        accepted += [e for e in part if e[2] * 1000 > watermark]
+        for key in sorted({k for e in part for k in keys_of(e)}):
+            rows = [row_of(e, key) for e in part if key in keys_of(e)]
+            out += feed(tester, key, rows)
+        newest = max([newest] + [e[2] for e in part])
+        if (newest - delay) * 1000 > watermark:
+            watermark = (newest - delay) * 1000
+            out += records(tester.setWatermark(watermark))
+            check(out, accepted, watermark // 1000)
+    out += records(tester.setWatermark(10**9))
+    return out, accepted
+
+
+@pytest.mark.parametrize("query", PROCESSOR_QUERIES)
+@settings(max_examples=30, **SETTINGS)
+@given(n=st.integers(5, 40), seed=st.integers(0, 2**32), delay=st.integers(0, 4),
+       chunk=st.integers(1, 5))
+def test_processor_fires_deadlines_with_the_watermark(query, n, seed, delay, chunk):
+    """Keyed streaming: after every watermark W, what each key has reported is exactly the
+    local engine over its accepted rows up to W, then ``advance(W + 1)``: every row at or
+    before W has arrived (a later one is late), so a deadline up to W has passed and one after
+    it has not. The key's state (engine, pending complex events, rows they report) is pickled
+    between calls, as across micro-batches and restarts. At the end, a watermark past
+    everything: the local engine with ``advance`` past everything."""
+    if tws is None:
+        pytest.skip("pyspark is not installed")
+    USER, seqs = tws.USER, tws.seqs
+    from cercore.spark.frames import infer_schema
+    from cercore.spark.streaming import eviction_span
+
+    proc = tws.processor(query)
+    proc.deadlines = proc.job.compiled().analysed.deadline is not None
+    proc.evict_after = eviction_span(proc.job.compiled().analysed, "ts")
+    schema = infer_schema(USER, query, time="ts", exclude=("seq",))
+    tester = tws.make_tester(proc)
+    events, arrival = stream_case(seed, n, 2)
+
+    def check(out, accepted, w):
+        want = []
+        for key in (0, 1):
+            mine = [e for e in accepted if e[1] == key and e[2] <= w]
+            want += local_seqs(query, schema, mine, w + 1)
+        assert seqs(out) == sorted(want), (query, w)
+
+    out, accepted = stream_through(tester, arrival, chunk, delay, lambda e: [f'["{e[1]}"]'],
+                                   lambda e, key: prepared_row(schema, e), check)
+    want = [ce for key in (0, 1)
+            for ce in local_seqs(query, schema, [e for e in accepted if e[1] == key], 10**6)]
+    event("some complex events" if want else "no complex events")
+    assert seqs(out) == sorted(want), query
+
+
+@pytest.mark.parametrize("query", SLICED_QUERIES)
+@settings(max_examples=25, **SETTINGS)
+@given(n=st.integers(5, 40), seed=st.integers(0, 2**32), delay=st.integers(0, 4),
+       chunk=st.integers(1, 5), advance=st.integers(1, 9))
+def test_processor_tcer_slices_with_absences(query, n, seed, delay, chunk, advance):
+    """Streaming T-CER with a deadline or a leading absence: slices grown by their spans
+    (``SparkPlan.slice_size``), each keeping the complex events ⌊(end − keep offset) / WA⌋
+    assigns it and firing what the watermark passes; together the local engine's, each
+    once, and every slice's state is cleared once the watermark passes it."""
+    if tws is None:
+        pytest.skip("pyspark is not installed")
+    from pyspark.sql.types import StructType
+
+    USER, seqs, slices_holding = tws.USER, tws.seqs, tws.slices_holding
+    from cercore.spark.ceql import _body_fields
+    from cercore.spark.frames import infer_schema
+    from cercore.spark.streaming import CerProcessor, eviction_span
+
+    schema = infer_schema(USER, query, time="ts", exclude=("seq",))
+    job = EngineJob(query, schema, (("id", "id"), ("ts", TIME)), tuple(USER.names))
+    analysed = job.compiled().analysed
+    plan = choose_plan(analysed, "ts")
+    assert plan.kind == TCER
+    size = plan.slice_size(advance)
+    tester = tws.make_tester(CerProcessor(
+        job, tws.LAYOUT, StructType(_body_fields(USER)), evict_after=eviction_span(analysed, "ts"),
+        slices=(advance, size, plan.keep_offset), deadlines=analysed.deadline is not None))
+    events, arrival = stream_case(seed, n, 1)
+    keys = set()
+
+    def keys_of(e):
+        found = slices_holding(e[2], advance, size)
+        keys.update(found)
+        return found
+
+    out, accepted = stream_through(
+        tester, arrival, chunk, delay, keys_of,
+        lambda e, k: prepared_row(schema, e, f"slice {k}"), lambda *_: None)
+    want = local_seqs(query, schema, accepted, 10**6)
+    event("some complex events" if want else "no complex events")
+    assert seqs(out) == sorted(want), (query, advance)
+    assert all(tester.peekValueState("engine", k) is None for k in keys)
+
+
+def test_processor_keeps_an_engine_while_a_deadline_is_pending():
+    """WITHIN 2 but a deadline 4 after the end: the key's engine outlives its window (its
+    pending complex event could still be ruled out by a B, and must still fire)."""
+    if tws is None:
+        pytest.skip("pyspark is not installed")
+    from cercore.spark.frames import infer_schema
+    from cercore.spark.streaming import eviction_span
+
+    query = PROCESSOR_QUERIES[0]  # A ; C ; ABSENT(B) WITHIN 4 [ts] ... WITHIN 2 [ts]
+    schema = infer_schema(tws.USER, query, time="ts", exclude=("seq",))
+    for ruled_out in (False, True):
+        proc = tws.processor(query)
+        proc.deadlines = True
+        proc.evict_after = eviction_span(proc.job.compiled().analysed, "ts")
+        assert proc.evict_after == 4
+        t = tws.make_tester(proc)
+        tws.feed(t, '["1"]', [prepared_row(schema, e) for e in [("A", 1, 10, 0),
+                                                                  ("C", 1, 11, 1)]])
+        assert tws.records(t.setWatermark(14_000)) == []  # due after 15: not passed yet
+        assert tws.key_state(t, '["1"]')[2] is not None  # the engine is kept
+        if ruled_out:
+            tws.feed(t, '["1"]', [prepared_row(schema, ("B", 1, 15, 2))])
+        got = tws.records(t.setWatermark(15_000))
+        assert tws.seqs(got) == ([] if ruled_out else [(0, 1)])
+        t.setWatermark(19_000)  # the last time (11, or the B at 15) + 4 has passed
+        assert t.peekValueState("engine", '["1"]')[2] is None  # evicted: nothing pending
+
+
+@pytest.mark.skipif(not LEADING, reason="no leading ABSENT(ψ) WITHIN T in this engine")
+def test_processor_keeps_an_engine_while_a_lead_can_look_back():
+    """ABSENT(B) WITHIN 3 ; A ; C WITHIN 2: a quiet key's engine is not dropped 2 after its
+    last B, while a later A could still look back to it."""
+    if tws is None:
+        pytest.skip("pyspark is not installed")
+    from cercore.spark.frames import infer_schema
+    from cercore.spark.streaming import eviction_span
+
+    query = PROCESSOR_QUERIES[3]
+    schema = infer_schema(tws.USER, query, time="ts", exclude=("seq",))
+    proc = tws.processor(query)
+    proc.evict_after = eviction_span(proc.job.compiled().analysed, "ts")
+    assert proc.evict_after == 3
+    t = tws.make_tester(proc)
+    tws.feed(t, '["1"]', [prepared_row(schema, ("B", 1, 10, 0))])
+    t.setWatermark(12_000)
+    tws.feed(t, '["1"]', [prepared_row(schema, e) for e in [("A", 1, 13, 1), ("C", 1, 14, 2),
+                                                              ("A", 1, 14, 3), ("C", 1, 15, 4)]])
+    assert tws.seqs(tws.records(t.setWatermark(20_000))) == [(3, 4)]  # A at 13 is ruled out
 
 
 # ---- streaming ----------------------------------------------------------------------------
