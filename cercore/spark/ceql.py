@@ -100,6 +100,11 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
     lateness, e.g. "10 seconds" — a row whose time is that far behind the newest time of the
     earlier micro-batches is late: counted (``cercore.spark.late_events``), not evaluated.
 
+    A deadline (``φ ; ABSENT(ψ) WITHIN T``) is reported in batch as the local engine's
+    ``process`` over the whole DataFrame reports it: once a later event the query reads, of any
+    partition, passes it (the end of the input fires nothing); in streaming, once the
+    watermark passes it (pending complex events are kept in state across restarts).
+
     Returns a DataFrame with columns ``match_id`` (64-bit hash of partition, interval and
     positions, Spark's ``xxhash64(coalesce(partition, ''), start, end, positions)``, computed
     with the complex events (``cercore.spark.match_id``): equal complex events get equal ids

@@ -190,7 +190,7 @@ def evaluate(engine, table: pa.Table) -> MatchArrays:
     ``process_arrays``, or, under an absence with a span (a deadline, which
     ``process_arrays`` refuses: complex events come out when their deadline passes; or a
     leading ``ABSENT(ψ) WITHIN T``), ``process``'s complex events gathered."""
-    if engine.deadlines is None and getattr(engine, "lookback", None) is None:
+    if engine.deadlines is None and engine.lookback is None:
         return engine.process_arrays(table)
     return as_arrays(list(engine.process(table)))
 

@@ -185,7 +185,7 @@ def _batch_plan(analysed, order_attribute: str | None, on_error: str) -> SparkPl
         return SparkPlan(SINGLE, f"{why_not_keyed}; the window attribute {w.attribute!r} is "
                          f"not the ordering time {order_attribute!r}, so slices by it would "
                          "not be contiguous runs of the stream")
-    deadline, lookback = analysed.deadline, getattr(analysed, "lookback", None)
+    deadline, lookback = analysed.deadline, analysed.lookback
     return SparkPlan(TCER, f"{why_not_keyed}; WITHIN bounds every match's span "
                      f"({w.attribute} difference ≤ {w.epsilon})"
                      + ("" if deadline is None else f", its deadline ends {deadline.span} "
@@ -218,7 +218,7 @@ def absence_lines(analysed, plan: SparkPlan, streaming: bool) -> list[str]:
                      SINGLE: "one engine sees every event"}[plan.kind]
             lines.append(head + ": on a later event the query reads, as the local engine's "
                          "process() (the end of the input fires nothing); " + where)
-    b = getattr(analysed, "lookback", None)
+    b = analysed.lookback
     if b is not None:
         lines.append(f"leading absence: T = {b.span} [{b.attribute}] before a complex event's "
                      "start; " + ("T-CER slices reach T further back" if plan.kind == TCER

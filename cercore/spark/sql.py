@@ -25,9 +25,15 @@ So the partitioning is the user's to state, as in any SQL window:
 * ``cer_aggregate``: ``PARTITION BY`` the GROUP BY attributes (or ``WITH SINGLE PARTITION``),
   ``ORDER BY`` the time, then the input position; the rows of ``aggregate``.
 
+A deadline (``φ ; ABSENT(ψ) WITHIN T``) fires, as in ``find``, once a later event the query reads
+passes it, in any partition; an instance sees only its own. ``advance => 'latest'`` names a
+column holding the latest time of the events the query reads (e.g. ``max(ts) OVER ()``): each
+instance then fires, when its rows end, the deadlines before it, and the rows equal ``find``'s
+(the column is not part of ``events``). ``WITH SINGLE PARTITION`` needs nothing.
+
 Arguments after the table: the query, the declaration (NULL: ``cer_find`` infers it from the
 table as ``find`` does), then by name (``time => 'ts'``): ``cer_find`` takes ``time``,
-``sequence``, ``type_column``, ``time_unit``, ``position``, ``backend``, ``on_error``;
+``sequence``, ``type_column``, ``time_unit``, ``position``, ``advance``, ``backend``, ``on_error``;
 ``cer_aggregate`` takes ``sequence``, ``type_column``, ``exact``, ``backend``. A malformed query
 fails when Spark analyses the statement, with the CEQL error (line, column, caret) inside
 Spark's ``TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON``.

@@ -24,6 +24,18 @@ ordering time, its strategy keeps no history (no NEXT/LAST/MAX) and the watermar
 the last evaluated time + ε, no future event can complete a partial match, so the engine is
 dropped (only ``offset`` stays, so positions keep counting).
 
+Absences with a span: a deadline (``φ ; ABSENT(ψ) WITHIN T``) passes when the watermark does.
+After evaluating what it released, a key fires the complex events whose deadline is at or
+before the latest time the watermark has passed (``reached``: every row of the key up to it has
+been evaluated, and one arriving now would be late), as the local engine's ``advance`` past it
+would; the rest stay pending in the pickled engine (``Engine.deadlines``, with the rows they
+report, ``HeldRows``), across micro-batches and restarts, and an event-time timer wakes a quiet
+key when the watermark passes the earliest pending deadline. So streaming reports a deadline
+the allowed lateness after event time passes it, and one after the last watermark stays
+pending. A key's engine is kept until the watermark passes its last time + max(ε, T) (a
+pending deadline can still fire or be ruled out, and a leading ``ABSENT(ψ) WITHIN T ; φ`` can
+still look back to its ψ events); T-CER slices grow by the spans (``SparkPlan.slice_size``).
+
 Positions in streaming output count the events of the key (of the whole stream for the
 single plan) in (time, sequence) order — a global numbering would need a global sort. A T-CER
 slice k holds the events of [k·WA, k·WA + WS); it reports the complex events ending in its
@@ -357,7 +369,7 @@ def eviction_span(analysed, time: str) -> int | None:
     passes the last time + ε, no partial match can complete (a time window on ``time``, no
     NEXT/LAST/MAX); + T, no pending deadline (``φ ; ABSENT(ψ) WITHIN T``) can be ruled out and
     no later complex event looks back to a ψ event (``ABSENT(ψ) WITHIN T ; φ``)."""
-    spans = [a for a in (analysed.deadline, getattr(analysed, "lookback", None))
+    spans = [a for a in (analysed.deadline, analysed.lookback)
              if a is not None]
     for a in spans:
         if a.attribute != time:

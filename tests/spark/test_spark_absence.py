@@ -65,18 +65,7 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
 
 
 # ---- random deadline queries ----------------------------------------------------------------
-def _leading_absence_supported() -> bool:
-    """Whether this engine takes a leading ``ABSENT(ψ) WITHIN T ; φ`` (the plans handle it
-    when the analysis reports it, ``AnalysedQuery.lookback``)."""
-    try:
-        cercore.compile("SELECT * FROM S WHERE ABSENT(B) WITHIN 1 [ts] ; A", SCHEMAS["seconds"])
-    except cercore.CEQLError:
-        return False
-    return True
-
-
-LEADING = _leading_absence_supported()
-PLACES = ["end", "end", "start", "both"] if LEADING else ["end"]
+PLACES = ["end", "end", "start", "both"]
 
 
 @st.composite
@@ -85,7 +74,7 @@ def deadline_queries(draw, schema, partitioned: bool | None = None,
     """``φ ; ABSENT(ψ) WITHIN T`` with φ a random full-CEQL formula (strategies, windows,
     PARTITION BY, FROM; no CONSUME BY or LIMIT, which a deadline refuses), ψ one event (an
     atom or an OR of two, maybe named and filtered through FILTER), T in 0..4 time units;
-    where the engine has it, also or instead a leading ``ABSENT(ψ) WITHIN T ; φ``."""
+    also or instead a leading ``ABSENT(ψ) WITHIN T ; φ``."""
     q = draw(queries(schema, partitioned=partitioned, windowed=windowed, full=True,
                      max_depth=2))
     ordered = q.within.attribute if isinstance(q.within, ast.AttrWindow) \
@@ -231,7 +220,7 @@ def test_tcer_slices_grown_by_the_deadline(data):
         return
     assume(plan.kind == TCER)
     for span, absence in ((plan.reach, compiled.analysed.deadline),
-                          (plan.lookback, getattr(compiled.analysed, "lookback", None))):
+                          (plan.lookback, compiled.analysed.lookback)):
         assert span == (0 if absence is None else absence.span)
     events = data.draw(streams(schema, max_len=12, favour=favoured(q, schema)))
     advance = data.draw(st.integers(1, plan.span_limit + plan.reach + plan.lookback + 3))
@@ -396,6 +385,17 @@ def test_another_keys_event_fires_a_deadline(spark):
 
 
 @pytest.mark.spark
+def test_a_deadline_on_spark_connect(connect):
+    """The latest read time comes from the same aggregate on a Spark Connect session."""
+    from cercore.spark import find
+
+    got = find(connect.createDataFrame(TWO_KEYS, ROWS_DDL), HEARTBEAT, schema=DECL,
+               sequence="seq")
+    assert spark_complex_events(got.collect()) == local_complex_events(
+        HEARTBEAT, DECL, rows_as_events(TWO_KEYS))
+
+
+@pytest.mark.spark
 def test_cer_find_advances_to_a_column(spark):
     """cer_find per key: ``advance =>`` names a column holding the input's latest read time;
     then its rows equal find's. Without it a table partition fires only on its own events;
@@ -454,11 +454,10 @@ PROCESSOR_QUERIES = [  # (keyed ones; without PARTITION BY, T-CER slices where w
     "SELECT * FROM S WHERE A AS a ; ABSENT(B) WITHIN 2 [ts] PARTITION BY [id]",  # no eviction
     "SELECT * FROM S WHERE A ; B ; ABSENT(C OR B) WITHIN 0 [ts] PARTITION BY [id] "
     "WITHIN 3 [ts]",
-] + ([
     "SELECT * FROM S WHERE ABSENT(B) WITHIN 3 [ts] ; A ; C PARTITION BY [id] WITHIN 2 [ts]",
     "SELECT * FROM S WHERE ABSENT(C) WITHIN 2 [ts] ; A ; C ; ABSENT(B) WITHIN 3 [ts] "
     "PARTITION BY [id] WITHIN 2 [ts]",
-] if LEADING else [])
+]
 SLICED_QUERIES = [q.replace(" PARTITION BY [id]", "") for q in PROCESSOR_QUERIES
                   if q.endswith("[ts]")]
 
@@ -625,7 +624,6 @@ def test_processor_keeps_an_engine_while_a_deadline_is_pending():
         assert t.peekValueState("engine", '["1"]')[2] is None  # evicted: nothing pending
 
 
-@pytest.mark.skipif(not LEADING, reason="no leading ABSENT(ψ) WITHIN T in this engine")
 def test_processor_keeps_an_engine_while_a_lead_can_look_back():
     """ABSENT(B) WITHIN 3 ; A ; C WITHIN 2: a quiet key's engine is not dropped 2 after its
     last B, while a later A could still look back to it."""
