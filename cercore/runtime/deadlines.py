@@ -14,6 +14,7 @@ deadline after the last event's time is not known to have passed (``advance`` sa
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections import deque
 
 from cercore.runtime.output import ComplexEvent, Event
@@ -40,6 +41,8 @@ class DeadlineQueue:
         self.queue: deque[_Pending] = deque()
         self.by_partition: dict[int, deque[_Pending]] = {}  # only partitions with live ones
         self.n_pending = 0
+        self.starts: list[tuple[int, int, _Pending]] = []  # a heap by start, dead ones lazily
+        self.added = 0  # (a tie-break for the heap)
 
     def add(self, ce: ComplexEvent, time: int, pid: int) -> None:
         """``ce`` (of partition ``pid``) ends at event time ``time``: due after time + T."""
@@ -50,6 +53,24 @@ class DeadlineQueue:
             mine = self.by_partition[pid] = deque()
         mine.append(entry)
         self.n_pending += 1
+        self.added += 1
+        heapq.heappush(self.starts, (ce.start, self.added, entry))
+
+    def next_deadline(self) -> int | None:
+        """The earliest pending deadline (None: nothing pending): nothing fires before event
+        time passes it."""
+        queue = self.queue
+        while queue and not queue[0].alive:
+            queue.popleft()
+        return queue[0].deadline if queue else None
+
+    def oldest_start(self) -> int | None:
+        """The first position of the oldest pending complex event (None: nothing pending): its
+        events must stay available until it is reported or dropped. O(log n) amortised."""
+        starts = self.starts
+        while starts and not starts[0][2].alive:
+            heapq.heappop(starts)
+        return starts[0][0] if starts else None
 
     def fire(self, now: int) -> list[ComplexEvent]:
         """Event time is ``now`` (or a watermark at ``now``): the pending complex events whose
@@ -91,6 +112,8 @@ class DeadlineQueue:
             self.queue.append(entry)
             self.by_partition.setdefault(pid, deque()).append(entry)
             self.n_pending += 1
+            self.added += 1
+            heapq.heappush(self.starts, (entry.ce.start, self.added, entry))
 
 
 def _as_data(ce: ComplexEvent) -> tuple:

@@ -177,11 +177,18 @@ class Engine(ReadsInput):
         now on an event before ``t`` is late (raised, or skipped and counted)."""
         self._usable()
         out = [ce for batch in self._watermark(t) for ce in self._guarded(self._run(batch))]
-        if self.deadlines is not None:
-            due = self.deadlines.fire(t)
-            self.n_complex_events += len(due)
-            out += due
-        return out
+        return out + self.fire_deadlines(t)
+
+    def fire_deadlines(self, t: int) -> list[ComplexEvent]:
+        """Event time has reached ``t``: the complex events of ``φ ; ABSENT(ψ) WITHIN T``
+        whose deadline is before ``t`` (what ``advance(t)`` reports, without making earlier
+        events late: for a caller that knows event time another way, e.g. Spark's watermark).
+        Empty without a deadline."""
+        if self.deadlines is None:
+            return []
+        due = self.deadlines.fire(t)
+        self.n_complex_events += len(due)
+        return due
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -491,10 +498,10 @@ class Engine(ReadsInput):
 
     def _run_arrays(self, batch: Batch, shared: dict | None = None,
                     raises: bool = True) -> MatchArrays:
-        if self.deadlines is not None:
-            raise ConfigError("process_arrays does not support ABSENT(...) with a deadline "
-                              "(complex events come out when their deadline passes); use "
-                              "process")
+        if self.spans:
+            raise ConfigError("process_arrays does not support ABSENT(...) WITHIN ... (a "
+                              "deadline reports complex events when it passes; a look back "
+                              "rules some out); use process")
         args, error, n_read = self._prepare(batch, shared)
         view = self.store.view(self._bindings)
         start, end, offsets, positions = self.evaluator.run_arrays(args)

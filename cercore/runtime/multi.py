@@ -160,10 +160,7 @@ class MultiEngine(AsyncInput):
         for order, _ in self.time_orders:
             order.last = max(t, order.last if order.last is not None else t)
         for name, engine in zip(self.names, self.engines):  # deadlines the watermark passes
-            if engine.deadlines is not None:
-                due = engine.deadlines.fire(t)
-                engine.n_complex_events += len(due)
-                out += [QueryMatch(name, ce) for ce in due]
+            out += [QueryMatch(name, ce) for ce in engine.fire_deadlines(t)]
         return out
 
     def process_arrays(self, events: Any, stream: str | None = None) -> dict[str, MatchArrays]:

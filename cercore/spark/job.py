@@ -201,8 +201,7 @@ def fire_deadlines(engine, t: int | None) -> MatchArrays | None:
     late; None: no deadline, or ``t`` is None)."""
     if engine.deadlines is None or t is None:
         return None
-    due = engine.deadlines.fire(int(t))
-    engine.n_complex_events += len(due)
+    due = engine.fire_deadlines(int(t))
     return as_arrays(due) if due else None
 
 
@@ -221,21 +220,16 @@ def as_arrays(found: list) -> MatchArrays:
 
 def oldest_pending_start(engine, default: int) -> int:
     """The first position of the oldest complex event waiting for its deadline in ``engine``
-    (``default`` when none waits): its rows must stay held until it is reported or dropped.
-    (Reads ``DeadlineQueue``'s entries; O(pending).)"""
+    (``default`` when none waits): its rows must stay held until it is reported or dropped."""
     queue = engine.deadlines
-    if queue is None or not queue.n_pending:
-        return default
-    return min((e.ce.start for e in queue.queue if e.alive), default=default)
+    start = None if queue is None else queue.oldest_start()
+    return default if start is None else start
 
 
 def first_pending_deadline(engine) -> int | None:
     """The earliest deadline pending in ``engine`` (None: none): the time the watermark must
     pass before anything more can fire."""
-    queue = engine.deadlines
-    if queue is None or not queue.n_pending:
-        return None
-    return next((e.deadline for e in queue.queue if e.alive), None)
+    return None if engine.deadlines is None else engine.deadlines.next_deadline()
 
 
 def table_bytes(table: pa.Table | None) -> bytes | None:

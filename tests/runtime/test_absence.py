@@ -250,3 +250,25 @@ def test_deadlines_equal_the_oracle(case):
             # reported in deadline order: the times of their ends never go back
             ends = [times[c[1]] for c in got]
             assert ends == sorted(ends), (backend, path, text)
+
+
+def test_process_arrays_refuses_a_look_back():
+    q = cercore.compile("SELECT * FROM S WHERE ABSENT(B) WITHIN 2 SECONDS ; A", DECL)
+    with pytest.raises(cercore.ConfigError, match="look back"):
+        q.engine().process_arrays(STREAM)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pending_deadlines_are_visible_to_a_caller_that_knows_time(backend):
+    """What Spark's plans read: the next deadline, the oldest pending start, and firing at a
+    time without making earlier events late."""
+    e = cercore.compile(DEADLINE, DECL).engine(backend)
+    ces(e.process(STREAM[:3]))  # A(0) k1 due after 5, A(2) k2 due after 7
+    queue = e.deadlines
+    assert queue.next_deadline() == 5 and queue.oldest_start() == 0
+    ces(e.process(STREAM[3:4]))  # B(v=5) of k2 at 4 drops A(2)
+    assert queue.next_deadline() == 5 and queue.oldest_start() == 0
+    assert ces(e.fire_deadlines(6)) == [(0, 0, (0,))]
+    assert queue.next_deadline() is None and queue.oldest_start() is None
+    # ts 6 is still accepted: fire_deadlines is no watermark
+    assert ces(e.process(STREAM[4:5])) == []
