@@ -125,6 +125,7 @@ class _Analyser:
         self.lookback_atoms: list[tuple[NAtom, ...]] = []
         self.n_labels = 0  # atoms and negations share one label space
         self.enclosing_vars: list[str] = []  # the AS variables around the formula being lowered
+        self.enclosing_filters: list[tuple] = []  # the filters those AS took from ``pending``
         self.warnings: list[str] = []
         self.event_bindable: dict[str, set[str]] = {}  # variables an event predicate may name
 
@@ -630,10 +631,13 @@ class _Analyser:
             mine = tuple(g for v, g in pending if v == f.var)
             rest = tuple((v, g) for v, g in pending if v != f.var)
             self.enclosing_vars.append(f.var)
+            # an ABSENT below that names the same variable is filtered by them too
+            self.enclosing_filters.append(tuple((v, g) for v, g in pending if v == f.var))
             try:
                 return self.lower(f.formula, rest, forced + mine)
             finally:
                 self.enclosing_vars.pop()
+                self.enclosing_filters.pop()
         if isinstance(f, ast.Filter):
             count = _dnf_size(f.filter)  # counted before the expansion it limits
             if count > MAX_FILTER_DISJUNCTS:
@@ -748,8 +752,9 @@ class _Analyser:
         events count); an enclosing AS does not (it collects no absent event)."""
         saved = self.enclosing_vars
         self.enclosing_vars = []
+        outer = tuple(x for filters in self.enclosing_filters for x in filters)
         try:
-            return atoms_of(self.lower(e.formula, pending, ()))
+            return atoms_of(self.lower(e.formula, pending + outer, ()))
         finally:
             self.enclosing_vars = saved
 

@@ -41,7 +41,9 @@ class DeadlineQueue:
         self.queue: deque[_Pending] = deque()
         self.by_partition: dict[int, deque[_Pending]] = {}  # only partitions with live ones
         self.n_pending = 0
-        self.starts: list[tuple[int, int, _Pending]] = []  # a heap by start, dead ones lazily
+        # a heap by start (dead entries popped lazily), built the first time it is asked for:
+        # only Spark's plans ask, the engine alone never pays for it
+        self.starts: list[tuple[int, int, _Pending]] | None = None
         self.added = 0  # (a tie-break for the heap)
 
     def add(self, ce: ComplexEvent, time: int, pid: int) -> None:
@@ -53,8 +55,24 @@ class DeadlineQueue:
             mine = self.by_partition[pid] = deque()
         mine.append(entry)
         self.n_pending += 1
-        self.added += 1
-        heapq.heappush(self.starts, (ce.start, self.added, entry))
+        if self.starts is not None:
+            self.added += 1
+            heapq.heappush(self.starts, (ce.start, self.added, entry))
+
+    def add_many(self, ces: list, times: list[int], pids: list[int]) -> None:
+        """``add`` for each complex event of a batch, in order (ends' times and partitions)."""
+        span, queue, by_partition, starts = self.span, self.queue, self.by_partition, self.starts
+        for ce, time, pid in zip(ces, times, pids):
+            entry = _Pending(ce, time + span, pid)
+            queue.append(entry)
+            mine = by_partition.get(pid)
+            if mine is None:
+                mine = by_partition[pid] = deque()
+            mine.append(entry)
+            if starts is not None:
+                self.added += 1
+                heapq.heappush(starts, (ce.start, self.added, entry))
+        self.n_pending += len(ces)
 
     def next_deadline(self) -> int | None:
         """The earliest pending deadline (None: nothing pending): nothing fires before event
@@ -67,6 +85,13 @@ class DeadlineQueue:
     def oldest_start(self) -> int | None:
         """The first position of the oldest pending complex event (None: nothing pending): its
         events must stay available until it is reported or dropped. O(log n) amortised."""
+        if self.starts is None:
+            self.starts = []
+            for entry in self.queue:
+                if entry.alive:
+                    self.added += 1
+                    self.starts.append((entry.ce.start, self.added, entry))
+            heapq.heapify(self.starts)
         starts = self.starts
         while starts and not starts[0][2].alive:
             heapq.heappop(starts)
@@ -112,8 +137,6 @@ class DeadlineQueue:
             self.queue.append(entry)
             self.by_partition.setdefault(pid, deque()).append(entry)
             self.n_pending += 1
-            self.added += 1
-            heapq.heappush(self.starts, (entry.ce.start, self.added, entry))
 
 
 def _as_data(ce: ComplexEvent) -> tuple:

@@ -447,53 +447,55 @@ class Engine(ReadsInput):
         return out
 
     def _deadline_batch(self, batch: Batch, args: EvaluatorInput, found: Iterator) -> list:
-        """A batch under a deadline, as ``_evaluate_one`` does it event by event: in position
-        order, a ψ event first fires what is due before its time, then drops its partition's
-        pending complex events; each complex event of φ joins the queue at its end; at the end,
-        what is due before the time of the batch's last event the query reads fires. Only the
-        ψ events that can find something waiting are visited: per partition, the first one
-        after each complex event and the first one of a partition already waiting."""
+        """A batch under a deadline: what ``_evaluate_one`` does event by event, vectorised.
+        Complex events pending from earlier batches meet the first ψ event of their partition
+        in the batch (what was due before its time fires first), then what is due before
+        the batch's last time fires (their deadlines come before every new one). Each new
+        complex event of φ (end e, deadline d) is dropped when the next ψ event of its
+        partition after e has time <= d, else reported now when the batch's last time is after
+        d, else queued."""
         queue = self.deadlines
         first = batch.first_position
         times = batch.columns.values[self.analysed.deadline.attribute]
         letters, pids = args.letters, args.pids
         read = letters != NOT_READ
-        satisfying = np.append(self.encoder.letters_satisfying(self.psi_bits), False)
-        psi = np.flatnonzero((pids != NO_PARTITION) & satisfying[np.where(read, letters, -1)])
+        last_read = np.flatnonzero(read)[-1:]
+        last_time = int(times[last_read[0]]) if len(last_read) else None
         ces = list(found)
         ends = np.fromiter((ce.end - first for ce in ces), dtype=np.int64, count=len(ces))
+        end_times, end_pids = times[ends], pids[ends]
+        satisfying = np.append(self.encoder.letters_satisfying(self.psi_bits), False)
+        psi = np.flatnonzero((pids != NO_PARTITION) & satisfying[np.where(read, letters, -1)])
+        next_time = np.full(len(ces), np.iinfo(np.int64).max, dtype=np.int64)
+        out: list = []
         if len(psi):
-            # ψ events keyed (partition, position); the next one after each end, and the first
-            # one of each partition waiting since earlier batches
+            # ψ events keyed (partition, position): for each end, the next one of its partition
             stride = batch.n + 1
             keys = pids[psi] * stride + psi
             order = np.argsort(keys, kind="stable")
             keys, psi = keys[order], psi[order]
-            owners = np.concatenate([pids[ends], np.fromiter(queue.by_partition, np.int64)])
-            probes = owners * stride + np.concatenate([ends, np.full(len(owners) - len(ends),
-                                                                     -1, np.int64)])
-            at = np.searchsorted(keys, probes, side="right")
-            found_at = at < len(keys)
-            at, owners = at[found_at], owners[found_at]
-            psi = np.unique(psi[at[keys[at] // stride == owners]])
-        psi_pos, psi_pid = psi.tolist(), pids[psi].tolist()
-        psi_time = times[psi].tolist()
-        out: list = []
-        j, n = 0, len(psi_pos)
-        for ce, end in zip(ces, ends.tolist()):
-            while j < n and psi_pos[j] <= end:
-                if queue.waiting(psi_pid[j]):
-                    out += queue.fire(psi_time[j])
-                    queue.drop(psi_pid[j])
-                j += 1
-            queue.add(ce, int(times[end]), int(pids[end]))
-        for k in range(j, n):
-            if queue.waiting(psi_pid[k]):
-                out += queue.fire(psi_time[k])
-                queue.drop(psi_pid[k])
-        last_read = np.flatnonzero(read)[-1:]  # (in a multi_engine, the order's last time
-        if len(last_read):                      # may be an event another query reads)
-            out += queue.fire(int(times[last_read[0]]))
+            at = np.searchsorted(keys, end_pids * stride + ends, side="right")
+            hit = at < len(keys)
+            hit[hit] = keys[at[hit]] // stride == end_pids[hit]
+            next_time[hit] = times[psi[at[hit]]]
+            waiting = np.fromiter(queue.by_partition, np.int64)
+            if len(waiting):  # the first ψ event of each partition waiting since before
+                at = np.searchsorted(keys, waiting * stride - 1, side="right")
+                ok = at < len(keys)
+                at, waiting = at[ok], waiting[ok]
+                firsts = np.sort(psi[at[keys[at] // stride == waiting]])
+                for pid, t in zip(pids[firsts].tolist(), times[firsts].tolist()):
+                    out += queue.fire(t)
+                    queue.drop(pid)
+        if last_time is not None:
+            out += queue.fire(last_time)
+        deadlines = end_times + queue.span
+        alive = next_time > deadlines
+        due = alive & (deadlines < last_time) if last_time is not None else alive & False
+        out += [ces[i] for i in np.flatnonzero(due).tolist()]
+        wait = np.flatnonzero(alive & ~due)
+        queue.add_many([ces[i] for i in wait.tolist()], end_times[wait].tolist(),
+                       end_pids[wait].tolist())
         return out
 
     def _run_arrays(self, batch: Batch, shared: dict | None = None,

@@ -272,3 +272,15 @@ def test_pending_deadlines_are_visible_to_a_caller_that_knows_time(backend):
     assert queue.next_deadline() is None and queue.oldest_start() is None
     # ts 6 is still accepted: fire_deadlines is no watermark
     assert ces(e.process(STREAM[4:5])) == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_filter_taken_by_an_enclosing_as_still_filters_an_absence_of_that_name(backend):
+    """(A ; ABSENT(B AS y) ; C) AS y FILTER y[v < 5]: y's filter holds for every event y binds
+    (the A and the C) and says which B events count -- not only those of the AS around all
+    (found by the oracle: the enclosing AS had taken the filter before it reached the B)."""
+    q = cercore.compile("SELECT * FROM S WHERE (A ; ABSENT(B AS y) ; C) AS y "
+                        "FILTER y[v < 5]", DECL)
+    stream = [ev("A", 0), ev("B", 1, v=9), ev("C", 2), ev("B", 3, v=1), ev("C", 4)]
+    # the B at 1 fails v < 5: it does not count; the one at 3 does
+    assert ces(q.engine(backend).process(stream)) == [(0, 2, (0, 2))]
