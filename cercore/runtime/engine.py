@@ -324,16 +324,19 @@ class Engine(ReadsInput):
     # ---- absence spans on the record path ---------------------------------------------------
     def _span_due(self, now: int) -> list:
         """The complex events whose deadline is before ``now`` (counted: reported now)."""
-        if self.deadlines is None:
-            return []
-        out = self.deadlines.fire(now)
+        queue = self.deadlines
+        if queue is None or not queue.queue or queue.queue[0].deadline >= now:
+            return []  # (the common case, without a call)
+        out = queue.fire(now)
         self.n_complex_events += len(out)
         return out
 
-    def _span_event(self, tid: int, row: dict, pos: int, letter: int, now: int) -> int:
+    def _span_event(self, tid: int, row: dict, pos: int, letter: int, now: int) -> int | None:
         """A ψ event (of a deadline, a look back, or both): drops its partition's pending
         complex events (after ``_span_due`` fired what was due before it) / is remembered.
-        Its partition id."""
+        Its partition id (None when nothing can need it: no look back, nothing pending)."""
+        if not self.lookback_bits and not self.deadlines.by_partition:
+            return None
         pid = self.partitions.assign_one(tid, row)
         if pid != NO_PARTITION:
             mask = self.encoder.atom_masks[letter]
