@@ -33,8 +33,9 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
     *candidates*, each substream position strictly between ``V1.end`` and ``V2.start`` at which
     psi has a valuation, with that valuation's variables. A candidate is no binding: ``AS``
     does not collect it and it is never reported. ``X[P]`` drops the candidates carrying X
-    whose event fails P (filters say which events count). A valuation is kept at the end
-    only if no candidate is left.
+    whose event fails P (filters say which events count); a predicate between events that
+    names a candidate's variable drops it when it fails with the candidate bound there. A
+    valuation is kept at the end only if no candidate is left.
 
   A valuation's complex event is ``(start, end, every position in mu)``; the output is a set.
 * WITHIN: ``m(end) - m(start) <= bound`` with ``m`` the tick (index among visible events), the
@@ -276,7 +277,15 @@ class _Evaluator:
         if isinstance(fe, ast.FilterOr):
             return self._filter(vals, fe.left) | self._filter(vals, fe.right)
         if isinstance(fe, ast.EventPredicate):
-            return {v for v in vals if self._between(fe.pred, v[2])}
+            # an ABSENT candidate whose variables it names counts only if it holds with the
+            # candidate bound to them (and the rest of the valuation)
+            def counts(entry, mu) -> bool:
+                names, p = entry[1]
+                named = names & _pred_vars(fe.pred)
+                return not named or self._between(fe.pred, mu | {(x, p) for x in named})
+
+            return {(s, e, frozenset(x for x in mu if x[0] != ABSENT or counts(x, mu)))
+                    for s, e, mu in vals if self._between(fe.pred, mu)}
         raise TypeError(f"not a filter: {fe!r}")
 
     def _between(self, p: ast.Compare, mu) -> bool:
@@ -563,14 +572,33 @@ def _span(schema: Schema, w: ast.Window):
     return w.attribute, w.amount
 
 
-def _psi(absent: ast.Absent, filters: list) -> ast.Formula:
-    """psi with the FILTERs on its variables (joined by AND) applied to it."""
+def _psi_names(absent: ast.Absent) -> set[str]:
     names = set()
     for g in [absent.formula, *_subformulas_of(absent.formula)]:
         if isinstance(g, ast.EventAtom):
             names |= {g.event_type} | ({f"{g.stream}>{g.event_type}"} if g.stream else set())
         elif isinstance(g, ast.As):
             names.add(g.var)
+    return names
+
+
+def _psi_counts(ev, absent: ast.Absent, filters: list, p: int, bindings: dict) -> bool:
+    """Whether psi event ``p`` satisfies the predicates between events that name psi's
+    variables, with the complex event's ``bindings`` for the others."""
+    names = _psi_names(absent)
+    mu = frozenset((x, q) for x, qs in bindings.items() for q in qs)
+    for fe in filters:
+        for c in _conjuncts(fe):
+            if isinstance(c, ast.EventPredicate) and names & _pred_vars(c.pred):
+                bound = mu | {(x, p) for x in names & _pred_vars(c.pred)}
+                if not ev._between(c.pred, bound):
+                    return False
+    return True
+
+
+def _psi(absent: ast.Absent, filters: list) -> ast.Formula:
+    """psi with the FILTERs on its variables (joined by AND) applied to it."""
+    names = _psi_names(absent)
     psi = absent.formula
     for fe in filters:
         for af in _conjuncts(fe):
@@ -603,18 +631,34 @@ def _with_spans(query, schema, events, watermark, phi, lead, trail, filters):
                 before = sorted(s for s, e, _ in ev.run(_psi(lead, filters)) if s == e)
                 kept = {c: b for c, b in kept.items()
                         if not any(p < c[0] and events[p][1][attr] >= events[c[0]][1][attr] - span
-                                   for p in before)}
+                                   and _psi_counts(ev, lead, filters, p, b) for p in before)}
             if trail is not None:
                 attr, span = _span(schema, trail.deadline)
                 due = events[end][1][attr] + span
                 latest = max((events[i][1][attr] for i in visible), default=None)
                 after = [s for s, e, _ in ev.run(_psi(trail, filters)) if s == e]
                 if not ((latest is not None and latest > due)
-                        or (watermark is not None and due < watermark)) \
-                        or any(p > end and events[p][1][attr] <= due for p in after):
+                        or (watermark is not None and due < watermark)):
                     kept = {}
+                kept = {c: b for c, b in kept.items()
+                        if not any(p > end and events[p][1][attr] <= due
+                                   and _psi_counts(ev, trail, filters, p, b) for p in after)}
             if kept:
                 out[end] = kept
+    return out
+
+
+def _pred_vars(p: ast.Compare) -> set[str]:
+    """The variables a predicate between events names."""
+    out, stack = set(), [p]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.EventAttr):
+            out.add(e.var)
+        elif isinstance(e, (ast.Compare, ast.BinOp)):
+            stack += [e.left, e.right]
+        elif isinstance(e, ast.Neg):
+            stack.append(e.operand)
     return out
 
 

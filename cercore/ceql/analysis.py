@@ -128,6 +128,7 @@ class _Analyser:
         self.enclosing_filters: list[tuple] = []  # the filters those AS took from ``pending``
         self.warnings: list[str] = []
         self.event_bindable: dict[str, set[str]] = {}  # variables an event predicate may name
+        self.absent_predicates: list[ast.Compare] = []  # those naming an ABSENT's variables
 
     def error(self, msg: str, node=None, hint: str | None = None) -> CEQLSemanticError:
         return CEQLSemanticError(msg, line=getattr(node, "line", None),
@@ -159,6 +160,14 @@ class _Analyser:
         implied = self.implied_partition(event_predicates)
         if implied is not None:
             partition += (implied,)
+        elif self.absent_predicates:
+            c = self.absent_predicates[0]
+            named = sorted({e.var for e in _event_attrs(c)} & _absent_only(self.q.formula))
+            raise self.error(f"a predicate between events names {named[0]!r}, which only an "
+                             "ABSENT(...) reads: it is supported when equalities (x.a = y.b) "
+                             "tie every event of the pattern, the absent ones included, to one "
+                             "key", c, "add the missing equalities, or scope the absence with "
+                             "PARTITION BY [attribute]")
         if window.kind is None:
             self.warnings.append("no WITHIN clause: memory grows with the stream "
                                  "(nothing can be reclaimed)")
@@ -498,12 +507,9 @@ class _Analyser:
         if not found:
             return ()
         absent = _absent_only(self.q.formula)
-        for c in found:
-            named = {e.var for e in _event_attrs(c)} & absent
-            if named:
-                raise self.error(f"a predicate between events cannot name {sorted(named)[0]!r}, "
-                                 "which only an ABSENT(...) reads", c,
-                                 "scope the absence to a key with PARTITION BY [attribute]")
+        # a predicate naming an absent variable says which events count; it is exact when its
+        # equalities tie every event, the absent ones included, to one key (checked in run)
+        self.absent_predicates = [c for c in found if {e.var for e in _event_attrs(c)} & absent]
         where = found[0]
         if self.q.projection != "*":
             raise self.error("predicates between events need SELECT * (they are checked on the "
@@ -529,20 +535,25 @@ class _Analyser:
         if not predicates or self.q.strategy == "STRICT":
             return None
         body = self.q.formula
-        atoms: list[tuple[ast.EventAtom, set[str]]] = []
-        stack: list[tuple[ast.Formula, frozenset[str]]] = [(body, frozenset())]
+        # (atom, its variables, inside an ABSENT, under iteration)
+        atoms: list[tuple[ast.EventAtom, set[str], bool, bool]] = []
+        stack: list[tuple[ast.Formula, frozenset[str], bool, bool]] = [
+            (body, frozenset(), False, False)]
         while stack:
-            f, names = stack.pop()
-            if isinstance(f, ast.Or | ast.Not | ast.Contig | ast.Absent) or (
+            f, names, absent, iterated = stack.pop()
+            if isinstance(f, ast.Or | ast.Not | ast.Contig) or (
                     isinstance(f, ast.Iter | ast.Repeat) and f.contiguous):
                 return None
             if isinstance(f, ast.EventAtom):
-                atoms.append((f, set(atom_variables(f)) | names))
+                atoms.append((f, set(atom_variables(f)) | names, absent, iterated))
             elif isinstance(f, ast.Filter) and any(
                     isinstance(x, ast.FilterOr) for x in _filter_nodes(f.filter)):
                 return None
-            stack += [(c, names | {f.var} if isinstance(f, ast.As) else names)
-                      for c in _children(f)]
+            if isinstance(f, ast.Absent):  # its atoms are named by its own variables only
+                names, absent = frozenset(), True
+            iterated = iterated or isinstance(f, ast.Iter | ast.Repeat)
+            stack += [(c, names | {f.var} if isinstance(f, ast.As) else names, absent,
+                       iterated) for c in _children(f)]
         parent: dict[str, str] = {}
 
         def root(v: str) -> str:
@@ -552,6 +563,8 @@ class _Analyser:
 
         key: dict[str, str] = {}  # event type -> its key attribute
         bindable = _bindable(body)
+        absent_vars = _absent_only(body)
+        to_absent: list[tuple[str, str]] = []  # (absent variable, present variable)
         for c in predicates:
             if c.op != "==" or not all(isinstance(e, ast.EventAttr) and not e.next
                                        for e in (c.left, c.right)):
@@ -562,16 +575,31 @@ class _Analyser:
                 for t in bindable.get(e.var, ()):
                     if key.setdefault(t, e.attr) != e.attr:
                         return None  # two key attributes for one type
-            parent[root(c.left.var)] = root(c.right.var)
-        if not parent:
+            sides = (c.left.var in absent_vars, c.right.var in absent_vars)
+            if sides == (False, False):
+                parent[root(c.left.var)] = root(c.right.var)
+            elif sides == (True, False):
+                to_absent.append((c.left.var, c.right.var))
+            elif sides == (False, True):
+                to_absent.append((c.right.var, c.left.var))
+            # (two absent variables: they bind nothing, so they tie nothing)
+        present = [(t, names) for t, names, absent, _ in atoms if not absent]
+        if parent:
+            component = {root(v) for v in parent}
+            if len(component) != 1:
+                return None
+            linked = set(parent) | component
+        elif len(present) == 1 and not any(it for _, _, ab, it in atoms if not ab) \
+                and to_absent:
+            linked = set(present[0][1])  # one present event: nothing to tie among them
+        else:
             return None
-        component = {root(v) for v in parent}
-        if len(component) != 1:
-            return None
-        linked = set(parent) | component
-        for atom, names in atoms:
+        # an absent atom is tied when one of its variables equals a tied present one
+        linked_absent = {a for a, other in to_absent if other in linked}
+        for atom, names, absent, _ in atoms:
             t = atom.event_type
-            if not names & linked or t not in key or not self.schema.event_types[t].has(key[t]):
+            if not names & (linked_absent if absent else linked) or t not in key \
+                    or not self.schema.event_types[t].has(key[t]):
                 return None
         attrs = sorted(set(key.values()))
         if len({self.attr_types[a] for a in attrs}) != 1:
