@@ -330,3 +330,41 @@ def test_a_predicate_naming_an_absent_variable_needs_the_key_to_tie_every_event(
     with pytest.raises(cercore.CEQLSemanticError, match="names 'b', which only an ABSENT"):
         cercore.compile(f"SELECT * FROM S WHERE A AS a ; ABSENT(B AS b) ; C AS c "
                         f"FILTER {where}", DECL)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_late_event_neither_fires_nor_drops_a_deadline(backend):
+    """Skipped for going back in time, a late ψ event rules nothing out and a late event fires
+    nothing: the result is the stream without it."""
+    q = cercore.compile(DEADLINE, DECL)
+    late = ev("B", 3, v=9, k=1)  # after ts 6 below: late
+    stream = STREAM[:5] + [late] + STREAM[5:]
+    for how in ("bulk", "push"):
+        e = q.engine(backend, on_error="skip")
+        got = ces(e.process(stream)) if how == "bulk" else \
+            [c for t, a in stream for c in ces(e.push(t, a))]
+        got += ces(e.advance(100))
+        whole = q.engine(backend)
+        assert got == ces(whole.process(STREAM)) + ces(whole.advance(100))
+        assert e.stats["skipped"] == 1
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(keyed_streams(), st.integers(0, 2), st.randoms(use_true_random=False))
+def test_deadlines_under_a_reorder_slack_equal_the_sorted_stream(events, slack, rnd):
+    """Events out of order by at most the slack, buffered and released in time order: the
+    deadlines fire as on the sorted stream (once flush and a watermark release everything)."""
+    q = cercore.compile("SELECT * FROM S WHERE A AS a ; ABSENT(B AS b) WITHIN 2 SECONDS "
+                        "FILTER b.k = a.k", DECL)
+    shuffled = sorted(events, key=lambda e: e[1]["ts"] + rnd.uniform(0, slack))
+    assume(all(a["ts"] >= max((b["ts"] for _, b in shuffled[:i]), default=0) - slack
+               for i, (_, a) in enumerate(shuffled)))
+    last = max((a["ts"] for _, a in events), default=0) + 10
+    for backend in BACKENDS:
+        e = q.engine(backend, reorder_slack=slack)
+        got = ces(e.process(iter(shuffled))) + ces(e.flush()) + ces(e.advance(last))
+        ordered = sorted(shuffled, key=lambda x: x[1]["ts"])  # stable: ties keep arrival
+        ref = q.engine(backend)
+        want = ces(ref.process(ordered)) + ces(ref.advance(last))
+        # (under a slack, positions number the events in the order they are evaluated)
+        assert sorted(got) == sorted(want)
