@@ -200,10 +200,8 @@ class EventInput:
 
 
 class AsyncInput:
-    """``aprocess``: ``process`` over an async iterable, for every engine kind."""
-
-    def process(self, events: Any, stream: str | None = None) -> Iterator:
-        raise NotImplementedError
+    """``aprocess``: ``process`` over an async iterable, for every engine kind (each defines
+    ``process(events, stream)``)."""
 
     async def aprocess(self, events: Any, stream: str | None = None) -> AsyncIterator:
         """``async for out in engine.aprocess(feed)``: ``process`` over an async iterable

@@ -40,7 +40,7 @@ Spark's ``TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON``.
 
 These are Python UDTFs with an ``analyze`` method, not ``arrow_udtf``: the output columns depend
 on the table (``events``) and on the query (a trend query's aggregates), and pyspark 4.3 refuses
-``analyze`` on Arrow UDTFs (``INVALID_ARROW_UDTF_WITH_ANALYZE``, "TODO(SPARK-53286)" in
+``analyze`` on Arrow UDTFs (``INVALID_ARROW_UDTF_WITH_ANALYZE``, left for SPARK-53286 in
 ``pyspark/sql/udtf.py``). ``analyze`` also has Spark compute the hidden columns (``find``'s own
 SQL expressions, ``frames.hidden_columns``); the rows then reach Python one at a time and are
 gathered into Arrow batches of ``CHUNK`` rows for the engine.
@@ -99,7 +99,19 @@ class FindAnalysis(AnalyzeResult):
     advanced: bool = False  # the rows carry how far event time gets (UNTIL: advance =>)
 
 
-class CerFind:
+class _Chunked:
+    """A table function's rows gathered into chunks of ``CHUNK`` for the engine
+    (``_evaluate`` takes ``self.rows``)."""
+
+    rows: list[tuple]
+
+    def eval(self, row, *args: Any, **kwargs: Any):
+        self.rows.append(tuple(row))
+        if len(self.rows) >= CHUNK:
+            yield from self._evaluate()
+
+
+class CerFind(_Chunked):
     """The ``cer_find`` table function (see the module docstring)."""
 
     @staticmethod
@@ -154,11 +166,6 @@ class CerFind:
         self.rows: list[tuple] = []
         self.until: int | None = None  # the largest advance => value seen
 
-    def eval(self, row, *args: Any, **kwargs: Any):
-        self.rows.append(tuple(row))
-        if len(self.rows) >= CHUNK:
-            yield from self._evaluate()
-
     def terminate(self):
         yield from self._evaluate()
         # a deadline (φ ; ABSENT(ψ) WITHIN T): event time reaches advance => (the input's
@@ -203,7 +210,7 @@ class AggregateAnalysis(AnalyzeResult):
     read: list[str] = field(default_factory=list)  # the event types the query reads
 
 
-class CerAggregate:
+class CerAggregate(_Chunked):
     """The ``cer_aggregate`` table function (see the module docstring)."""
 
     @staticmethod
@@ -253,11 +260,6 @@ class CerAggregate:
         self.out_names = a.schema.names
         self.run = TrendRun(a.job, 0, to_arrow_schema(a.schema, timezone="UTC"))
         self.rows: list[tuple] = []
-
-    def eval(self, row, *args: Any, **kwargs: Any):
-        self.rows.append(tuple(row))
-        if len(self.rows) >= CHUNK:
-            yield from self._evaluate()
 
     def terminate(self):
         yield from self._evaluate()

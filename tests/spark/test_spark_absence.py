@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
+import test_spark_processor as tws  # the streaming processor's harness (TwsTester: no JVM)
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from spark_helpers import (
@@ -52,11 +53,6 @@ import cercore
 from cercore.ceql import ast, printer
 from cercore.spark.job import COORD, GROUP, KEY, POS, TIME, TYPE, EngineJob, run_sorted_groups
 from cercore.spark.plan import KEYED, SINGLE, TCER, choose_plan
-
-try:  # the streaming processor's harness (pyspark's TwsTester: no JVM)
-    import test_spark_processor as tws
-except pytest.skip.Exception:  # no pyspark: the processor tests skip, the rest runs
-    tws = None
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                        HealthCheck.data_too_large,
@@ -524,8 +520,6 @@ def test_processor_fires_deadlines_with_the_watermark(query, n, seed, delay, chu
     it has not. The key's state (engine, pending complex events, rows they report) is pickled
     between calls, as across micro-batches and restarts. At the end, a watermark past
     everything: the local engine with ``advance`` past everything."""
-    if tws is None:
-        pytest.skip("pyspark is not installed")
     USER, seqs = tws.USER, tws.seqs
     from cercore.spark.frames import infer_schema
     from cercore.spark.streaming import eviction_span
@@ -561,8 +555,6 @@ def test_processor_tcer_slices_with_absences(query, n, seed, delay, chunk, advan
     (``SparkPlan.slice_size``), each keeping the complex events ⌊(end − keep offset) / WA⌋
     assigns it and firing what the watermark passes; together the local engine's, each
     once, and every slice's state is cleared once the watermark passes it."""
-    if tws is None:
-        pytest.skip("pyspark is not installed")
     from pyspark.sql.types import StructType
 
     USER, seqs, slices_holding = tws.USER, tws.seqs, tws.slices_holding
@@ -599,8 +591,6 @@ def test_processor_tcer_slices_with_absences(query, n, seed, delay, chunk, advan
 def test_processor_keeps_an_engine_while_a_deadline_is_pending():
     """WITHIN 2 but a deadline 4 after the end: the key's engine outlives its window (its
     pending complex event could still be ruled out by a B, and must still fire)."""
-    if tws is None:
-        pytest.skip("pyspark is not installed")
     from cercore.spark.frames import infer_schema
     from cercore.spark.streaming import eviction_span
 
@@ -627,8 +617,6 @@ def test_processor_keeps_an_engine_while_a_deadline_is_pending():
 def test_processor_keeps_an_engine_while_a_lead_can_look_back():
     """ABSENT(B) WITHIN 3 ; A ; C WITHIN 2: a quiet key's engine is not dropped 2 after its
     last B, while a later A could still look back to it."""
-    if tws is None:
-        pytest.skip("pyspark is not installed")
     from cercore.spark.frames import infer_schema
     from cercore.spark.streaming import eviction_span
 
