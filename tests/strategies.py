@@ -9,6 +9,8 @@ Value domains are tiny so that predicates, partitions and windows go both ways.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from cercore.ceql import ast
@@ -437,3 +439,59 @@ def queries_between_events(draw, schema: Schema, **options) -> ast.Query:
         strategy = None
     return dataclasses.replace(q, formula=formula, projection="*", consume=None,
                                strategy=strategy)
+
+
+# ---------------------------------------------------------------------------------------
+# Absence with a span: a deadline at the end, a look back at the start
+# ---------------------------------------------------------------------------------------
+PLACES = ["end", "end", "start", "both"]
+
+
+@st.composite
+def deadline_queries(draw, schema, partitioned: bool | None = None,
+                     windowed: bool | None = None) -> ast.Query:
+    """``φ ; ABSENT(ψ) WITHIN T`` with φ a random full-CEQL formula (strategies, windows,
+    PARTITION BY, FROM; no CONSUME BY or LIMIT, which a deadline refuses), ψ one event (an
+    atom or an OR of two, maybe named and filtered through FILTER), T in 0..4 time units;
+    also or instead a leading ``ABSENT(ψ) WITHIN T ; φ``."""
+    q = draw(queries(schema, partitioned=partitioned, windowed=windowed, full=True,
+                     max_depth=2))
+    ordered = q.within.attribute if isinstance(q.within, ast.AttrWindow) \
+        else schema.time_attribute
+    visible = sorted({t for s in (q.streams or schema.streams)
+                      for t in schema.streams[s].event_types})
+    where = draw(st.sampled_from(PLACES))
+    if where != "end" and isinstance(q.within, ast.EventsWindow):  # refused with a lead
+        q = dataclasses.replace(q, within=ast.AttrWindow(q.within.count, "ts"))
+        ordered = "ts"
+
+    def absent() -> tuple[ast.Absent, str | None, dict]:
+        psi: ast.Formula = ast.EventAtom(draw(st.sampled_from(visible)))
+        if draw(st.booleans()):
+            psi = ast.Or(psi, ast.EventAtom(draw(st.sampled_from(visible))))
+        binds = bindable(psi)
+        var = None
+        if draw(st.booleans()):
+            var = draw(st.sampled_from(VARIABLES))
+            psi = ast.As(psi, var)
+            binds = {var: set().union(*binds.values())}
+        span = draw(st.sampled_from([0, 1, 2, 4]))
+        return ast.Absent(psi, ast.AttrWindow(span, ordered)), var, binds
+
+    formula: ast.Formula = q.formula
+    named = []
+    if where in ("start", "both"):
+        lead, var, binds = absent()
+        formula = ast.Seq(lead, formula)
+        named += [binds] if var else []
+    if where in ("end", "both"):
+        trail, var, binds = absent()
+        formula = ast.Seq(formula, trail)
+        named += [binds] if var else []
+    for binds in named:
+        var = next(iter(binds))
+        if draw(st.booleans()) and any(
+                t.is_numeric for t in _attrs_of(schema, binds[var]).values()):
+            formula = ast.Filter(formula, draw(_filter_expr(schema, binds, 1)))
+    return ast.Query(formula, strategy=q.strategy, projection=q.projection, streams=q.streams,
+                     partition_by=q.partition_by, within=q.within)

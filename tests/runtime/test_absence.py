@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported
-from strategies import VARIABLES, _attrs_of, _filter_expr, bindable, queries, schemas, streams
+from strategies import bindable, deadline_queries, schemas, streams
 from support import BACKENDS
 
 import cercore
@@ -154,47 +154,10 @@ def test_process_arrays_refuses_a_deadline():
 @st.composite
 def deadline_cases(draw):
     schema = draw(schemas())
-    q = draw(queries(schema, full=True, max_depth=2))
-    q = ast.Query(q.formula, strategy=q.strategy, projection=q.projection, streams=q.streams,
-                  partition_by=q.partition_by, within=q.within)
+    assume(schema.time_attribute is not None)
+    q = draw(deadline_queries(schema))
     ordered = q.within.attribute if isinstance(q.within, ast.AttrWindow) \
         else schema.time_attribute
-    assume(ordered is not None)
-    visible = sorted({t for s in (q.streams or schema.streams)
-                      for t in schema.streams[s].event_types})
-    where = draw(st.sampled_from(["end", "end", "start", "both"]))
-    if where != "end":
-        assume(not isinstance(q.within, ast.EventsWindow))  # refused: see the error test
-
-    def absent() -> tuple[ast.Absent, str | None, dict]:
-        psi: ast.Formula = ast.EventAtom(draw(st.sampled_from(visible)))
-        if draw(st.booleans()):
-            psi = ast.Or(psi, ast.EventAtom(draw(st.sampled_from(visible))))
-        binds = bindable(psi)
-        var = None
-        if draw(st.booleans()):
-            var = draw(st.sampled_from(VARIABLES))
-            psi = ast.As(psi, var)
-            binds = {var: set().union(*binds.values())}
-        span = draw(st.sampled_from([0, 1, 2, 4]))
-        return ast.Absent(psi, ast.AttrWindow(span, ordered)), var, binds
-
-    formula: ast.Formula = q.formula
-    named: list[tuple[str, dict]] = []
-    if where in ("start", "both"):
-        lead, var, binds = absent()
-        formula = ast.Seq(lead, formula)
-        named += [(var, binds)] if var else []
-    if where in ("end", "both"):
-        trail, var, binds = absent()
-        formula = ast.Seq(formula, trail)
-        named += [(var, binds)] if var else []
-    for var, binds in named:
-        if draw(st.booleans()) and any(t.is_numeric
-                                       for t in _attrs_of(schema, binds[var]).values()):
-            formula = ast.Filter(formula, draw(_filter_expr(schema, binds, 1)))
-    q = ast.Query(formula, strategy=q.strategy, projection=q.projection, streams=q.streams,
-                  partition_by=q.partition_by, within=q.within)
     events = draw(streams(schema, 8, favour=set(bindable(q.formula)) & set(schema.event_types)))
     cuts = sorted(draw(st.lists(st.integers(0, len(events)), max_size=3)))
     last = max((e[1].get(ordered) or 0 for e in events), default=0)
