@@ -37,7 +37,7 @@ from cercore.spark.job import (
     run_sorted_groups,
 )
 from cercore.spark.partitions import bucket_values, partition_cap, partition_count
-from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
+from cercore.spark.plan import KEYED, TCER, SparkPlan
 from cercore.spark.read_order import SUMMARY_DDL, ReadLayout, layout, summarise
 from cercore.spark.session import parallelism as session_parallelism
 
@@ -268,23 +268,22 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         advance = slice_advance or default_advance(plan, extent.lo, extent.hi, extent.rows,
                                                    parallelism)
         first_k, last_k = slice_range(plan, extent.lo, extent.hi, extent.rows, advance)
-    if numbers_first and read.in_order:  # positions from the read order: no sort, no shuffle
+    if read.in_order:  # positions from the read order: no counting job, sort or shuffle
         df, tied = numbered_in_place(prep.df, read.starts), read.tied
     else:
         df = checked_rows(prep, extent)
         if prep.sequence is not None:
             df = df.withColumn(RID, F.monotonically_increasing_id())
-    if numbers_first and not read.in_order:
-        counts, tied = counts_by(df, bucket_of(ordering_column(prep), extent.cuts),
-                                 tie_check=tie_check)
-        df = numbered(df, prep, extent, counts)
-    elif plan.kind == TCER and not numbers_first:  # each slice's first position from counts
-        counts, tied = counts_by(df, F.expr(floor_div(TIME, advance)), tie_check=tie_check)
-        starts = starts_of(counts, first_k, last_k)
-    elif plan.kind == SINGLE:
-        tied = (read.tied if read.in_order else
-                counts_by(df, F.lit(0), tie_check=True)[1]) if tie_check else 0
-        starts = {0: 0}
+        if numbers_first:
+            counts, tied = counts_by(df, bucket_of(ordering_column(prep), extent.cuts),
+                                     tie_check=tie_check)
+            df = numbered(df, prep, extent, counts)
+        elif plan.kind == TCER:  # each slice's first position from the counts per slice
+            counts, tied = counts_by(df, F.expr(floor_div(TIME, advance)), tie_check=tie_check)
+            starts = starts_of(counts, first_k, last_k)
+        else:
+            tied = counts_by(df, F.lit(0), tie_check=True)[1] if tie_check else 0
+            starts = {0: 0}
     warn_ties(prep, tied, extent.rows)
     if plan.kind == KEYED:
         n = num_partitions or partition_count(KEYED, parallelism)
@@ -301,10 +300,10 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         df = into_partitions(df, n, F.pmod(F.col(GROUP) - F.lit(first_k), F.lit(n)))
         df = df.sortWithinPartitions(GROUP, *(order_columns(prep) if starts is not None
                                               else [POS]))
-    else:
+    else:  # (a shuffle, not coalesce(1): that would number rows in a single task)
         n = 1
         df = (df.withColumn(GROUP, F.lit(0).cast("long")).repartition(1)
-              .sortWithinPartitions(*order_columns(prep)))
+              .sortWithinPartitions(*(order_columns(prep) if starts is not None else [POS])))
     df = df.select(*worker_columns(prep, df.columns))
     tz = spark.conf.get("spark.sql.session.timeZone")
     arrow_schema = to_arrow_schema(out_struct, timezone=tz)

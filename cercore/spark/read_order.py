@@ -24,15 +24,13 @@ from cercore.spark.job import LOW_BITS
 
 SAMPLE = 64  # order statistics each partition returns (bucket bounds, when a sort is needed)
 
-SUMMARY_SCHEMA = pa.schema([
-    ("part", pa.int64()), ("n", pa.int64()), ("nulls", pa.int64()), ("sorted", pa.bool_()),
-    ("first_t", pa.int64()), ("first_s", pa.int64()), ("last_t", pa.int64()),
-    ("last_s", pa.int64()), ("first_run", pa.int64()), ("last_run", pa.int64()),
-    ("tied", pa.int64()), ("latest", pa.int64()), ("sample", pa.list_(pa.int64())),
-])
-SUMMARY_DDL = ("part long, n long, nulls long, sorted boolean, first_t long, first_s long, "
-               "last_t long, last_s long, first_run long, last_run long, tied long, "
-               "latest long, sample array<long>")
+_LONG, _BOOL = (pa.int64(), "long"), (pa.bool_(), "boolean")
+_FIELDS = [("part", _LONG), ("numbered", _BOOL), ("n", _LONG), ("nulls", _LONG),
+           ("sorted", _BOOL), ("first_t", _LONG), ("first_s", _LONG), ("last_t", _LONG),
+           ("last_s", _LONG), ("first_run", _LONG), ("last_run", _LONG), ("tied", _LONG),
+           ("latest", _LONG), ("sample", (pa.list_(pa.int64()), "array<long>"))]
+SUMMARY_SCHEMA = pa.schema([(name, arrow) for name, (arrow, _) in _FIELDS])
+SUMMARY_DDL = ", ".join(f"{name} {ddl}" for name, (_, ddl) in _FIELDS)
 
 
 def summarise(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -43,7 +41,9 @@ def summarise(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     with the read order as last tie-breaker the partition is in event order. ``tied`` counts
     rows in runs of equal first values inside the partition (``first_run``/``last_run``: the
     runs at its ends, which may continue in the neighbouring partitions); ``sample``: order
-    statistics of the non-null first values, from the least to the greatest."""
+    statistics of the non-null first values, from the least to the greatest. ``numbered``:
+    the read order numbers the partition's rows 0, 1, ... under one partition index (not so
+    when Spark computed it elsewhere, e.g. folded into a local relation on the driver)."""
     rid, first, second, valid = [], [], [], []
     nulls = second_nulls = 0
     latest = None
@@ -63,6 +63,8 @@ def summarise(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     if not rid:
         return
     n = sum(len(r) for r in rid)
+    r = np.concatenate(rid)
+    numbered = bool(r[0] & ((1 << LOW_BITS) - 1) == 0) and bool((np.diff(r) == 1).all())
     has_second = second_nulls < n
     t = np.concatenate(first)
     s = np.concatenate(second)
@@ -75,7 +77,8 @@ def summarise(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     sample = (np.quantile(present, np.linspace(0, 1, SAMPLE), method="inverted_cdf")
               .astype(np.int64).tolist() if len(present) else [])
     yield pa.RecordBatch.from_pylist([{
-        "part": int(rid[0][0]) >> LOW_BITS, "n": n, "nulls": nulls, "sorted": is_sorted,
+        "part": int(r[0]) >> LOW_BITS, "numbered": numbered, "n": n, "nulls": nulls,
+        "sorted": is_sorted,
         "first_t": int(t[0]), "first_s": int(s[0]) if has_second else None,
         "last_t": int(t[-1]), "last_s": int(s[-1]) if has_second else None,
         "first_run": int(runs[0]), "last_run": int(runs[-1]), "tied": int(runs[runs >= 2].sum()),
@@ -108,7 +111,8 @@ def layout(summaries: list[dict], buckets: int = 1) -> ReadLayout:
                    key=lambda p: (p["first_t"], _s(p["first_s"]), p["part"]))
     rows = sum(p["n"] - p["nulls"] for p in parts)
     nulls = sum(p["nulls"] for p in parts)
-    in_order = all(p["sorted"] for p in parts) and all(
+    in_order = all(p["sorted"] and p["numbered"] for p in parts) \
+        and len({p["part"] for p in parts}) == len(parts) and all(
         (a["last_t"], _s(a["last_s"]), a["part"]) < (b["first_t"], _s(b["first_s"]), b["part"])
         for a, b in zip(parts, parts[1:]))
     starts, total = {}, 0

@@ -95,3 +95,18 @@ def test_an_ordered_input_cut_anywhere_is_in_order(rows, cuts, data):
         before += len(piece)
     times = Counter(t for t, _ in rows)
     assert read.tied == sum(n for n in times.values() if n >= 2)
+
+
+def test_a_read_order_spark_computed_elsewhere_is_not_trusted():
+    """Spark Connect folds ``monotonically_increasing_id()`` over a local relation on the driver:
+    the rows then come to the pass in two tasks numbered 0, 1 and 2, 3, 4 under partition 0 --
+    in order, but not a numbering of each task's rows, so the plans sort instead."""
+    def part(rids, times):
+        return pa.RecordBatch.from_arrays(
+            [pa.array(rids, pa.int64()), pa.array(times, pa.int64()),
+             pa.array([None] * len(rids), pa.int64()), pa.array([None] * len(rids), pa.int64())],
+            names=["r", "a", "b", "c"])
+    rows = [r for rb in (part([0, 1], [10, 11]), part([2, 3, 4], [12, 13, 14]))
+            for r in next(summarise(iter([rb]))).to_pylist()]
+    assert not layout(rows).in_order
+    assert layout(rows[:1]).in_order  # one task numbered 0, 1: its numbering holds
