@@ -16,9 +16,12 @@ Reported per plan: wall seconds (best of ``--repeat``), CPU seconds of this proc
 descendant (the JVM, the Python workers; from /proc), events/s, Spark/local throughput and
 local[N]/local[1] speed-up. The results of every run (complex events; rows for the trend
 plans, ``cercore.spark.aggregate`` against ``CompiledTrendQuery.run``) are checked equal to the
-local engine's. Below the table, Spark's own floor on each master, measured the same way: the
-Parquet copied by Spark alone, and copied through a Python ``mapInArrow`` that returns its input
-(no engine) -- no plan that runs Python workers can be faster than the second. Needs pyspark and
+local engine's. Spark's own floor on each master, measured the same way: the Parquet copied by
+Spark alone; copied through a Python ``mapInArrow`` that returns its input (no engine) -- no plan
+that runs Python workers can be faster; and copied through the keyed plan's own exchange
+(``repartition`` by a hash, ``sortWithinPartitions``) and that identity ``mapInArrow``, which is
+what Spark charges any per-key plan before an engine runs. Each plan's row says its throughput
+÷ the identity floor's, and its local[N]/local[1] speed-up ÷ the floor's. Needs pyspark and
 Java.
 """
 
@@ -170,14 +173,26 @@ def spark_run(spark, in_path: str, out_path: str, plan: str, decl) -> tuple[floa
     return time.perf_counter() - t0, tree_cpu_seconds(os.getpid()) - cpu0
 
 
-def floor_run(spark, in_path: str, out_path: str, through_python: bool
-              ) -> tuple[float, float]:
-    """(wall, CPU of the process tree) seconds of copying the Parquet input with Spark,
-    through a Python ``mapInArrow`` that returns its batches unchanged or without Python."""
+FLOORS = ("Spark alone", "Spark through a Python identity mapInArrow",
+          "Spark through a hash exchange, a sort and that identity mapInArrow")
+
+
+def floor_run(spark, in_path: str, out_path: str, floor: int) -> tuple[float, float]:
+    """(wall, CPU of the process tree) seconds of copying the Parquet input with Spark, as
+    ``FLOORS[floor]`` says: without Python, through a Python ``mapInArrow`` that returns its
+    batches unchanged, or through the keyed plan's exchange and sort first."""
+    from pyspark.sql import functions as F
+
+    from cercore.spark.partitions import partition_cap
+    from cercore.spark.session import parallelism
+
     shutil.rmtree(out_path, ignore_errors=True)
     cpu0, t0 = tree_cpu_seconds(os.getpid()), time.perf_counter()
     df = spark.read.parquet(in_path)
-    if through_python:
+    if floor == 2:
+        df = (df.repartition(partition_cap(parallelism(spark)), F.xxhash64("name"))
+              .sortWithinPartitions(F.xxhash64("name"), "seq"))
+    if floor >= 1:
         df = df.mapInArrow(_same_batches, df.schema)
     df.write.parquet(out_path)
     return time.perf_counter() - t0, tree_cpu_seconds(os.getpid()) - cpu0
@@ -228,9 +243,9 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
         spark = session(master)
         try:
             floors[master] = [
-                min(floor_run(spark, str(in_path), str(work / "spark"), python)
+                min(floor_run(spark, str(in_path), str(work / "spark"), floor)
                     for _ in range(args.repeat + 1))  # the first run warms the JVM up
-                for python in (False, True)]
+                for floor in range(len(FLOORS))]
             for plan in plans:
                 _spark_plan(spark, master, plan, rows[plan], decl, str(in_path),
                             str(work / "spark"), args.repeat)
@@ -240,21 +255,27 @@ def _run(args, plans: list[str], decl, work: Path) -> int:
           f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}; events/s (wall), CPU s of the process tree")
     cols = ["local engine", *masters]
+    last_master = masters[-1]
+    floor_wall = floors[last_master][1][0]  # through the identity mapInArrow
+    floor_speedup = floors[masters[0]][1][0] / floor_wall
     print("| plan | results | " + " | ".join(cols) + " | Spark ÷ local | "
-          f"{masters[-1]} ÷ local[1] |")
-    print("|---|--:|" + "--:|" * (len(cols) + 2))
+          f"{last_master} ÷ local[1] | ÷ floor | speed-up ÷ floor's |")
+    print("|---|--:|" + "--:|" * (len(cols) + 4))
     for plan in plans:
         r = rows.pop(plan)
         r.pop("want")
         cells = [f"{args.events / r['local_wall'] / 1e3:,.0f} k ({r['local_cpu']:.1f} s)"]
         cells += [f"{args.events / r[m]['wall'] / 1e3:,.0f} k ({r[m]['cpu']:.1f} s)"
                   for m in masters]
-        last = r[masters[-1]]["wall"]
+        last = r[last_master]["wall"]
+        speedup = r[masters[0]]["wall"] / last
+        r["vs_floor"], r["speedup_vs_floor"] = floor_wall / last, speedup / floor_speedup
         print(f"| {plan} | {r['results']:,} | "
               + " | ".join(cells)
-              + f" | {r['local_wall'] / last:.2f}× | {r[masters[0]]['wall'] / last:.2f}× |")
+              + f" | {r['local_wall'] / last:.2f}× | {speedup:.2f}× | {r['vs_floor']:.2f}× | "
+              f"{r['speedup_vs_floor']:.2f}× |")
         rows[plan] = r
-    for label, i in (("Spark alone", 0), ("Spark through a Python identity mapInArrow", 1)):
+    for i, label in enumerate(FLOORS):
         print(f"- floor, Parquet copied by {label}: " + ", ".join(
             f"{m} {args.events / floors[m][i][0] / 1e3:,.0f} k ({floors[m][i][1]:.1f} s)"
             for m in masters))

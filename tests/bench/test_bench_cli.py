@@ -232,6 +232,8 @@ def test_spark_experiment_compares_each_plan_with_the_local_engine(tmp_path):
     assert [line.split(" | ")[0] for line in lines[1:]] == [
         "| keyed", "| tcer", "| single", "| trends", "| trends-ungrouped"]
     floors = [line for line in done.stdout.splitlines() if line.startswith("- floor")]
-    assert len(floors) == 2 and all("local[1] " in line for line in floors)
+    assert len(floors) == 3 and all("local[1] " in line for line in floors)
+    assert "exchange" in floors[2]
     rows = json.loads(out.read_text())
-    assert all(r["results"] > 0 and r["local[1]"]["wall"] > 0 for r in rows)
+    assert all(r["results"] > 0 and r["local[1]"]["wall"] > 0 and r["vs_floor"] > 0
+               for r in rows)
