@@ -1,18 +1,24 @@
-"""Structured Streaming ``find`` against the local engine (issue 15): generated stock trades
-(``cercore.bench.datasets``) split into Parquet files of ``--batch`` rows, read one file per
-micro-batch (``maxFilesPerTrigger=1``, ``trigger(availableNow=True)``), complex events written
-to a Parquet sink, on ``--master`` (local[2]) with ``--partitions`` state partitions.
+"""Structured Streaming ``find`` against the local engine and an empty stateful processor:
+generated stock trades (``cercore.bench.datasets``) split into Parquet files of ``--batch`` rows
+(a comma-separated list: one run per size), read one file per micro-batch
+(``maxFilesPerTrigger=1``, ``trigger(availableNow=True)``), complex events written to a Parquet
+sink, on ``--master`` (local[2]) with ``--partitions`` state partitions.
 
-    python bench/bench_spark_streaming.py [--events N] [--batch ROWS] [--master local[2]]
-                                          [--partitions P] [--plans keyed,tcer,single]
+    python bench/bench_spark_streaming.py [--events N] [--batch ROWS[,ROWS...]]
+                                          [--master local[2]] [--partitions P]
+                                          [--plans keyed,tcer,single]
 
-Per plan:
+Per micro-batch size, first the floor: ``empty processor`` -- the keyed query's operator input
+(the same hidden columns, watermark and null masks, grouped by the same key) through a
+``transformWithStateInPandas`` processor that reads its rows and does nothing
+(``cercore.bench.empty_processor``); no stateful plan can be faster. Then per plan:
 
 * ``local engine`` — ``cercore.compile(q).engine().process_arrays(table)`` over the same events
   in memory (best of 3, the same run, the same machine);
 * ``Spark streaming`` — wall time from ``start()`` to the end of the last micro-batch (the first
   micro-batch includes starting the Python workers), and the steady rate: rows over the summed
-  duration of the micro-batches that read a file.
+  duration of the micro-batches that read a file, past the first. One warm-up run of each comes
+  first (JVM, Python workers, imports), not reported.
 
 The last file also holds one event far in the future, so the watermark releases every other
 event; the streamed complex events are checked equal to the local engine's (by the ``seq`` of
@@ -92,9 +98,26 @@ def local_run(query: str, decl, table: pa.Table) -> tuple[float, Counter]:
     return best, want
 
 
-def stream_run(spark, work: Path, query: str, decl, **options
+def empty_stream(source, query: str, decl):
+    """The keyed ``query``'s operator input through ``EmptyProcessor``."""
+    from cercore.bench.empty_processor import EmptyProcessor
+    from cercore.spark.ceql import output_schema
+    from cercore.spark.frames import prepare
+    from cercore.spark.job import KEY, TIME, WM
+    from cercore.spark.streaming import operator_input, with_event_time
+
+    prep = prepare(source, query, decl, sequence="seq", streaming=True)
+    df = with_event_time(prep.df.filter(prep.df[KEY].isNotNull()), TIME,
+                         prep.schema.time_unit, WATERMARK).drop(WM)
+    df, _ = operator_input(df)
+    return df.groupBy(KEY).transformWithStateInPandas(
+        EmptyProcessor(), output_schema(source.schema), "Append", "EventTime")
+
+
+def stream_run(spark, work: Path, query: str | None, decl, **options
                ) -> tuple[float, float, int, Counter]:
-    """(wall s, steady events/s, micro-batches, complex events by the seqs of their events)."""
+    """(wall s, steady events/s, micro-batches, complex events by the seqs of their events);
+    ``query`` None: the empty processor over the keyed query's input."""
     from cercore.spark import find
 
     out_path, checkpoint = str(work / "out"), str(work / "checkpoint")
@@ -102,15 +125,21 @@ def stream_run(spark, work: Path, query: str, decl, **options
     shutil.rmtree(checkpoint, ignore_errors=True)
     source = (spark.readStream.schema(spark.read.parquet(str(work / "in")).schema)
               .option("maxFilesPerTrigger", 1).parquet(str(work / "in")))
-    out = find(source, query, schema=decl, sequence="seq", watermark=WATERMARK, **options)
+    if query is None:
+        out = empty_stream(source, QUERIES["keyed"], decl)
+    else:
+        out = find(source, query, schema=decl, sequence="seq", watermark=WATERMARK, **options)
     t0 = time.perf_counter()
     q = (out.writeStream.format("parquet").option("path", out_path)
          .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
     q.awaitTermination()
     wall = time.perf_counter() - t0
     progress = [p for p in q.recentProgress if p["numInputRows"]]
+    progress = progress[1:] or progress  # steady state: past the first micro-batch
     busy = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
     rows = sum(p["numInputRows"] for p in progress)
+    if query is None:
+        return wall, rows / busy, len(q.recentProgress), Counter()
     got = pq.read_table(out_path, columns=["events"]).column("events").to_pylist()
     return wall, rows / busy, len(q.recentProgress), Counter(
         tuple(e["seq"] for e in events) for events in got)
@@ -119,7 +148,8 @@ def stream_run(spark, work: Path, query: str, decl, **options
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--events", type=int, default=200_000)
-    ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--batch", default="10000,100000,1000000",
+                    help="micro-batch sizes in rows, comma-separated (one run each)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--plans", default=",".join(QUERIES))
@@ -128,30 +158,42 @@ def main(argv: list[str] | None = None) -> None:
     decl = schema("stocks")
     table = stocks(args.events)
     table = table.append_column("seq", pa.array(range(table.num_rows), pa.int64()))
-    work = Path(tempfile.mkdtemp(prefix="cercore-bench-spark-streaming-"))
-    files = write_batches(table, str(work / "in"), args.batch)
     spark = session(args.master, args.partitions)
-    print(f"# {args.events:,} events in {files} Parquet files of {args.batch:,} rows (one per "
-          f"micro-batch), {args.master}, {args.partitions} state partitions, watermark "
-          f"{WATERMARK}, {os.cpu_count()} CPUs, {platform.python_version()}, pyspark "
-          f"{spark.version}, {time.strftime('%Y-%m-%d')}")
-    print("| plan | run | complex events | wall s | events/s | steady events/s | "
-          "× local engine |")
-    print("|---|---|--:|--:|--:|--:|--:|")
+    print(f"# {args.events:,} events, Parquet files of --batch rows (one per micro-batch), "
+          f"{args.master}, {args.partitions} state partitions, watermark {WATERMARK}, "
+          f"{os.cpu_count()} CPUs, {platform.python_version()}, pyspark {spark.version}, "
+          f"{time.strftime('%Y-%m-%d')}")
+    print("| micro-batch rows | plan | run | complex events | wall s | events/s | "
+          "steady events/s | steady ÷ empty processor's |")
+    print("|--:|---|---|--:|--:|--:|--:|--:|")
+    local = {plan: local_run(QUERIES[plan], decl, table) for plan in args.plans.split(",")}
+    work = Path(tempfile.mkdtemp(prefix="cercore-bench-spark-streaming-"))
     try:
+        write_batches(table.slice(0, 20_000), str(work / "in"), 10_000)  # warm-up, unreported
+        stream_run(spark, work, None, decl)
         for plan in args.plans.split(","):
-            query = QUERIES[plan]
-            lwall, want = local_run(query, decl, table)
-            print(f"| {plan} | local engine | {sum(want.values()):,} | {lwall:.2f} | "
-                  f"{args.events / lwall / 1e3:,.0f} k | | 1 |", flush=True)
-            wall, steady, batches, got = stream_run(spark, work, query, decl,
-                                                    **OPTIONS.get(plan, {}))
-            if got != want:
-                raise SystemExit(f"{plan}: streamed complex events differ from the local "
-                                 f"engine's ({sum(got.values())} vs {sum(want.values())})")
-            print(f"| {plan} | Spark streaming, {batches} micro-batches | "
-                  f"{sum(got.values()):,} | {wall:.2f} | {args.events / wall / 1e3:,.1f} k | "
-                  f"{steady / 1e3:,.1f} k | {wall / lwall:,.0f}× slower |", flush=True)
+            stream_run(spark, work, QUERIES[plan], decl, **OPTIONS.get(plan, {}))
+        for rows in (int(b) for b in args.batch.split(",")):
+            shutil.rmtree(work, ignore_errors=True)
+            files = write_batches(table, str(work / "in"), rows)
+            wall, floor, batches, _ = stream_run(spark, work, None, decl)
+            print(f"| {rows:,} | floor | empty processor, {batches} micro-batches | | "
+                  f"{wall:.2f} | {args.events / wall / 1e3:,.1f} k | {floor / 1e3:,.1f} k | 1 |",
+                  flush=True)
+            for plan in args.plans.split(","):
+                lwall, want = local[plan]
+                wall, steady, batches, got = stream_run(spark, work, QUERIES[plan], decl,
+                                                        **OPTIONS.get(plan, {}))
+                if got != want:
+                    raise SystemExit(f"{plan}: streamed complex events differ from the local "
+                                     f"engine's ({sum(got.values())} vs {sum(want.values())})")
+                print(f"| {rows:,} | {plan} | Spark streaming, {batches} micro-batches "
+                      f"({files} files) | {sum(got.values()):,} | {wall:.2f} | "
+                      f"{args.events / wall / 1e3:,.1f} k | {steady / 1e3:,.1f} k | "
+                      f"{steady / floor:.2f}× |", flush=True)
+        for plan, (lwall, want) in local.items():
+            print(f"- local engine, {plan}: {sum(want.values()):,} complex events, "
+                  f"{args.events / lwall / 1e3:,.0f} k events/s (process_arrays, in memory)")
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

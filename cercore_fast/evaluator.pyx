@@ -682,6 +682,12 @@ cdef class CythonEvaluator:
         self.last_tau = tau
         return 0
 
+    def compact(self, int64_t tau):
+        """Reclaim now the nodes of partial matches that start before ``tau`` (what a run
+        does when the arena fills)."""
+        if self.reclaim(tau) < 0:
+            raise MemoryError("cercore: out of memory compacting the tECS arena")
+
     def pop_reclaimed(self):
         """Whether a reclamation pass ran since the last call."""
         cdef bint reclaimed = self.reclaimed

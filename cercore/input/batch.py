@@ -42,6 +42,11 @@ class Batch:
             self.streams = self.streams[:n]
         self.error = error
 
+    def tail(self, k: int) -> Batch:
+        """The events from the ``k``-th on (positions unchanged), sharing this batch's arrays."""
+        return Batch(self.first_position + k, self.n - k, self.type_ids[k:], self.columns.tail(k),
+                     self.error, None if self.streams is None else self.streams[k:])
+
     def event(self, k: int, schema: Schema) -> Event:
         """Materialise event ``k`` of this batch."""
         et = schema.event_types[schema.type_names[self.type_ids[k]]]

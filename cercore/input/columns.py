@@ -75,3 +75,8 @@ class Columns:
         """The first ``n`` events."""
         return Columns(n, {a: v[:n] for a, v in self.values.items()},
                        {a: v[:n] for a, v in self.valid.items()})
+
+    def tail(self, k: int) -> Columns:
+        """The events from the ``k``-th on."""
+        return Columns(self.n - k, {a: v[k:] for a, v in self.values.items()},
+                       {a: v[k:] for a, v in self.valid.items()})

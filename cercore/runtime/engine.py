@@ -381,6 +381,19 @@ class Engine(ReadsInput):
             self.n_complex_events += 1
             yield ce
 
+    def compact(self) -> None:
+        """Under a time or event window: reclaim now every partial match and stored event
+        the window has left behind (a run does so when its arena fills), so that a pickled
+        engine -- a streaming key's state, saved each micro-batch -- carries only live
+        state. Complex events are unchanged."""
+        self._usable()
+        if self.window.kind is None or self.latest_time == INT64_MIN:
+            return
+        self.evaluator.compact(window_start(self.latest_time, self.window.epsilon or 0))
+        if self.evaluator.pop_reclaimed():
+            self.partitions.forget(self.evaluator.live_partitions())
+            self.store.prune(self.evaluator.last_tau)
+
     def _prune_window(self) -> None:
         """Drop the stored events the window has left behind (none can be in a later complex
         event): memory under WITHIN stays flat however events arrive."""

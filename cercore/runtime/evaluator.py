@@ -309,6 +309,11 @@ class PythonEvaluator:
         self.reclaimed = True
         self.last_tau = tau
 
+    def compact(self, tau: int) -> None:
+        """Reclaim now the nodes of partial matches that start before ``tau`` (what a run
+        does when the arena fills)."""
+        self.reclaim(tau)
+
     def pop_reclaimed(self) -> bool:
         """Whether a reclamation pass ran since the last call."""
         reclaimed, self.reclaimed = self.reclaimed, False

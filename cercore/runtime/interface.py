@@ -49,6 +49,10 @@ class Evaluator(Protocol):
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``run`` in bulk: (start, end, offsets, positions) int64 arrays."""
 
+    def compact(self, tau: int) -> None:
+        """Reclaim now the nodes of partial matches that start before window start ``tau``
+        (what a run does when the arena fills)."""
+
     def pop_reclaimed(self) -> bool:
         """Whether a reclamation pass ran since the last call (then the engine forgets
         partitions and stored events the evaluator no longer holds)."""

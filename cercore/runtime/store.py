@@ -62,6 +62,21 @@ class BatchEntry:
     def max_time(self) -> int:
         return int(self.times.max()) if len(self.times) else INT64_MIN
 
+    def alive(self, tau: int) -> BatchEntry:
+        """This entry without its leading events of window time older than ``tau`` (they
+        can never be part of a later complex event; ``EventStore.prune``), keeping at least
+        the last one; itself when none goes."""
+        older = self.times < tau
+        cut = min(int(np.argmin(older)) if not older.all() else len(older), len(older) - 1)
+        if cut <= 0:
+            return self
+        entry = BatchEntry.__new__(BatchEntry)
+        entry.batch = self.batch.tail(cut)
+        entry.first = entry.batch.first_position
+        entry.times, entry.letters, entry.pids = (self.times[cut:], self.letters[cut:],
+                                                  self.pids[cut:])
+        return entry
+
     def span(self, start: int, end: int) -> list[tuple[int, int, int]]:
         first = self.first
         lo, hi = max(start - first, 0), min(end - first + 1, len(self.letters))
@@ -194,6 +209,8 @@ class StoreView:
 class EventStore:
     """The entries still needed for outputs, oldest first."""
 
+    dead_before = INT64_MIN  # window time before which no event is needed (the last prune's)
+
     def __init__(self, schema, time_attribute: str | None = None, attributes=None) -> None:
         self.schema = schema
         self.time_attribute = time_attribute
@@ -241,6 +258,7 @@ class EventStore:
     def prune(self, tau: int) -> None:
         """Drop leading entries all of whose events have window time older than ``tau`` (the
         last entry stays: it holds the stream's latest event)."""
+        self.dead_before = max(self.dead_before, tau)
         entries = self.entries
         keep = 0
         while keep < len(entries) - 1 and entries[keep].max_time() < tau:
@@ -252,6 +270,14 @@ class EventStore:
             self._view = None
 
     def __getstate__(self) -> dict:
+        """The store without the events already dead (a batch entry is kept whole while any
+        of its events may be needed; a pickled engine -- a streaming key's state, each
+        micro-batch -- carries the window's events, not the last batch's)."""
         state = self.__dict__.copy()
         state["_view"] = None  # rebuilt on demand (it holds the engine's binder)
+        entries = [e.alive(self.dead_before) if isinstance(e, BatchEntry) else e
+                   for e in self.entries]
+        state["entries"] = entries
+        state["starts"] = [e.first if isinstance(e, BatchEntry) else start
+                           for e, start in zip(entries, self.starts)]
         return state

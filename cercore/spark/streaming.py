@@ -293,6 +293,8 @@ class CerProcessor(StatefulProcessor):
         return KeyState(offset, run, table_from_bytes(pending), timer)
 
     def _save(self, state: KeyState) -> None:
+        if state.run is not None:
+            state.run.engine.compact()  # the state carries the window's partial matches only
         parts = (state.run, table_bytes(state.pending), state.timer)
         blob = None if parts == (None, None, None) else \
             pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL)
