@@ -315,7 +315,7 @@ class Engine(ReadsInput):
             else:
                 out = self._counted(found)
         if evaluator.pop_reclaimed():
-            self.partitions.forget(evaluator.live_partitions())
+            self._forget_partitions()
             store.prune(evaluator.last_tau)
         if opened:
             self._prune_window()
@@ -381,6 +381,17 @@ class Engine(ReadsInput):
             self.n_complex_events += 1
             yield ce
 
+    def _forget_partitions(self) -> None:
+        """After a reclamation: forget the keys of partitions nothing holds any more -- no
+        partial match, no recent ψ event a look back needs, no complex event waiting for its
+        deadline (a key that comes back gets a new partition id)."""
+        live = self.evaluator.live_partitions()
+        if self.lookback is not None:
+            live |= set(self.lookback.positions)
+        if self.deadlines is not None:
+            live |= set(self.deadlines.by_partition)
+        self.partitions.forget(live)
+
     def compact(self) -> None:
         """Under a time or event window: reclaim now every partial match and stored event
         the window has left behind (a run does so when its arena fills), so that a pickled
@@ -391,7 +402,7 @@ class Engine(ReadsInput):
             return
         self.evaluator.compact(window_start(self.latest_time, self.window.epsilon or 0))
         if self.evaluator.pop_reclaimed():
-            self.partitions.forget(self.evaluator.live_partitions())
+            self._forget_partitions()
             self.store.prune(self.evaluator.last_tau)
 
     def _prune_window(self) -> None:
@@ -564,7 +575,7 @@ class Engine(ReadsInput):
 
     def _finish(self, batch: Batch, error: EventError | None, n_read: int) -> None:
         if self.evaluator.pop_reclaimed():
-            self.partitions.forget(self.evaluator.live_partitions())
+            self._forget_partitions()
             self.store.prune(self.evaluator.last_tau)
         self.input.consumed(batch, batch.n)
         self.tick += n_read

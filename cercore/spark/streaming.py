@@ -19,10 +19,15 @@ itself; the watermark still advances, and timers follow it.) The others join the
 buffered rows the watermark has passed can never be preceded by a row still to come (it would
 be late), so they are released, in (time, sequence) order, into the engine in one
 ``process_arrays`` call — on arrival of the key's next rows or, on a quiet key, by an
-event-time timer at the earliest buffered time. When the query has a time window on the
-ordering time, its strategy keeps no history (no NEXT/LAST/MAX) and the watermark has passed
-the last evaluated time + ε, no future event can complete a partial match, so the engine is
-dropped (only ``offset`` stays, so positions keep counting).
+event-time timer at the earliest buffered time. When ``find``'s watermark is the stream's only
+one, a key does not wait for the next micro-batch either: Spark will set the next watermark to
+at least the newest time it saw (these rows included) − the delay, so the rows at or below
+the key's newest time − the delay are released in the micro-batch that brings them
+(``release_bound``), and only the last delay's worth of rows crosses micro-batches in state.
+When the query has a time window on the ordering time, its strategy keeps no history (no
+NEXT/LAST/MAX) and the watermark has passed the last evaluated time + ε, no future event can
+complete a partial match, so the engine is dropped (only ``offset`` stays, so positions keep
+counting).
 
 Absences with a span: a deadline (``φ ; ABSENT(ψ) WITHIN T``) passes when the watermark does.
 After evaluating what it released, a key fires the complex events whose deadline is at or
@@ -53,6 +58,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
@@ -102,6 +108,17 @@ def reached(watermark_ms: int, unit: str) -> int:
     if unit == "ns":
         return us * 1000 + 999
     return us * TIME_UNITS_PER_SECOND[unit] // 1_000_000
+
+
+def release_bound(rows: pa.Table, delay_ms: int) -> int:
+    """The watermark (ms) the next micro-batch will have at least, from the rows ``rows`` of
+    this one: Spark sets it to the newest event time it saw (microseconds truncated to ms) −
+    the delay, and it saw these rows. Every row at or below it can be released now: a row
+    still to come is either late or newer. (Only when the stream has no other watermark: the
+    default policy takes the least of several.)"""
+    newest = int(pc.max(rows.column(US)).as_py())
+    ms = newest // 1000 if newest >= 0 else -(-newest // 1000)  # Scala's Long division
+    return ms - delay_ms
 
 
 def ms_after_us(us: int) -> int:
@@ -166,7 +183,7 @@ class CerProcessor(StatefulProcessor):
 
     def __init__(self, job: EngineJob, layout: InputLayout, out_struct: StructType, *,
                  evict_after: int | None, slices: tuple[int, int, int] | None = None,
-                 deadlines: bool = False) -> None:
+                 deadlines: bool = False, release_delay_ms: int | None = None) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
         self.job = job
@@ -176,6 +193,9 @@ class CerProcessor(StatefulProcessor):
         self.slices = slices  # T-CER: (WA, WS, keep offset), the key being the slice index k
         self.unit = job.schema.time_unit
         self.deadlines = deadlines  # φ ; ABSENT(ψ) WITHIN T: fire what the watermark passes
+        # the watermark's delay when it is the stream's only one: rows the *next* watermark
+        # will pass are released in the micro-batch that brings them (``release_bound``)
+        self.release_delay_ms = release_delay_ms
 
     # ---- StatefulProcessor API --------------------------------------------------------------
     def init(self, handle) -> None:
@@ -196,10 +216,13 @@ class CerProcessor(StatefulProcessor):
                 self._count_late(int(counted.sum()))
             table = table.filter(pa.array(~late))
         state = self._load()
+        release = watermark
         if table.num_rows:
             both = table if state.pending is None else pa.concat_tables([state.pending, table])
             state.pending = sorted_rows(both)
-        return self._advance(key, state, watermark)
+            if self.release_delay_ms is not None:
+                release = max(watermark, release_bound(table, self.release_delay_ms))
+        return self._advance(key, state, watermark, release)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo) -> Iterator[Any]:
         state = self._load()
@@ -211,11 +234,12 @@ class CerProcessor(StatefulProcessor):
         pass
 
     # ---- evaluation ----------------------------------------------------------------------
-    def _advance(self, key, state: KeyState, watermark: int) -> Iterator[Any]:
-        """Release the buffered rows ``watermark`` (ms) has passed into the engine, report the
-        complex events whose deadline it has passed, evict a dead engine, set the key's next
-        timer and save (a T-CER slice the watermark has passed is done: its state is
-        cleared); the complex events as pandas."""
+    def _advance(self, key, state: KeyState, watermark: int,
+                 release: int | None = None) -> Iterator[Any]:
+        """Release the buffered rows ``release`` (ms; default ``watermark``) has passed into
+        the engine, report the complex events whose deadline ``watermark`` has passed, evict
+        a dead engine, set the key's next timer and save (a T-CER slice the watermark has
+        passed is done: its state is cleared); the complex events as pandas."""
         out = []
         slice_of, slice_done = None, None
         if self.slices is not None:
@@ -224,7 +248,8 @@ class CerProcessor(StatefulProcessor):
             slice_of = ((advance, epsilon), k)
             slice_done = ms_after(k * advance + size - 1, self.unit)  # its last time passed
         if state.pending is not None:
-            ready, rest = split_at_watermark(state.pending, watermark)
+            ready, rest = split_at_watermark(
+                state.pending, watermark if release is None else release)
             if ready.num_rows:
                 if state.run is None:
                     state.run = KeyRun(self.job.engine())
@@ -385,6 +410,9 @@ def eviction_span(analysed, time: str) -> int | None:
     return None
 
 
+DELAY_KEY = "spark.watermarkDelayMs"  # the metadata Spark puts on a watermarked column
+
+
 def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | None = None):
     """The streaming complex events of ``prep`` under the keyed, T-CER (by event time) or
     single ``plan``. T-CER slices advance by ``slice_advance`` (default
@@ -418,10 +446,14 @@ def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | N
     # without the watermarked column the operator's input has no event-time attribute, so
     # Spark does not drop late rows before the processor (which counts them in its state);
     # the watermark node stays in the plan: the watermark advances and timers follow it
-    df = with_event_time(df, TIME, prep.schema.time_unit, watermark).drop(WM)
-    df, layout = operator_input(df)
+    df = with_event_time(df, TIME, prep.schema.time_unit, watermark)
+    release_delay = None
+    if not any(DELAY_KEY in f.metadata for f in prep.df.schema.fields):  # ours is the only one
+        release_delay = int(df.schema[WM].metadata[DELAY_KEY])
+    df, layout = operator_input(df.drop(WM))
     processor = CerProcessor(prep.job, layout, out_struct, evict_after=evict_after,
-                             slices=slices, deadlines=analysed.deadline is not None)
+                             slices=slices, deadlines=analysed.deadline is not None,
+                             release_delay_ms=release_delay)
     return df.groupBy(group).transformWithStateInPandas(processor, out_struct, "Append",
                                                         "EventTime")
 

@@ -10,7 +10,7 @@ import pickle
 import pyarrow as pa
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import SCHEMAS, queries, streams
+from strategies import SCHEMAS, deadline_queries, queries, streams
 
 import cercore
 from cercore.ceql import printer
@@ -29,10 +29,14 @@ def run(text, schema, events, backend, cuts, compact):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data(), st.sampled_from(["python", "cython"]))
-def test_compacting_between_batches_changes_no_complex_event(data, backend):
+@given(st.data(), st.sampled_from(["python", "cython"]), st.booleans())
+def test_compacting_between_batches_changes_no_complex_event(data, backend, absence):
+    """Random windowed queries, also with a deadline or a look back (whose partitions must
+    outlive their partial matches), cut into batches with a compaction and a pickle between
+    each two."""
     schema = SCHEMAS["seconds"]
-    q = data.draw(queries(schema, windowed=True, full=True))
+    q = data.draw(deadline_queries(schema, windowed=True) if absence
+                  else queries(schema, windowed=True, full=True))
     text = printer.format_query(q)
     try:
         cercore.compile(text, schema)

@@ -51,12 +51,14 @@ QUERY = "SELECT * FROM S WHERE A; B+; C PARTITION BY [id] WITHIN 5 [ts]"
 WIDE = "SELECT * FROM S WHERE A; B+; C PARTITION BY [id] WITHIN 10 [ts]"
 
 
-def processor(query: str = QUERY, evict: bool = True) -> CerProcessor:
+def processor(query: str = QUERY, evict: bool = True,
+              release_delay_ms: int | None = None) -> CerProcessor:
     schema = infer_schema(USER, query, time="ts", exclude=("seq",))
     job = EngineJob(query, schema, (("id", "id"), ("ts", TIME)), tuple(USER.names))
     w = job.compiled().analysed.window
     return CerProcessor(job, LAYOUT, StructType(_body_fields(USER)),
-                        evict_after=int(w.epsilon) if evict else None)
+                        evict_after=int(w.epsilon) if evict else None,
+                        release_delay_ms=release_delay_ms)
 
 
 def make_tester(proc: CerProcessor) -> TwsTester:
@@ -126,6 +128,18 @@ def test_rows_wait_for_the_watermark_and_are_evaluated_in_time_order():
     assert out[0]["partition"] == '["1"]' and out[0]["start_time"] == 10
 
 
+def test_rows_the_next_watermark_will_pass_are_released_in_their_micro_batch():
+    """Knowing the watermark's delay (2 s), a key releases the rows at or below its newest
+    time − 2 s at once: the next watermark is at least that, so any row still to come is late
+    or newer. Without the delay they wait for the watermark itself."""
+    rows = [row("A", 1, 10, 0), row("B", 1, 11, 1), row("C", 1, 12, 2), row("C", 1, 20, 3)]
+    early = make_tester(processor(release_delay_ms=2000))
+    assert seqs(feed(early, '["1"]', rows)) == [(0, 1, 2)]
+    late = make_tester(processor())
+    assert feed(late, '["1"]', rows) == []
+    assert seqs(records(late.setWatermark(18_000))) == [(0, 1, 2)]
+
+
 def test_rows_the_watermark_has_passed_are_released_on_arrival():
     """Spark runs a micro-batch's input rows before its timers: a key with new rows releases
     what the watermark has passed then, and moves its timer (no stale one fires)."""
@@ -191,18 +205,20 @@ def test_values_pandas_would_bend_arrive_exact():
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(1, 40), st.integers(0, 2**32), st.integers(0, 4), st.integers(1, 5))
-def test_processor_equals_local_engine(n, seed, delay, chunk):
+@given(st.integers(1, 40), st.integers(0, 2**32), st.integers(0, 4), st.integers(1, 5),
+       st.booleans())
+def test_processor_equals_local_engine(n, seed, delay, chunk, early):
     """Random types, keys and time steps (from ``seed``); arrival shuffled within a few
     seconds; the watermark trails the newest time by ``delay`` s after every chunk of
-    ``chunk`` rows; then everything is flushed."""
+    ``chunk`` rows, as Spark moves it; then everything is flushed. ``early``: the processor
+    knows the delay and releases in each chunk the rows the next watermark will pass."""
     rng = random.Random(seed)
     ts, events = 100, []
     for i in range(n):
         ts += rng.choice([0, 1, 1, 2])
         events.append((rng.choice("ABCBAD"), rng.randrange(2), ts, i))
     arrival = sorted(events, key=lambda e: e[2] + rng.uniform(0, 3))
-    t = make_tester(processor(WIDE))
+    t = make_tester(processor(WIDE, release_delay_ms=delay * 1000 if early else None))
     out, accepted, watermark, newest = [], [], 0, 0
     for i in range(0, len(arrival), chunk):
         part = arrival[i:i + chunk]
@@ -235,8 +251,8 @@ UNKEYED = "SELECT * FROM S WHERE A; B+; C WITHIN 5 [ts]"
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 40), st.integers(0, 2**32), st.integers(0, 4), st.integers(1, 5),
-       st.integers(1, 9))
-def test_tcer_slices_equal_local_engine(n, seed, delay, chunk, advance):
+       st.integers(1, 9), st.booleans())
+def test_tcer_slices_equal_local_engine(n, seed, delay, chunk, advance, early):
     """Streaming T-CER: every row goes to each slice [k·WA, k·WA + WS) holding its time (the
     key is k), WS = WA + ε; the slices together report the local engine's complex events over
     the accepted rows, each once; a late row is counted once (in its last slice); each slice's
@@ -245,7 +261,8 @@ def test_tcer_slices_equal_local_engine(n, seed, delay, chunk, advance):
     schema = infer_schema(USER, UNKEYED, time="ts", exclude=("seq",))
     job = EngineJob(UNKEYED, schema, (("id", "id"), ("ts", TIME)), tuple(USER.names))
     t = make_tester(CerProcessor(job, LAYOUT, StructType(_body_fields(USER)), evict_after=5,
-                                 slices=(advance, size, epsilon)))
+                                 slices=(advance, size, epsilon),
+                                 release_delay_ms=delay * 1000 if early else None))
     rng = random.Random(seed)
     ts, events = 100, []
     for i in range(n):
