@@ -31,7 +31,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from cercore.schema import AttrType
-from cercore.trends import ast as tast
+from cercore.ceql import ast as ceql
 from cercore.trends import reference
 
 cdef extern from *:
@@ -56,10 +56,10 @@ _INT64_MAX = 2 ** 63 - 1
 def _clause(plan, adj):
     """(pred var, succ var, op, pred attr, succ attr) of ``P.a op NEXT(S).b``, or None."""
     c = adj.cond
-    if not isinstance(c, tast.Compare):
+    if not isinstance(c, ceql.Compare):
         return None
     left, right, op = c.left, c.right, c.op
-    if not (isinstance(left, tast.Ref) and isinstance(right, tast.Ref)):
+    if not (isinstance(left, ceql.EventAttr) and isinstance(right, ceql.EventAttr)):
         return None
     if left.next and not right.next:
         left, right, op = right, left, _FLIP[op]

@@ -109,6 +109,12 @@ def _key_reader(attrs: tuple[str, ...]):
     return lambda d: get(d)
 
 
+def _local_test(plan: TrendPlan, v):
+    from cercore.predicates import eval_guard, scalar_leaf
+    tests = [scalar_leaf(p) for p in plan.leaves]
+    return lambda attrs: eval_guard(v.guard, sum(1 << k for k, f in enumerate(tests) if f(attrs)))
+
+
 class TrendEngine(ReadsInput):
     """Evaluates one compiled trend query over a stream, window by window."""
 
@@ -153,7 +159,7 @@ class TrendEngine(ReadsInput):
         out = []
         for n, vs in zip(self.schema.type_names, self._vars_of):
             declared = {a for a, _ in self.schema.event_types[n].attributes}
-            out.append((tuple((v.id, plan.local_tests[v.id] if v.local else None) for v in vs),
+            out.append((tuple((v.id, _local_test(plan, v) if v.local else None) for v in vs),
                         _key_reader(keys) if all(a in declared for a in keys) else None))
         return out
 
