@@ -34,12 +34,13 @@ __all__ = ["EventPredicateCheck", "event_terms", "rename_terms"]
 
 
 def event_terms(e: Any) -> list[ast.EventAttr]:
-    """The ``x.attr`` / ``NEXT(x).attr`` terms of an expression or comparison, in order."""
+    """The ``x.attr`` / ``NEXT(x).attr`` terms of an expression, a comparison, or predicates
+    over them joined by AND / OR / NOT, in order."""
     if isinstance(e, ast.EventAttr):
         return [e]
-    if isinstance(e, ast.Compare | ast.BinOp):
+    if isinstance(e, ast.Compare | ast.BinOp | ast.PredAnd | ast.PredOr):
         return event_terms(e.left) + event_terms(e.right)
-    if isinstance(e, ast.Neg):
+    if isinstance(e, ast.Neg | ast.PredNot):
         return event_terms(e.operand)
     return []
 

@@ -40,6 +40,8 @@ class PartitionIndex:
             kinds = {schema.attribute_types()[attrs[0]] for attrs in self.plan if attrs}
             if len(kinds) == 1 and next(iter(kinds)) is not AttrType.DOUBLE:
                 self.coded = CodedKeys(next(iter(kinds)) is AttrType.STRING)
+                self.coded_bools = next(iter(kinds)) is AttrType.BOOL  # (for key_of)
+        self._keys: dict[int, tuple] = {}  # id -> key, built on demand (key_of)
 
     def __len__(self) -> int:
         """Partition keys known (of live partitions, after ``forget``)."""
@@ -101,6 +103,23 @@ class PartitionIndex:
             pid = self.ids[key] = self.next_id
             self.next_id += 1
         return pid
+
+    def key_of(self, pid: int) -> tuple:
+        """The key of a known partition id: one Python value per PARTITION BY group (what
+        trend aggregation reports per group)."""
+        key = self._keys.get(pid)
+        if key is None:  # ids handed out since the last look-up: one pass over the keys
+            if self.plan is None:
+                self._keys = {0: ()}
+            elif self.coded is not None:
+                coded = self.coded
+                value = {c: s for s, c in coded.strings.items()}.get if coded.strings \
+                    is not None else bool if self.coded_bools else int
+                self._keys = {i: (value(c),) for c, i in coded.by_code.items()}
+            else:
+                self._keys = {i: k for k, i in self.ids.items()}
+            key = self._keys[pid]
+        return key
 
     def _keyed(self, type_ids: np.ndarray, columns: Columns, read: np.ndarray):
         """Per event type read in the batch: (its key attributes, the mask of its read events
