@@ -60,10 +60,10 @@ def trend_backend(plan: TrendPlan, requested: str) -> tuple[str, str | None]:
 
 def make_runner(plan: TrendPlan, backend: str) -> TrendRunner:
     """The runner of the backend ("python" | "cython", as ``trend_backend`` resolved it)."""
-    from cercore.trends.runner import PythonRunner
     if backend == "cython":
-        from cercore_fast.trends import make_aggregators
-        return PythonRunner(plan, make_aggregators(plan))
+        from cercore_fast.trends import Runner
+        return Runner(plan)
+    from cercore.trends.runner import PythonRunner
     return PythonRunner(plan)
 
 
