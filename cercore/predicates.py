@@ -17,6 +17,7 @@ String columns arrive dictionary-encoded (``StringColumn``): a comparison with a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import re
@@ -193,6 +194,34 @@ def _per_value(values, n: int, fn) -> np.ndarray:
         return np.fromiter((uniq[v] if v in uniq else uniq.setdefault(v, fn(v)) for v in arr),
                            dtype=bool, count=n)
     return np.fromiter((fn(v) for v in arr), dtype=bool, count=n)
+
+
+def attributes_read(node: object) -> set[str]:
+    """The attribute names an AST node (an expression or a predicate) reads."""
+    if isinstance(node, ast.AttrRef):
+        return {node.name}
+    out: set[str] = set()
+    if dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            for v in value if isinstance(value, tuple) else (value,):
+                if dataclasses.is_dataclass(v):
+                    out |= attributes_read(v)
+    return out
+
+
+def evaluate_pred(p: ast.Pred, cols: Columns) -> np.ndarray:
+    """Boolean array: which events of the batch satisfy ``p``, leaves joined by AND / OR /
+    NOT exactly as a guard joins them (``NOT`` negates a leaf that is false on null)."""
+    if isinstance(p, ast.PredAnd):
+        return np.logical_and(evaluate_pred(p.left, cols), evaluate_pred(p.right, cols))
+    if isinstance(p, ast.PredOr):
+        return np.logical_or(evaluate_pred(p.left, cols), evaluate_pred(p.right, cols))
+    if isinstance(p, ast.PredNot):
+        return np.logical_not(evaluate_pred(p.operand, cols))
+    if isinstance(p, ast.PredConst):
+        return np.full(cols.n, bool(p.value))
+    return np.asarray(evaluate_leaf(p, cols), dtype=bool)
 
 
 def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:

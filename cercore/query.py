@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cercore.automata.cea import CEA, SKIP, compile_cea, strict
+from cercore.ceql import ast
 from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.normal import format_normal
 from cercore.errors import CEQLSemanticError, ConfigError
@@ -24,13 +25,19 @@ class CompiledQuery:
 
     It is immutable and can start any number of independent engines."""
 
-    def __init__(self, text: str, schema: Schema) -> None:
-        self.text = text
+    def __init__(self, text: str | ast.Query, schema: Schema) -> None:
+        """``text``: the query's CEQL text, or its AST (``cercore.ceql.ast.Query``, e.g. built
+        by another front end), which is compiled as it is -- never printed and parsed again."""
         self.schema = schema
-        from cercore.ceql.parser import parse_query
+        if isinstance(text, ast.Query):
+            self.ast = text  # ``text``: printed on first use (``__getattr__``)
+            self.analysed: AnalysedQuery = analyse(self.ast, schema)
+        else:
+            from cercore.ceql.parser import parse_query
 
-        self.ast = parse_query(text)
-        self.analysed: AnalysedQuery = analyse(self.ast, schema, text)
+            self.text = text
+            self.ast = parse_query(text)
+            self.analysed = analyse(self.ast, schema, text)
         self.cea: CEA = compile_cea(self.analysed.formula, self.analysed.marked)
         if self.analysed.strategy == "STRICT":
             self.cea = strict(self.cea)
@@ -40,8 +47,17 @@ class CompiledQuery:
                 f"SELECT {self.analysed.strategy}: a match may begin with an event it does not "
                 "report (a leading NOT(...) or an atom outside the SELECT list), and the "
                 "strategy has no position to rank it by", line=self.ast.line,
-                column=self.ast.column, text=text,
+                column=self.ast.column, text=self.__dict__.get("text"),
                 hint="start the pattern with a reported event, or use SELECT * / ALL")
+
+    def __getattr__(self, name: str) -> Any:
+        """``text`` of a query compiled from its AST: the AST printed, on first use."""
+        if name == "text" and "ast" in self.__dict__:
+            from cercore.ceql.printer import format_query
+
+            self.text = format_query(self.ast)
+            return self.text
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def ranking_strategy(self) -> str | None:
@@ -164,13 +180,14 @@ _WINDOWED_STRATEGY_TEXT = (
     "length; squared for MAX), so delay is no longer output-linear")
 
 
-def compile(query: str, schema: Schema | str, *, next_algorithm: str | None = None,
+def compile(query: str | ast.Query, schema: Schema | str, *,
+            next_algorithm: str | None = None,
             **schema_options: Any) -> CompiledQuery | CompiledTrendQuery:
     """Parse, check and compile ``query`` against ``schema`` (a Schema or declaration text;
     ``schema_options`` such as ``time_attribute=`` apply when it is text). A CEQL query
-    (``SELECT ...``) gives a ``CompiledQuery``, a trend aggregation query (``RETURN ...
-    PATTERN ...``) a ``CompiledTrendQuery``; both have ``engine()``, ``run()`` and
-    ``explain()``. ``next_algorithm`` is a trend query option (see
+    (``SELECT ...``, or its AST, a ``cercore.ceql.ast.Query``) gives a ``CompiledQuery``, a
+    trend aggregation query (``RETURN ... PATTERN ...``) a ``CompiledTrendQuery``; both have
+    ``engine()``, ``run()`` and ``explain()``. ``next_algorithm`` is a trend query option (see
     ``cercore.trends.compile_trend``)."""
     from cercore.trends.parse import is_trend_query
     from cercore.trends.query import CompiledTrendQuery

@@ -42,7 +42,6 @@ def brute_force_matches(query: NetQuery, events, types=None) -> set[frozenset[in
             if any((x.type, y.type) in b.before and not (x.t, x.uid) < (y.t, y.uid)
                    for x in combo for y in combo):
                 continue
-            if all(p.holds(x, y) for p in query.predicates for x in combo for y in combo
-                   if x.type == p.left and y.type == p.right):
+            if query.predicates_hold(combo):
                 out.add(frozenset(e.uid for e in combo))
     return out

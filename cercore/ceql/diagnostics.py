@@ -20,7 +20,7 @@ _CLAUSE_ORDER = ("SELECT", "FROM", "WHERE", "PARTITION", "WITHIN", "CONSUME", "L
 _CLAUSE_TEXT = "SELECT, FROM, WHERE, PARTITION BY, WITHIN, CONSUME BY, LIMIT"
 
 _WHAT = {"query": "query", "declarations": "declarations", "trend_query": "query",
-         "pattern_query": "pattern"}
+         "pattern_query": "pattern", "pred": "condition"}
 _DESCRIPTIVE = {"NAME": "identifier", "QNAME": "identifier", "NUMBER": "number",
                 "STRING": "string"}
 _CLOSERS = {"LPAR": "RPAR", "LSQB": "RSQB", "LBRACE": "RBRACE"}
@@ -162,6 +162,8 @@ class ErrorReport:
         """What the text should hold, for an error at its start (no token at all)."""
         if self.start == "declarations":
             return "a declaration looks like: CREATE STREAM S { EVENT A { x:int } }"
+        if self.start == "pred":
+            return "a condition looks like: price > 10 AND name LIKE 'A.*'"
         return "a query looks like: SELECT * FROM S WHERE A ; B"
 
     # -- unexpected characters -------------------------------------------------------------

@@ -17,11 +17,12 @@ from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from cercore.ceql import ast
 from cercore.ceql.diagnostics import ErrorReport
-from cercore.ceql.grammar import get_parser
+from cercore.ceql.grammar import get_parser, grammar_parser
 from cercore.ceql.transform import ATTRIBUTE_TYPES, ToAst
 from cercore.errors import CEQLError, CEQLSyntaxError
 
-__all__ = ["ATTRIBUTE_TYPES", "get_parser", "parse_declarations", "parse_query", "parse_text"]
+__all__ = ["ATTRIBUTE_TYPES", "get_parser", "parse_declarations", "parse_predicate", "parse_query",
+           "parse_text"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -43,6 +44,23 @@ def parse_declarations(text: str) -> list[ast.StreamDecl]:
     Raises :class:`~cercore.errors.CEQLSyntaxError` for text that does not follow the grammar.
     """
     return parse_text(text, "declarations", what="declaration")
+
+
+def parse_predicate(text: str) -> ast.Pred:
+    """Parse one condition over an event's attributes, as written inside ``X[...]``
+    (``price > 10 AND name LIKE 'A.*'``).
+
+    Raises :class:`~cercore.errors.CEQLSyntaxError` for text that is not such a condition.
+    """
+    return parse_text(text, "pred", parser=grammar_parser("pred"), transformer=_PredicateRoot,
+                      what="condition")
+
+
+class _PredicateRoot(ToAst):
+    """``ToAst`` for the ``pred`` start symbol: the root must be a condition, not a value."""
+
+    def transform(self, tree):
+        return self._pred(super().transform(tree))
 
 
 def parse_text(text: str, start: str, *, parser: Lark | None = None,

@@ -19,7 +19,7 @@ from collections.abc import Hashable, Sequence
 
 from cercore.network.evaluate import QueryEvaluator, global_trace, passes_filters, schema_for
 from cercore.network.network import Network
-from cercore.network.query import NetEvent, NetQuery
+from cercore.network.query import NetEvent, NetQuery, pair_test
 from cercore.network.selectivity import Selectivities
 
 
@@ -47,12 +47,12 @@ def estimate_pairwise(query: NetQuery, events: Sequence[NetEvent]) -> dict[froze
     out = {}
     for pair in sorted({p.pair for p in query.predicates}, key=sorted):
         a, b = sorted(pair)
-        preds = [p for p in query.predicates if p.pair == pair]
+        holds = pair_test(p for p in query.predicates if p.pair == pair)
         total = hits = 0
         for x, y in itertools.product(by_type[a], by_type[b]):
             if abs(x.t - y.t) <= query.window:
                 total += 1
-                hits += all(p.holds(x, y) for p in preds)
+                hits += holds(x, y)
         out[pair] = hits / total if total else 1.0
     return out
 

@@ -1,13 +1,22 @@
 """Evaluating PrePP queries with the cercore engine.
 
-CEQL has no AND and no predicates over two events, so a query (or its partial matches over a
-set of types X) is compiled as follows:
+A query (or its partial matches over a set of types X) is compiled, as a CEQL AST built here
+and handed to :func:`cercore.compile` (never printed and parsed again), as follows:
 
 * the pattern becomes the OR of every admissible *type sequence* ``T1 ; T2 ; …`` (for each
-  branch, every order of ``T(b) ∩ X`` its SEQ operators allow: AND = all interleavings);
-* single-type filters become CEQL filters, the window ``WITHIN w [t]`` on the time attribute;
-* equality predicates on one attribute that connect every shape become ``PARTITION BY``;
-* the remaining pairwise predicates filter the enumerated complex events.
+  branch, every order of ``T(b) ∩ X`` its SEQ operators allow: AND = all interleavings) --
+  CEQL has no AND operator;
+* single-type filters become CEQL filters ``T[p]``, the window ``WITHIN w [t]`` on the time
+  attribute;
+* pairwise predicates become CEQL's predicates between events (``A.x < B.y``; event types are
+  variables), which the engine checks on each complex event -- vacuously true when the
+  complex event holds no event of one of the two types, as PrePP's partial matches want;
+* equality predicates on one attribute that connect every shape also become
+  ``PARTITION BY`` (the engine infers it only for an OR-free pattern).
+
+Filters alone (:func:`passes_filters`) need no engine: the events of each type are decoded as
+the engine decodes them and the filter evaluated over them by the predicate layer
+(:func:`cercore.predicates.evaluate_pred`).
 
 Complex events are mapped back to the :class:`NetEvent` objects fed to the engine (by
 position), so callers compare matches as sets of event ``uid``s.
@@ -16,12 +25,17 @@ position), so callers compare matches as sets of event ``uid``s.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import reduce
 from typing import Any
 
 import cercore
-from cercore.ceql.printer import format_name
+from cercore.ceql import ast
+from cercore.ceql.analysis import analyse
+from cercore.ceql.printer import format_filter, format_formula, format_name, format_query
+from cercore.input.decode import EventDecoder
 from cercore.network.errors import NetworkError
-from cercore.network.query import NetEvent, NetQuery
+from cercore.network.query import NetEvent, NetQuery, Predicate
+from cercore.predicates import attributes_read, evaluate_pred
 
 MAX_SEQUENCES = 5040  # 7! orderings: beyond this the OR of sequences is too big to compile
 
@@ -48,36 +62,14 @@ def schema_for(query: NetQuery, events: Iterable[NetEvent], stream: str = "S") -
                 k = "double"
             names[a] = k
     wanted = {a for p in query.predicates for a in (p.left_attr, p.right_attr)}
-    wanted |= {a for _, f in query.filters for a in _filter_attributes(f)}
+    wanted |= {a for f in query.filter_predicates.values() for a in attributes_read(f)}
     for a in sorted(wanted - {query.time_attribute}):
         names.setdefault(a, "double")
     attrs = [f"{format_name(query.time_attribute)}:int"] + [
         f"{format_name(a)}:{k}" for a, k in sorted(names.items())]
     decls = [f"EVENT {format_name(t)} {{ {', '.join(attrs)} }}" for t in query.types]
-    return cercore.Schema.parse(f"CREATE STREAM {stream} {{ " + ", ".join(decls) + " }",
-                                time_attribute=query.time_attribute)
-
-
-def _filter_attributes(pred_text: str) -> set[str]:
-    """The attribute names a CEQL predicate text mentions (parsed by the CEQL parser)."""
-    from cercore.ceql import ast
-    from cercore.ceql.parser import parse_query
-
-    q = parse_query(f"SELECT * FROM S WHERE X FILTER X[{pred_text}]")
-    out: set[str] = set()
-
-    def walk(node) -> None:
-        if isinstance(node, ast.AttrRef):
-            out.add(node.name)
-        elif isinstance(node, tuple):
-            for x in node:
-                walk(x)
-        elif hasattr(node, "__dataclass_fields__"):
-            for f in node.__dataclass_fields__:
-                walk(getattr(node, f))
-
-    walk(q.formula)
-    return out
+    return cercore.Schema.parse(f"CREATE STREAM {format_name(stream)} {{ "
+                                + ", ".join(decls) + " }", time_attribute=query.time_attribute)
 
 
 def _kind(v: Any, attr: str) -> str:
@@ -93,10 +85,10 @@ def _kind(v: Any, attr: str) -> str:
                        "float, str or bool")
 
 
-def ceql_text(query: NetQuery, types: Iterable[str] | None = None, stream: str = "S",
-              use_predicates: bool = True) -> tuple[str, tuple]:
-    """The CEQL query for the partial matches over ``types`` (the whole query when None), and
-    the pairwise predicates left to post-filter."""
+def ceql_query(query: NetQuery, types: Iterable[str] | None = None, stream: str = "S",
+               use_predicates: bool = True) -> ast.Query:
+    """The CEQL query (its AST) for the partial matches over ``types`` (the whole query when
+    None); with ``use_predicates``, the pairwise predicates among ``types`` are in it."""
     xs = frozenset(query.types if types is None else types)
     shapes = query.partial_shapes(xs)
     if not shapes:
@@ -109,18 +101,37 @@ def ceql_text(query: NetQuery, types: Iterable[str] | None = None, stream: str =
                 raise NetworkError(f"the query allows more than {MAX_SEQUENCES} orders of its "
                                    "types (large AND); the cercore engine cannot evaluate it "
                                    "as one OR of sequences")
-    formula = " OR ".join("(" + " ; ".join(format_name(t) for t in s) + ")"
-                          for s in sorted(seqs))
-    filters = [f"{format_name(t)}[{f}]" for t, f in query.filters if t in xs]
+    formula: ast.Formula = reduce(ast.Or, (reduce(ast.Seq, map(ast.EventAtom, s))
+                                           for s in sorted(seqs)))
     preds = query.predicates_over(xs) if use_predicates else ()
-    key = _partition_attribute(query, shapes, preds)
-    text = f"SELECT * FROM {stream} WHERE {formula}"
+    filters = [ast.AtomicFilter(t, f) for t, f in query.filter_predicates.items() if t in xs]
+    filters += [ast.EventPredicate(p.compare) for p in preds]
     if filters:
-        text += " FILTER " + " AND ".join(filters)
-    if key is not None:
-        text += f" PARTITION BY [{format_name(key)}]"
-    text += f" WITHIN {query.window!r} [{format_name(query.time_attribute)}]"
-    return text, preds
+        formula = ast.Filter(formula, reduce(ast.FilterAnd, filters))
+    key = _partition_attribute(query, shapes, preds)
+    return ast.Query(formula, streams=(stream,),
+                     partition_by=((key,),) if key is not None else (),
+                     within=ast.AttrWindow(query.window, query.time_attribute))
+
+
+def ceql_text(query: NetQuery, types: Iterable[str] | None = None, stream: str = "S",
+              use_predicates: bool = True) -> tuple[str, tuple[Predicate, ...]]:
+    """For reading: the text of :func:`ceql_query` (one line, each sequence in parentheses)
+    and the pairwise predicates it checks between events."""
+    q = ceql_query(query, types, stream, use_predicates)
+    body, between = (q.formula.formula, q.formula.filter) if isinstance(q.formula, ast.Filter) \
+        else (q.formula, None)
+    alternatives: list[ast.Formula] = []
+    while isinstance(body, ast.Or):
+        alternatives.insert(0, body.right)
+        body = body.left
+    where = " OR ".join(f"({format_formula(f)})" for f in [body, *alternatives])
+    if between is not None:
+        where += " FILTER " + format_filter(between)
+    lines = format_query(q).split("\n")
+    lines = [("WHERE " + where) if line.startswith("WHERE ") else line for line in lines]
+    xs = frozenset(query.types if types is None else types)
+    return " ".join(lines), query.predicates_over(xs) if use_predicates else ()
 
 
 def _partition_attribute(query: NetQuery, shapes, preds) -> str | None:
@@ -149,22 +160,28 @@ def _connected(types: frozenset[str], edges) -> bool:
 
 class QueryEvaluator:
     """A cercore engine for the partial matches over ``types`` fed incrementally with
-    :class:`NetEvent` s in ``(t, uid)`` order; ``feed`` returns the new (post-filtered)
-    matches."""
+    :class:`NetEvent` s in ``(t, uid)`` order; ``feed`` returns the new matches (the engine
+    checks the filters and, with ``use_predicates``, the pairwise predicates)."""
 
     def __init__(self, query: NetQuery, schema: cercore.Schema, types: Iterable[str] | None = None,
                  *, use_predicates: bool = True, backend: str = "auto") -> None:
         self.query = query
         self.types = frozenset(query.types if types is None else types)
-        text, self.predicates = ceql_text(query, self.types, next(iter(schema.streams)),
-                                          use_predicates)
-        self.text = text
-        self.engine = cercore.compile(text, schema).engine(backend=backend)
+        self.predicates = query.predicates_over(self.types) if use_predicates else ()
+        self.ast = ceql_query(query, self.types, next(iter(schema.streams)), use_predicates)
+        self.compiled = cercore.compile(self.ast, schema)
+        self.engine = self.compiled.engine(backend=backend)
         self.fed: list[NetEvent] = []
         self._last: tuple[int, int] | None = None
         self._attrs = {t: [a for a, _ in schema.event_type(t).attributes] for t in query.types}
 
+    @property
+    def text(self) -> str:
+        """The compiled CEQL query, as text (for reading)."""
+        return self.compiled.text
+
     def feed(self, events: Sequence[NetEvent]) -> list[Match]:
+        """Evaluate ``events`` (those of other types are ignored); the matches they complete."""
         batch = [e for e in events if e.type in self.types]
         if not batch:
             return []
@@ -173,28 +190,16 @@ class QueryEvaluator:
                 raise NetworkError(f"event {e.uid} reached the evaluator out of (t, uid) order")
             self._last = e.key
         self.fed.extend(batch)
-        rows = [(e.type, self._row(e)) for e in batch]
-        out = []
-        for ce in self.engine.process(rows):
-            m = tuple(self.fed[p] for p in ce.positions)
-            if all(p.holds(*_pick(m, p)) for p in self.predicates if _has(m, p)):
-                out.append(m)
-        return out
-
-    def _row(self, e: NetEvent) -> dict[str, Any]:
-        row = {a: e.attrs.get(a) for a in self._attrs[e.type]}
-        row[self.query.time_attribute] = e.t
-        return row
+        rows = [(e.type, _row(e, self._attrs[e.type], self.query.time_attribute))
+                for e in batch]
+        return [tuple(self.fed[p] for p in ce.positions) for ce in self.engine.process(rows)]
 
 
-def _has(m: Match, p) -> bool:
-    ts = {e.type for e in m}
-    return p.left in ts and p.right in ts
-
-
-def _pick(m: Match, p) -> tuple[NetEvent, NetEvent]:
-    by = {e.type: e for e in m}
-    return by[p.left], by[p.right]
+def _row(e: NetEvent, attrs: list[str], time_attribute: str) -> dict[str, Any]:
+    """``e`` as the engine reads it: the declared attributes (None where missing), the time."""
+    row = {a: e.attrs.get(a) for a in attrs}
+    row[time_attribute] = e.t
+    return row
 
 
 def global_trace(traces: dict[Any, Sequence[NetEvent]] | Iterable[NetEvent]) -> list[NetEvent]:
@@ -219,27 +224,32 @@ def centralised_matches(query: NetQuery, traces, schema: cercore.Schema | None =
 
 def passes_filters(query: NetQuery, events: Sequence[NetEvent], schema: cercore.Schema,
                    backend: str = "auto") -> list[NetEvent]:
-    """The events of the query's types that satisfy their type's filter (in input order);
-    each filter is evaluated by the cercore engine as a one-event query."""
+    """The events of the query's types that satisfy their type's filter (in input order).
+    Each filter is checked against ``schema`` and evaluated by the predicate layer over the
+    events of its type at once, decoded as the engine decodes them (``backend`` is accepted
+    for compatibility: no engine is needed)."""
+    filters = query.filter_predicates
     by_type: dict[str, list[int]] = {}
     for i, e in enumerate(events):
         if e.type in query.types:
             by_type.setdefault(e.type, []).append(i)
-    keep: set[int] = set()
-    filters = query.filter_map
-    stream = next(iter(schema.streams))
+    checked = sorted(t for t in filters if t in by_type)
+    if checked:  # type-check the filters as CEQL does (analysis only: no automaton, no engine)
+        alternatives = reduce(ast.Or, map(ast.EventAtom, checked))
+        analyse(ast.Query(ast.Filter(alternatives, reduce(ast.FilterAnd, (
+            ast.AtomicFilter(t, filters[t]) for t in checked)))), schema)
+    keep = [False] * len(events)
+    decoder = EventDecoder(schema)
     for t, idx in by_type.items():
         if t not in filters:
-            keep.update(idx)
+            for i in idx:
+                keep[i] = True
             continue
-        text = (f"SELECT * FROM {stream} WHERE {format_name(t)} "
-                f"FILTER {format_name(t)}[{filters[t]}]")
-        eng = cercore.compile(text, schema).engine(backend=backend)
         attrs = [a for a, _ in schema.event_type(t).attributes]
-        # the engine refuses time going backwards; a one-event filter does not care about
-        # order, so feed the events in time order (positions map back through idx)
-        idx = sorted(idx, key=lambda i: events[i].t)
-        rows = [(t, {**{a: events[i].attrs.get(a) for a in attrs},
-                     query.time_attribute: events[i].t}) for i in idx]
-        keep.update(idx[p] for ce in eng.process(rows) for p in ce.positions)
-    return [e for i, e in enumerate(events) if i in keep]
+        batch = decoder.from_records(
+            [(t, _row(events[i], attrs, query.time_attribute)) for i in idx], 0)
+        if batch.error is not None:
+            raise batch.error
+        for i, ok in zip(idx, evaluate_pred(filters[t], batch.columns).tolist(), strict=True):
+            keep[i] = ok
+    return [e for e, k in zip(events, keep, strict=True) if k]

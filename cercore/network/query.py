@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from cercore.ceql import ast
 from cercore.network.errors import NetworkError
+from cercore.predicates import scalar_leaf
 
 OPERATORS = ("SEQ", "AND", "OR")
 
@@ -52,8 +53,7 @@ class Op:
 
 Node = Leaf | Op
 
-_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-            ">": operator.gt, ">=": operator.ge}
+COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,8 @@ class NetEvent:
         return (self.t, self.uid)
 
     def value(self, name: str) -> Any:
+        """Attribute ``name`` (None when the event lacks it; ``t`` is the time unless an
+        attribute of that name exists)."""
         if name in self.attrs:
             return self.attrs[name]
         return self.t if name == "t" else None
@@ -95,9 +97,9 @@ class Predicate:
     def __post_init__(self) -> None:
         if self.op == "=":
             object.__setattr__(self, "op", "==")
-        if self.op not in _COMPARE:
+        if self.op not in COMPARISONS:
             raise NetworkError(f"predicate operator {self.op!r}: use one of "
-                               f"{', '.join(_COMPARE)}")
+                               f"{', '.join(COMPARISONS)}")
         if self.left == self.right:
             raise NetworkError(f"predicate {self}: PrePP predicates relate two different types "
                                "(fold single-type conditions into the type's filter)")
@@ -106,22 +108,37 @@ class Predicate:
     def pair(self) -> frozenset[str]:
         return frozenset((self.left, self.right))
 
-    def holds(self, a: NetEvent, b: NetEvent) -> bool:
-        """Whether the predicate holds for ``a`` and ``b`` (either order of types); a missing
-        attribute makes it false, as in CEQL."""
-        if a.type != self.left:
-            a, b = b, a
-        x, y = a.value(self.left_attr), b.value(self.right_attr)
-        if x is None or y is None:
-            return False
-        try:
-            return bool(_COMPARE[self.op](x, y))
-        except TypeError:
-            return False
+    @property
+    def compare(self) -> ast.Compare:
+        """The predicate as CEQL's predicate between events, ``left.left_attr op
+        right.right_attr`` (event types are CEQL variables)."""
+        return ast.Compare(self.op, ast.EventAttr(self.left, self.left_attr),
+                           ast.EventAttr(self.right, self.right_attr))
 
     def __str__(self) -> str:
         op = "=" if self.op == "==" else self.op
         return f"{self.left}.{self.left_attr} {op} {self.right}.{self.right_attr}"
+
+
+_LEFT, _RIGHT = "\0left", "\0right"  # the two sides' values, as the scalar form reads them
+
+
+def pair_test(predicates: Iterable[Predicate]) -> Callable[[NetEvent, NetEvent], bool]:
+    """``(a, b) -> bool``: whether every predicate holds for events ``a`` and ``b`` (of the
+    predicates' two types, in either order), by the predicate layer's scalar form
+    (:func:`cercore.predicates.scalar_leaf`): the meaning the engine gives them -- a missing
+    or null attribute makes a predicate false, an int beside a double compares as a double."""
+    tests = [(p.left, p.left_attr, p.right_attr,
+              scalar_leaf(ast.Compare(p.op, ast.AttrRef(_LEFT), ast.AttrRef(_RIGHT))))
+             for p in predicates]
+
+    def holds(a: NetEvent, b: NetEvent) -> bool:
+        for left, left_attr, right_attr, test in tests:
+            x, y = (a, b) if a.type == left else (b, a)
+            if not test({_LEFT: x.value(left_attr), _RIGHT: y.value(right_attr)}):
+                return False
+        return True
+    return holds
 
 
 @dataclass(frozen=True)
@@ -203,7 +220,15 @@ class NetQuery:
 
     @property
     def filter_map(self) -> dict[str, str]:
+        """Each filtered type's filter, as text."""
         return dict(self.filters)
+
+    @cached_property
+    def filter_predicates(self) -> dict[str, ast.Pred]:
+        """Each filtered type's filter as a CEQL predicate (parsed once, on first use)."""
+        from cercore.ceql.parser import parse_predicate
+
+        return {t: parse_predicate(f) for t, f in self.filters}
 
     def predicates_over(self, types: Iterable[str]) -> tuple[Predicate, ...]:
         ts = set(types)
@@ -248,8 +273,9 @@ class NetQuery:
         return any(b.types & xs == shape and b.order_ok(events) for b in self.branches)
 
     def predicates_hold(self, events: Sequence[NetEvent]) -> bool:
+        """Whether every predicate over two types of ``events`` holds (see :func:`pair_test`)."""
         by_type = {e.type: e for e in events}
-        return all(p.holds(by_type[p.left], by_type[p.right]) for p in self.predicates
+        return all(pair_test((p,))(by_type[p.left], by_type[p.right]) for p in self.predicates
                    if p.left in by_type and p.right in by_type)
 
     # ---- rates (§3.2) -----------------------------------------------------------------

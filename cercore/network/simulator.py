@@ -49,7 +49,7 @@ from cercore.network.evaluate import (
 )
 from cercore.network.network import Network
 from cercore.network.plan import Plan
-from cercore.network.query import Branch, NetEvent, NetQuery
+from cercore.network.query import Branch, NetEvent, NetQuery, pair_test
 
 EVENT_KINDS = ("push", "request", "response")
 CONTROL_KINDS = ("heartbeat", "request_watermark", "response_watermark")
@@ -194,9 +194,10 @@ class Simulation:
             lambda: defaultdict(list))
         self.sent_resp: set[int] = set()
         self.peak_buffer = 0
-        self.pair_preds = defaultdict(list)
+        by_pair = defaultdict(list)
         for p in self.q.predicates:
-            self.pair_preds[p.pair].append(p)
+            by_pair[p.pair].append(p)
+        self.pair_preds = {pair: pair_test(ps) for pair, ps in by_pair.items()}
         for i, s in enumerate(self.plan.steps):
             if not s.pull_set:
                 continue
@@ -436,8 +437,8 @@ class Simulation:
         if (b.type, a.type) in branch.before and not b.key < a.key:
             return False
         if self.use_preds:
-            return all(p.holds(a, b) for p in self.pair_preds.get(frozenset((a.type, b.type)),
-                                                                  ()))
+            test = self.pair_preds.get(frozenset((a.type, b.type)))
+            return test is None or test(a, b)
         return True
 
 

@@ -5,17 +5,14 @@ only ever sees letters.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from cercore.ceql import ast
 from cercore.ceql.analysis import AnalysedQuery
 from cercore.ceql.normal import has_contiguity
 from cercore.ceql.printer import format_pred
 from cercore.input import Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
-from cercore.predicates import eval_guard, evaluate_leaf, scalar_leaf
+from cercore.predicates import attributes_read, eval_guard, evaluate_leaf, scalar_leaf
 from cercore.runtime.constants import NO_PARTITION, NOT_READ
 from cercore.schema import AttrType
 
@@ -37,7 +34,7 @@ class LetterEncoder:
         groups: dict[str, list[int]] = {}
         self.other_leaves: list[int] = []
         for k, p in enumerate(self.leaves):
-            names = _attributes(p)
+            names = attributes_read(p)
             if len(names) == 1 and types.get(next(iter(names))) is AttrType.STRING:
                 groups.setdefault(next(iter(names)), []).append(k)
             else:
@@ -316,20 +313,6 @@ def _leaf_text(p) -> str:
         return format_pred(p)
     except ValueError:  # a constant with no CEQL text (NaN): never shared
         return f"#{id(p)}"
-
-
-def _attributes(node) -> set[str]:
-    """The attribute names an AST node reads."""
-    if isinstance(node, ast.AttrRef):
-        return {node.name}
-    out: set[str] = set()
-    if dataclasses.is_dataclass(node):
-        for f in dataclasses.fields(node):
-            value = getattr(node, f.name)
-            for v in value if isinstance(value, tuple) else (value,):
-                if dataclasses.is_dataclass(v):
-                    out |= _attributes(v)
-    return out
 
 
 def _dictionary_columns(attr: str, col: StringColumn) -> Columns:

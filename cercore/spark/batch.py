@@ -38,6 +38,7 @@ from cercore.spark.job import (
 )
 from cercore.spark.partitions import bucket_values, partition_cap, partition_count
 from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
+from cercore.spark.read_order import SUMMARY_DDL, ReadLayout, layout, summarise
 from cercore.spark.session import parallelism as session_parallelism
 
 RID = "__cer_rid"   # read order: the last tie-breaker when a sequence column may tie
@@ -68,26 +69,28 @@ def ordering_column(prep: Prepared) -> str:
     return TIME if prep.time is not None else SEQ
 
 
-def measure(prep: Prepared, *, buckets: int) -> Extent:
-    """The first statistics job: one aggregate over the ordering column. (Not the number of
-    keys: the key text is the dearest column to compute, and counting its distinct values
+def measure(prep: Prepared, *, buckets: int) -> tuple[Extent, ReadLayout]:
+    """The first statistics job: one pass over the ordering columns in read order
+    (``read_order.summarise``, one row per Spark partition), which says whether the input is
+    in event order already (``ReadLayout.in_order``), and the extent of the ordering column,
+    ``buckets`` − 1 bucket bounds and, under a deadline, the latest read time. (Not the number
+    of keys: the key text is the dearest column to compute, and counting its distinct values
     cost more than the empty partitions of a plan with fewer keys than cores.)"""
     from pyspark.sql import functions as F
 
-    first = ordering_column(prep)
-    aggs = [F.count(F.lit(1)).alias("n"), F.count(F.col(first)).alias("rows"),
-            F.min(first).alias("lo"), F.max(first).alias("hi")]
-    if buckets > 1:
-        fractions = [i / buckets for i in range(1, buckets)]
-        aggs.append(F.percentile_approx(first, fractions, 10_000).alias("cuts"))
+    none = F.lit(None).cast("long")
+    second = SEQ if prep.time is not None and prep.sequence is not None else None
     latest = read_time(prep)
-    if latest is not None:
-        aggs.append(F.max(latest).alias("latest"))
-    r = prep.df.agg(*aggs).collect()[0].asDict()
-    cuts = tuple(sorted(set(r.get("cuts") or ()) - {r["lo"], None}))  # bucket 0 not empty
+    cols = [F.monotonically_increasing_id().alias("r"),
+            F.col(ordering_column(prep)).cast("long").alias("a"),
+            (F.col(second).cast("long") if second else none).alias("b"),
+            (none if latest is None else latest).alias("c")]
+    summaries = prep.df.select(*cols).mapInArrow(summarise, SUMMARY_DDL).collect()
+    lay = layout([r.asDict() for r in summaries], buckets)
+    cuts = tuple(sorted(set(lay.quantiles) - {lay.lo, None}))  # bucket 0 not empty
     if prep.time is None:  # a null sequence value sorts first, in bucket 0
-        return Extent(r["n"], 0, r["lo"], r["hi"], cuts, r.get("latest"))
-    return Extent(r["rows"], r["n"] - r["rows"], r["lo"], r["hi"], cuts, r.get("latest"))
+        return Extent(lay.rows + lay.nulls, 0, lay.lo, lay.hi, cuts, lay.latest), lay
+    return Extent(lay.rows, lay.nulls, lay.lo, lay.hi, cuts, lay.latest), lay
 
 
 def read_time(prep: Prepared):
@@ -194,6 +197,22 @@ def numbered(df, prep: Prepared, extent: Extent, counts: dict[int, int]):
         .drop(BUCKET)
 
 
+def numbered_in_place(df, starts: dict[int, int]):
+    """``df`` — read in event order already (``ReadLayout.in_order``: each Spark partition
+    sorted, the partitions in a row) — with POS = the rows of the partitions before the row's
+    own (``starts``) + its index in its partition: both halves of
+    ``monotonically_increasing_id()``, so no sort and no shuffle. (Computed first, on the rows
+    the layout pass read: a filter before it would shift the indices.)"""
+    from pyspark.sql import functions as F
+
+    rid = F.monotonically_increasing_id()
+    base = F.create_map(*[x for part, start in starts.items()
+                          for x in (F.lit(part).cast("long"), F.lit(start).cast("long"))])
+    index = rid.bitwiseAND((1 << LOW_BITS) - 1)
+    return df.withColumn(POS, (F.element_at(base, F.shiftright(rid, LOW_BITS)) + index)
+                         .cast("long"))
+
+
 def into_partitions(df, n: int, index):
     """``df`` in ``n`` partitions, the row of ``index`` (an int column, 0 ≤ index < n) in
     partition ``index``: by a value Spark's hash sends there (``bucket_values``)."""
@@ -242,26 +261,29 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     spark = prep.df.sparkSession
     parallelism = session_parallelism(spark)
     numbers_first = plan.kind == KEYED or plan.kind == TCER and plan.coordinate == "position"
-    extent = measure(prep, buckets=partition_cap(parallelism) if numbers_first else 1)
-    df = checked_rows(prep, extent)
-    if prep.sequence is not None:
-        df = df.withColumn(RID, F.monotonically_increasing_id())
+    extent, read = measure(prep, buckets=partition_cap(parallelism) if numbers_first else 1)
     tie_check = prep.time is not None and prep.sequence is None
     advance, starts = None, None
     if plan.kind == TCER:
         advance = slice_advance or default_advance(plan, extent.lo, extent.hi, extent.rows,
                                                    parallelism)
         first_k, last_k = slice_range(plan, extent.lo, extent.hi, extent.rows, advance)
-    if numbers_first:
+    if numbers_first and read.in_order:  # positions from the read order: no sort, no shuffle
+        df, tied = numbered_in_place(prep.df, read.starts), read.tied
+    else:
+        df = checked_rows(prep, extent)
+        if prep.sequence is not None:
+            df = df.withColumn(RID, F.monotonically_increasing_id())
+    if numbers_first and not read.in_order:
         counts, tied = counts_by(df, bucket_of(ordering_column(prep), extent.cuts),
                                  tie_check=tie_check)
         df = numbered(df, prep, extent, counts)
-    elif plan.kind == TCER:  # slices by time: each slice's first position from the counts
+    elif plan.kind == TCER and not numbers_first:  # each slice's first position from counts
         counts, tied = counts_by(df, F.expr(floor_div(TIME, advance)), tie_check=tie_check)
         starts = starts_of(counts, first_k, last_k)
-    else:
-        assert plan.kind == SINGLE
-        tied = counts_by(df, F.lit(0), tie_check=True)[1] if tie_check else 0
+    elif plan.kind == SINGLE:
+        tied = (read.tied if read.in_order else
+                counts_by(df, F.lit(0), tie_check=True)[1]) if tie_check else 0
         starts = {0: 0}
     warn_ties(prep, tied, extent.rows)
     if plan.kind == KEYED:

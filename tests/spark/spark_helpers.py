@@ -24,9 +24,10 @@ def spark_complex_events(rows) -> Counter:
     return Counter((r["start"], r["end"], tuple(r["positions"])) for r in rows)
 
 
-def event_rows(events, seed: int = 0, time_offset: int = 0) -> list[tuple]:
+def event_rows(events, seed: int = 0, time_offset: int = 0, shuffle: bool = True
+               ) -> list[tuple]:
     """``(type, attrs)`` events as DataFrame rows with seq = stream index, shuffled (so a test
-    fails if anything trusts Spark's row order)."""
+    fails if anything trusts Spark's row order) unless ``shuffle`` is false."""
     rows = []
     for i, (t, attrs) in enumerate(events):
         a = dict(attrs)
@@ -34,7 +35,8 @@ def event_rows(events, seed: int = 0, time_offset: int = 0) -> list[tuple]:
             a["ts"] += time_offset
         rows.append((t, a.get("v"), a.get("w"), a.get("s"), a.get("b"), a.get("k"), a.get("g"),
                      a.get("ts"), i))
-    random.Random(seed).shuffle(rows)
+    if shuffle:
+        random.Random(seed).shuffle(rows)
     return rows
 
 

@@ -20,6 +20,8 @@ from strategies import SCHEMAS, queries, queries_between_events, streams
 import cercore
 from cercore.ceql import printer
 from cercore.spark import KEYED, SINGLE, TCER, explain, find
+from cercore.spark.batch import measure
+from cercore.spark.frames import prepare
 
 pytestmark = pytest.mark.spark
 
@@ -35,13 +37,21 @@ def named_types(q) -> set[str]:
     return set(query_names(printer.format_query(q))[0])
 
 
-def check(spark, schema, q, events, expected_plan=None, **kw):
+def check(spark, schema, q, events, expected_plan=None, in_order=False, **kw):
+    """``in_order``: the rows reach Spark in event order, in several partitions (the plans
+    then number events from the read order, without a sort: ``read_order``); else shuffled."""
     text = printer.format_query(q)
     try:
         cercore.compile(text, schema)
     except cercore.CEQLSemanticError:
         assume(False)  # discarded, not passed
-    df = spark.createDataFrame(event_rows(events, seed=len(events)), DDL)
+    if in_order:
+        order = ["ts", "seq"] if schema.time_attribute else ["seq"]
+        df = (spark.createDataFrame(event_rows(events, shuffle=False), DDL)
+              .repartitionByRange(3, *order).sortWithinPartitions(*order))
+        assert measure(prepare(df, text, schema, sequence="seq"), buckets=2)[1].in_order
+    else:
+        df = spark.createDataFrame(event_rows(events, seed=len(events)), DDL)
     plan_line = explain(schema, text).splitlines()[0]
     if expected_plan is not None:
         assert expected_plan in plan_line, (text, plan_line)
@@ -59,7 +69,8 @@ def test_partitioned_queries_keyed(spark, data):
     q = data.draw(queries(schema, partitioned=True, full=True))
     if q.consume == "ANY" or q.within is not None and type(q.within).__name__ == "EventsWindow":
         q = dataclasses.replace(q, consume=None, within=None)
-    check(spark, schema, q, data.draw(streams(schema, max_len=12, favour=named_types(q))), "keyed")
+    check(spark, schema, q, data.draw(streams(schema, max_len=12, favour=named_types(q))), "keyed",
+          in_order=data.draw(st.booleans()))
 
 
 @settings(max_examples=10, **SETTINGS)
@@ -74,7 +85,8 @@ def test_unpartitioned_within_tcer(spark, data):
     assume(type(q.within).__name__ != "EventsWindow")
     events = data.draw(streams(schema, max_len=12, favour=named_types(q)))
     advance = data.draw(st.sampled_from([None, 1, 2]))
-    check(spark, schema, q, events, "T-CER", slice_advance=advance)
+    check(spark, schema, q, events, "T-CER", slice_advance=advance,
+          in_order=data.draw(st.booleans()))
 
 
 @settings(max_examples=8, **SETTINGS)
