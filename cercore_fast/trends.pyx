@@ -393,6 +393,7 @@ cdef class Kernel:
     cdef object extend_objects(self, list pred, int var, bint is_start, _Group g, Py_ssize_t j):
         """Node j's vector from its predecessors' (``reference.Vectors.extend``)."""
         cdef int s, kind, ns = self.nslots
+        cdef object x  # (untyped, Cython would infer a double from its int64 and double reads)
         count = (1 if is_start else 0) + pred[0]
         if count == 0:
             return None
@@ -1365,9 +1366,12 @@ cdef class Runner:
         for e in range(self.npending):
             row = {}
             for a in range(na):
-                row[k.attrs[a]] = (None if not self.pending_known[e * na + a]
-                                   else self.pending_ints[e * na + a] if k.attr_is_int[a]
-                                   else self.pending_reals[e * na + a])
+                if not self.pending_known[e * na + a]:
+                    row[k.attrs[a]] = None
+                elif k.attr_is_int[a]:
+                    row[k.attrs[a]] = self.pending_ints[e * na + a]
+                else:
+                    row[k.attrs[a]] = self.pending_reals[e * na + a]
             pending.append((self.pending_pid[e], self.pending_vars[e], row))
         return (_restore_runner, (k.plan, self.open, self.has_time, self.pending_time, pending))
 
