@@ -212,6 +212,8 @@ cdef class Runner:
     cdef int64_t size, slide
     cdef dict open                     # k -> {partition id: _Window}, in increasing k
     cdef int64_t first_end             # end of the first open window (INT64_MAX: none)
+    cdef int64_t last_window           # the window of the last group, and its partitions
+    cdef dict last_parts               # (None: look the window up)
     cdef bint has_time                 # pending_time is set
     cdef int64_t pending_time          # time of the current timestamp group
     # the current timestamp group's events (every partition), in arrival order

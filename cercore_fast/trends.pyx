@@ -1332,11 +1332,15 @@ cdef class Runner:
         g._fill(self, self.order, n)
         key = pid
         for w in range(k0, k1 + 1):
-            parts = self.open.get(w)
-            if parts is None:
-                parts = self.open[w] = {}
-                if self.windowed and len(self.open) == 1:
-                    self.first_end = trends_window_end(w, self.size, self.slide)
+            if self.last_parts is not None and w == self.last_window:
+                parts = self.last_parts  # (most groups go to the window of the one before)
+            else:
+                parts = self.open.get(w)
+                if parts is None:
+                    parts = self.open[w] = {}
+                    if self.windowed and len(self.open) == 1:
+                        self.first_end = trends_window_end(w, self.size, self.slide)
+                self.last_window, self.last_parts = w, parts
             agg = parts.get(key)
             if agg is None:
                 agg = parts[key] = self.aggregators.new()
@@ -1346,6 +1350,7 @@ cdef class Runner:
     cdef int _close_until(self, bint everything, int64_t t, list closed) except -1:
         """Close every window that ends at or before ``t`` (all of them: ``everything``)."""
         cdef int64_t w
+        self.last_parts = None
         while self.open:
             w = next(iter(self.open))
             if not everything and (not self.windowed
@@ -1380,6 +1385,7 @@ def _restore_runner(plan, open_windows, has_time, pending_time, pending):
     """A runner from its pickled state (see ``Runner.__reduce__``)."""
     cdef Runner r = Runner(plan)
     r.open = open_windows
+    r.last_parts = None
     if open_windows and r.windowed:
         r.first_end = trends_window_end(next(iter(open_windows)), r.size, r.slide)
     r.has_time = has_time

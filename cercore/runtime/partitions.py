@@ -122,13 +122,19 @@ class PartitionIndex:
         return key
 
     def _keyed(self, type_ids: np.ndarray, columns: Columns, read: np.ndarray):
-        """Per event type read in the batch: (its key attributes, the mask of its read events
-        whose key attributes are all present)."""
-        for tid in np.unique(type_ids[read]).tolist():
-            attrs = self.plan[tid]
-            if attrs is None:
-                continue
-            mask = read & (type_ids == tid)
+        """Per key (the attributes keying the groups) of the types read in the batch: the key
+        attributes, and the mask of the read events of those types whose key attributes are
+        all present. (Types sharing key attributes share one mask: one pass, not one per
+        type.)"""
+        present = np.bincount(type_ids[read], minlength=len(self.plan))
+        by_attrs: dict[tuple[str, ...], list[int]] = {}
+        for tid in np.flatnonzero(present).tolist():
+            if self.plan[tid] is not None:
+                by_attrs.setdefault(self.plan[tid], []).append(tid)
+        for attrs, tids in by_attrs.items():
+            of_types = np.zeros(len(self.plan) + 1, dtype=bool)  # (last entry: SKIPPED)
+            of_types[tids] = True
+            mask = read & of_types[type_ids]
             for a in attrs:
                 mask &= columns.valid[a]
             yield attrs, mask

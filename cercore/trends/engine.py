@@ -41,7 +41,7 @@ from cercore.runtime.partitions import PartitionIndex
 from cercore.schema import Schema
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
-from cercore.trends.interface import IN_STREAM, Closed, TrendInput, TrendRunner
+from cercore.trends.interface import Closed, TrendInput, TrendRunner
 
 
 def trend_backend(plan: TrendPlan, requested: str) -> tuple[str, str | None]:
@@ -67,34 +67,51 @@ def make_runner(plan: TrendPlan, backend: str) -> TrendRunner:
     return PythonRunner(plan)
 
 
-def result_row(plan: TrendPlan, vec: list, group: tuple, window: tuple | None) -> dict:
-    row: dict[str, Any] = {}
-    if window is not None:
-        row["window_start"], row["window_end"] = window
-    row.update(zip(plan.group_by, group))
-    for agg, slot, cnt_slot in plan.aggregates:
-        if agg.func == "AVG":
-            row[str(agg)] = vec[slot] / vec[cnt_slot] if vec[cnt_slot] else None
+class RollUp:
+    """Partition vectors -> result rows: combined into GROUP BY groups (Σ counts and sums,
+    min/max), one row per group with at least one trend, sorted by group. What does not vary
+    with the window is worked out once per plan."""
+
+    def __init__(self, plan: TrendPlan) -> None:
+        self.vx = reference.Vectors(plan.fields)
+        self.group_by = plan.group_by
+        gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
+        # (a partition's key is its group's when the groups are the partitions)
+        self.same = gidx == list(range(len(plan.partition_attrs)))
+        self.gidx = gidx
+        self.sums = [i for i, f in enumerate(plan.fields, 1) if f.kind == "sum"]
+        # (column, slot, count slot dividing it for AVG, else None)
+        self.columns = [(str(agg), slot, cnt if agg.func == "AVG" else None)
+                        for agg, slot, cnt in plan.aggregates]
+
+    def rows(self, per_partition: Iterable[tuple[tuple, list]],
+             window: tuple | None) -> list[dict]:
+        vx, gidx = self.vx, self.gidx
+        groups: dict[tuple, list] = {}
+        if self.same:  # one partition per group: its vector as zero ⊕ it would give it
+            for pkey, vec in per_partition:
+                for i in self.sums:
+                    vec[i] = 0 + vec[i]  # (a double sum of -0.0 is 0.0, as after zero ⊕)
+                groups[pkey] = vec
         else:
-            row[str(agg)] = vec[slot]
-    return row
-
-
-def roll_up(plan: TrendPlan, per_partition: Iterable[tuple[tuple, list]],
-            window: tuple | None) -> list[dict]:
-    """Combine partition vectors into GROUP BY groups (Σ counts/sums, min/max); rows of the
-    groups with at least one trend, sorted by group."""
-    vx = reference.Vectors(plan.fields)
-    gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
-    groups: dict[tuple, list] = {}
-    for pkey, vec in per_partition:
-        g = tuple(pkey[i] for i in gidx)
-        if g not in groups:
-            groups[g] = vx.zero()
-        vx.add(groups[g], vec)
-    return [result_row(plan, vec, g, window) for g, vec in sorted(groups.items(),
-                                                                  key=lambda kv: kv[0])
-            if vec[0] > 0]
+            for pkey, vec in per_partition:
+                g = tuple(pkey[i] for i in gidx)
+                acc = groups.get(g)
+                if acc is None:
+                    acc = groups[g] = vx.zero()
+                vx.add(acc, vec)
+        head = {} if window is None else {"window_start": window[0], "window_end": window[1]}
+        out = []
+        for g in sorted(groups):
+            vec = groups[g]
+            if vec[0] > 0:
+                row = dict(head)
+                row.update(zip(self.group_by, g))
+                for name, slot, cnt in self.columns:
+                    row[name] = vec[slot] if cnt is None else (
+                        vec[slot] / vec[cnt] if vec[cnt] else None)
+                out.append(row)
+        return out
 
 
 def read_types(plan: TrendPlan) -> list[str]:
@@ -155,6 +172,7 @@ class TrendEngine(ReadsInput):
         self.time_order = (self.input.time_order(self.time_attribute)
                            if self.time_attribute is not None else None)
         self.letters = variable_letters(plan, self.backend == "cython")
+        self._roll_up = RollUp(plan)
         self.partitions = PartitionIndex(self.schema, [(a,) for a in plan.partition_attrs])
         self.events_read = 0  # events in some partition's stream I
         names = self.schema.type_names
@@ -162,6 +180,7 @@ class TrendEngine(ReadsInput):
         # type id -> in the pattern (else read only under contiguous semantics: it matches no
         # variable, and breaks contiguity); the extra last entry: SKIPPED
         self._in_pattern = np.array([n in pattern for n in names] + [False], dtype=bool)
+        self._extra_types = any(n not in pattern for n in read_types(plan))
         self._wide = len(plan.vars) > 64  # variable masks beyond uint64: Python ints
         self._masks = np.zeros(1, dtype=object if self._wide else np.uint64)
         # (field mask, attribute, what) of each aggregated attribute: an event of one of the
@@ -301,13 +320,17 @@ class TrendEngine(ReadsInput):
         letters = self.letters.encode(batch, None, read)
         masks = self._var_masks(letters)
         pids = self.partitions.assign(batch.type_ids, batch.columns, read)
-        in_stream = read & (pids != NO_PARTITION) & (
-            (masks != 0) | ~self._in_pattern[batch.type_ids])
+        # (an event not read has no letter, so no variables)
+        in_stream = (pids != NO_PARTITION) & (masks != 0)
+        if self._extra_types:  # contiguous: read events of types outside the pattern count
+            in_stream |= read & (pids != NO_PARTITION) & ~self._in_pattern[batch.type_ids]
         error = None
-        if self._needs_value:
+        lacking = [(fmask, attr, what) for fmask, attr, what in self._needs_value
+                   if not batch.columns.valid[attr].all()]  # (the common case: no nulls)
+        if lacking:
             missing = np.zeros(n, dtype=bool)
             first: dict[int, tuple[str, str]] = {}  # event -> the first value it lacks
-            for fmask, attr, what in self._needs_value:
+            for fmask, attr, what in lacking:
                 lacks = in_stream & ((masks & fmask) != 0) & ~batch.columns.valid[attr] \
                     & ~missing
                 for k in np.flatnonzero(lacks).tolist():
@@ -323,14 +346,14 @@ class TrendEngine(ReadsInput):
         if error is not None:
             n = error.position - batch.first_position
             read[n:] = False  # the batch stops before the event
-        state = read.astype(np.uint8)
-        state[in_stream & read] = IN_STREAM
+            in_stream[n:] = False
+        state = np.add(read, in_stream, dtype=np.uint8)  # TIME_ONLY + 1 = IN_STREAM
         if self.time_order is None:
             times = np.arange(batch.first_position, batch.first_position + batch.n,
                               dtype=np.int64)
         else:
             times = self.time_order.times(batch, read)
-        self.events_read += int(np.count_nonzero(state == IN_STREAM))
+        self.events_read += int(np.count_nonzero(in_stream))
         return TrendInput(batch.n, state, times, pids, masks, batch.columns), n, error
 
     def _null_aggregated(self, tid: int, attr: str, what: str, pos: int) -> EventError:
@@ -380,13 +403,12 @@ class TrendEngine(ReadsInput):
         forgets the partitions no open window holds."""
         if not closed:
             return []
-        plan, key_of = self.plan, self.partitions.key_of
+        window, key_of, roll_up = self.plan.window, self.partitions.key_of, self._roll_up
         rows: list[dict] = []
         for k, parts in closed:
-            bounds = None if plan.window is None else (k * plan.window[1],
-                                                       k * plan.window[1] + plan.window[0])
-            rows.extend(roll_up(plan, ((key_of(pid), agg.result())
-                                       for pid, agg in parts.items()), bounds))
+            bounds = None if window is None else (k * window[1], k * window[1] + window[0])
+            rows += roll_up.rows([(key_of(pid), agg.result()) for pid, agg in parts.items()],
+                                 bounds)
         live = self.runner.live_partitions()
         if len(self.partitions) > 2 * len(live) + 64:  # (amortised: not on every close)
             self.partitions.forget(live)
