@@ -188,6 +188,14 @@ class TrendEngine(ReadsInput):
         self._needs_value = [(sum(1 << v for v in f.vars), f.attr, str(f.kind))
                              for f in plan.fields if f.attr]
 
+    # ---- pickling: refused while a batch is half done (see ``_usable``) -------------------
+    def __getstate__(self) -> dict[str, Any]:
+        self._usable()
+        return self.__dict__.copy()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     # ---- public API ------------------------------------------------------------------------
     @property
     def skips(self) -> skips.SkipLog:
