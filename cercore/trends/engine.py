@@ -154,6 +154,9 @@ def variable_letters(plan: TrendPlan, compiled: bool) -> LetterEncoder:
         frozenset(schema.stream_ids[s] for s in streams) if streams else None), compiled)
 
 
+SMALL_BATCH = 16  # batches of at most this many events run event by event (_run_events)
+
+
 class TrendEngine(ReadsInput):
     """Evaluates one compiled trend query over a stream, window by window."""
 
@@ -173,6 +176,7 @@ class TrendEngine(ReadsInput):
                            if self.time_attribute is not None else None)
         self.letters = variable_letters(plan, self.backend == "cython")
         self._roll_up = RollUp(plan)
+        self.small_batch = SMALL_BATCH  # (0: every batch takes the columnar pass)
         self.partitions = PartitionIndex(self.schema, [(a,) for a in plan.partition_attrs])
         self.events_read = 0  # events in some partition's stream I
         names = self.schema.type_names
@@ -298,12 +302,38 @@ class TrendEngine(ReadsInput):
         if n_ok < batch.n:
             batch.truncate(n_ok, error)
             read = read[:n_ok]
+        if batch.n <= self.small_batch:
+            yield from self._run_events(batch, read, error)
+            return
         trend_input, n_ok, null_error = self._prepare(batch, read)
         error = null_error or error
         rows = self._rows(self.runner.feed(trend_input))
         self.input.consumed(batch, n_ok)
         if rows:
             yield from rows
+        if error is not None:
+            raise error
+
+    def _run_events(self, batch, read: np.ndarray, error: EventError | None) -> Iterator[dict]:
+        """A batch of a few events, one at a time as the record path takes them (the columnar
+        pass has a fixed cost per batch that a few events do not repay); the same rows."""
+        rows: list[dict] = []
+        dicts = batch.attribute_dicts(self.schema)
+        times = np.arange(batch.first_position, batch.first_position + batch.n) \
+            if self.time_order is None else self.time_order.times(batch, read)
+        streams = batch.streams
+        for k in np.flatnonzero(read).tolist():
+            try:
+                pid, vs = self._place(int(batch.type_ids[k]), dicts[k],
+                                      -1 if streams is None else int(streams[k]),
+                                      batch.first_position + k)
+            except EventError:
+                self.input.consumed(batch, k)
+                yield from rows
+                raise
+            rows += self._rows(self.runner.feed_one(int(times[k]), pid, vs, dicts[k]))
+        self.input.consumed(batch, batch.n)
+        yield from rows
         if error is not None:
             raise error
 
