@@ -709,6 +709,34 @@ cdef class _Window:
         return _add(vector_at(&self.rows, row), vector_at(&k.group_vectors, j), k.slot_kinds,
                     k.nslots)
 
+    cdef list _zero_pred(self, Vector pred):
+        """PRED (a node's predecessors' vector) set to zero: the C row, or in object mode a
+        fresh zero list (returned)."""
+        if self.object_mode:
+            return self.k.zero_objects()
+        _zero(pred, self.k.nslots)
+        return None
+
+    cdef int _store_group(self, _Group g, list group_objects) except -1:
+        """The group's new vectors into the state (ANY and NEXT): stored as nodes for the
+        event-grained variables, else summed into their variable's row; summed into FINAL
+        when they end a trend. 1 on int64 overflow."""
+        cdef Kernel k = self.k
+        cdef Py_ssize_t j
+        cdef int v
+        for j in range(g.nnodes):
+            if not k.group_counted[j]:
+                continue
+            v = g.node_var[j]
+            if (k.event_grained >> v) & 1:
+                self._push(g, j, vector_at(&k.group_vectors, j) if not self.object_mode
+                           else NO_VECTOR, group_objects[j] if self.object_mode else None)
+            elif self._add_new(g, j, v, group_objects):
+                return 1
+            if v == k.end and self._add_new(g, j, k.nvars + 1, group_objects):
+                return 1
+        return 0
+
     cdef int _restore(self, Py_ssize_t n0, Py_ssize_t first_live0) except -1:
         """(int64 mode, after an overflow) the state before the group: the rows from their
         backup, the nodes it took live again, the nodes it pushed dropped. Returns 1."""
@@ -919,10 +947,7 @@ cdef class _AnyWindow(_Window):
         # every new vector from the state before the group
         for j in range(g.nnodes):
             v = g.node_var[j]
-            if self.object_mode:
-                pred_object = k.zero_objects()
-            else:
-                _zero(pred, ns)
+            pred_object = self._zero_pred(pred)
             pl = k.preds + v * (nv + 1)
             while pl[0] >= 0:
                 u = pl[0]
@@ -940,17 +965,8 @@ cdef class _AnyWindow(_Window):
             if self._extend_node(g, j, pred_object, pred, group_objects):
                 return self._restore(n0, first_live0)
         # then the group's updates
-        for j in range(g.nnodes):
-            if not k.group_counted[j]:
-                continue
-            v = g.node_var[j]
-            if (te >> v) & 1:
-                self._push(g, j, vector_at(&k.group_vectors, j) if not self.object_mode
-                           else NO_VECTOR, group_objects[j] if self.object_mode else None)
-            elif self._add_new(g, j, v, group_objects):
-                return self._restore(n0, first_live0)
-            if v == k.end and self._add_new(g, j, nv + 1, group_objects):
-                return self._restore(n0, first_live0)
+        if self._store_group(g, group_objects):
+            return self._restore(n0, first_live0)
         return 0
 
 
@@ -972,10 +988,7 @@ cdef class _NextWindow(_Window):
         self._begin(g)
         for j in range(g.nnodes):
             v = g.node_var[j]
-            if self.object_mode:
-                pred_object = k.zero_objects()
-            else:
-                _zero(pred, ns)
+            pred_object = self._zero_pred(pred)
             pl = k.preds + v * (nv + 1)
             while pl[0] >= 0:
                 u = pl[0]
@@ -1001,17 +1014,8 @@ cdef class _NextWindow(_Window):
                     self.row_objects[u] = k.zero_objects()
                 else:
                     _zero(vector_at(&self.rows, u), ns)
-        for j in range(g.nnodes):
-            if not k.group_counted[j]:
-                continue
-            v = g.node_var[j]
-            if (te >> v) & 1:
-                self._push(g, j, vector_at(&k.group_vectors, j) if not self.object_mode
-                           else NO_VECTOR, group_objects[j] if self.object_mode else None)
-            elif self._add_new(g, j, v, group_objects):
-                return self._restore(n0, first_live0)
-            if v == k.end and self._add_new(g, j, nv + 1, group_objects):
-                return self._restore(n0, first_live0)
+        if self._store_group(g, group_objects):
+            return self._restore(n0, first_live0)
         for x in range(first_live0, n0):
             if self.node_state[x] == TAKEN:
                 self.node_state[x] = DEAD
@@ -1039,10 +1043,7 @@ cdef class _ContiguousWindow(_Window):
         self._begin(g)
         for j in range(g.nnodes):
             v = g.node_var[j]
-            if self.object_mode:
-                pred_object = k.zero_objects()
-            else:
-                _zero(pred, ns)
+            pred_object = self._zero_pred(pred)
             for x in range(n0):
                 u = self.node_var[x]
                 if not _is_pred(k.preds + v * (nv + 1), u):
