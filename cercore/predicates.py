@@ -42,6 +42,23 @@ def guard_and(guards: list[Guard]) -> Guard:
     return out
 
 
+def guard_of(p: ast.Pred, leaves: list[ast.Pred], index: dict[ast.Pred, int]) -> Guard:
+    """The guard of predicate ``p``: its AND/OR/NOT structure over leaf indices. A leaf not in
+    ``index`` is appended to ``leaves`` (equal leaves share one index, so one bit)."""
+    if isinstance(p, ast.PredAnd):
+        return ("and", guard_of(p.left, leaves, index), guard_of(p.right, leaves, index))
+    if isinstance(p, ast.PredOr):
+        return ("or", guard_of(p.left, leaves, index), guard_of(p.right, leaves, index))
+    if isinstance(p, ast.PredNot):
+        return ("not", guard_of(p.operand, leaves, index))
+    if isinstance(p, ast.PredConst):
+        return ("const", p.value)
+    if p not in index:
+        index[p] = len(leaves)
+        leaves.append(p)
+    return ("leaf", index[p])
+
+
 def eval_guard(g: Guard, bits: int) -> bool:
     """Evaluate a guard on the bit vector of leaf results (bit k = leaf k holds)."""
     tag = g[0]
@@ -265,6 +282,10 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
 # arithmetic are false, integer arithmetic is exact and truncates toward zero, a double
 # operand makes the operation (and a comparison) double -- and the differential tests feed
 # the same events through both forms.
+#
+# A predicate between two adjacent events (trend aggregation's ``L.cpu < NEXT(L).cpu``) reads
+# ``EventAttr`` terms: its row is the pair (the event's attributes, its successor's), and
+# ``x.attr`` reads the first, ``NEXT(x).attr`` the second.
 
 def _scalar_expr(e: ast.Expr):
     """``row -> value`` (None: null or undefined) of an arithmetic expression."""
@@ -274,6 +295,9 @@ def _scalar_expr(e: ast.Expr):
     if isinstance(e, ast.AttrRef):
         name = e.name
         return lambda row: row.get(name)
+    if isinstance(e, ast.EventAttr):
+        side, name = int(e.next), e.attr
+        return lambda pair: pair[side].get(name)
     if isinstance(e, ast.Neg):
         operand = _scalar_expr(e.operand)
 
@@ -388,3 +412,21 @@ def scalar_leaf(p: ast.Pred):
             return not inside if negated else inside
         return in_range
     raise TypeError(f"not a leaf predicate: {p!r}")
+
+
+def scalar_pred(p: ast.Pred):
+    """``row -> bool``: a whole predicate (leaves joined by AND / OR / NOT) on one event, or on
+    one pair of adjacent events when it reads ``EventAttr`` terms (see above)."""
+    if isinstance(p, ast.PredAnd):
+        left, right = scalar_pred(p.left), scalar_pred(p.right)
+        return lambda row: left(row) and right(row)
+    if isinstance(p, ast.PredOr):
+        left, right = scalar_pred(p.left), scalar_pred(p.right)
+        return lambda row: left(row) or right(row)
+    if isinstance(p, ast.PredNot):
+        operand = scalar_pred(p.operand)
+        return lambda row: not operand(row)
+    if isinstance(p, ast.PredConst):
+        value = p.value
+        return lambda row: value
+    return scalar_leaf(p)

@@ -95,20 +95,27 @@ ctypedef fused number:
     double
 
 
+cdef class _Group
+cdef class Runner
+
+
 # ---- the aggregators -----------------------------------------------------------------------
 cdef class Kernel:
     """The compiled aggregators of one plan: constants, and the scratch space of one update."""
     cdef readonly object plan
     cdef object reference_cls          # the reference aggregator class (hand-over)
     cdef int semantics                 # Semantics
-    cdef int nvars, nslots, start, end, nclauses
+    cdef int nvars, nslots, start, end, nclauses, nattrs
     cdef uint64_t event_grained        # mask of the event-grained variables (T_e)
     cdef int *slot_kinds               # nslots: SlotKind of each slot
     cdef uint64_t *slot_vars           # nslots: mask of the variables each slot aggregates
+    cdef int *slot_attr                # nslots: index of the value attribute it reads (-1: none)
     cdef int *preds                    # nvars x (nvars + 1): predecessors, -1 terminated,
                                        # in the reference's iteration order
     cdef Clause *clauses               # nclauses (at least one allocated)
-    cdef object slot_attrs             # attribute aggregated by each slot (None: slot 0)
+    cdef int *clause_attrs             # nclauses x 2: value attribute of P.a, of NEXT(S).b
+    cdef unsigned char *attr_is_int    # nattrs: the value attribute is an INT (else DOUBLE)
+    cdef readonly list attrs           # the value attributes (runner.value_attributes)
     cdef object clause_list            # (pred var, succ var, op, pred attr, succ attr) each
     # scratch of one update: the vectors of the group's nodes, and which nodes got one
     cdef VectorArena group_vectors
@@ -118,16 +125,15 @@ cdef class Kernel:
     # object mode: reference.Vectors' zero / add / extend on Python lists
     cdef list zero_objects(self)
     cdef void add_objects(self, list acc, list vec)
-    cdef object extend_objects(self, list pred, int var, bint is_start, dict attrs)
+    cdef object extend_objects(self, list pred, int var, bint is_start, _Group g, Py_ssize_t j)
 
 
 cdef class _Group:
-    """The nodes (event, variable) of one timestamp group, laid out for the kernel."""
-    cdef object raw                    # the group as the reference takes it
-    cdef bint fits                     # every aggregated integer fits int64
+    """The nodes (event, variable) of one timestamp group of one partition, laid out for the
+    kernel: scratch space that a runner fills once per group (``_fill``)."""
+    cdef Kernel k
     cdef bint theta_exact              # every compared value is exact as a double
-    cdef Py_ssize_t nnodes, n_events
-    cdef char *block                   # owns every array below
+    cdef Py_ssize_t nnodes, n_events, capacity, events_capacity
     cdef int *node_var                 # nnodes
     cdef int64_t *value_ints           # nnodes x nslots: the node's aggregated values
     cdef double *value_reals
@@ -135,11 +141,19 @@ cdef class _Group:
     cdef double *succ_side             # ... and of its NEXT(S).b
     cdef unsigned char *pred_known     # the node has that value
     cdef unsigned char *succ_known
-    cdef list node_attrs
+    # the group's events, for the reference (``raw``): their variables and value attributes
+    cdef uint64_t *event_vars
+    cdef int64_t *event_ints           # n_events x nattrs
+    cdef double *event_reals
+    cdef unsigned char *event_known
+
+    cdef int _fill(self, Runner r, const int64_t *events, Py_ssize_t n) except -1
+    cdef list raw(self)
 
 
 cdef class _Window:
-    """The online aggregate state of one window of one partition."""
+    """The online aggregate state of one window of one partition; one subclass per semantics
+    (``_AnyWindow``, ``_NextWindow``, ``_ContiguousWindow``), as the reference's classes."""
     cdef Kernel k
     cdef object reference              # the reference aggregator, once handed over
     cdef bint object_mode              # vectors are Python lists of exact numbers
@@ -154,15 +168,68 @@ cdef class _Window:
     cdef unsigned char *node_state     # NodeState
     cdef double *node_pred_side        # capacity x nclauses, as _Group.pred_side
     cdef unsigned char *node_pred_known
-    cdef list node_attrs
 
     cdef int _grow(self, Py_ssize_t need) except -1
     cdef void _push(self, _Group g, Py_ssize_t j, Vector vec, object vec_object)
+    cdef int _begin(self, _Group g) except -1
+    cdef int _sum_into(self, list pred_object, Vector pred, Py_ssize_t x, bint is_row
+                       ) except -1
+    cdef int _extend_node(self, _Group g, Py_ssize_t j, list pred_object, Vector pred,
+                          list group_objects) except -1
+    cdef int _add_new(self, _Group g, Py_ssize_t j, Py_ssize_t row, list group_objects
+                      ) except -1
+    cdef list _zero_pred(self, Vector pred)
+    cdef int _store_group(self, _Group g, list group_objects) except -1
+    cdef int _restore(self, Py_ssize_t n0, Py_ssize_t first_live0) except -1
+    cdef int _apply(self, _Group g) except -1
     cdef int _update(self, _Group g) except -1
     cdef void _compact(self)
     cdef object _vector(self, Vector vec)
     cdef object _row(self, Py_ssize_t r)
     cdef object _node(self, Py_ssize_t x)
+    cdef object _node_attrs(self, Py_ssize_t x)
     cdef void _to_objects(self)
     cdef void _hand_over(self)
     cdef void _import(self, list rows, list nodes) except *
+
+
+cdef class _AnyWindow(_Window):
+    cdef int _update(self, _Group g) except -1
+
+
+cdef class _NextWindow(_Window):
+    cdef int _update(self, _Group g) except -1
+
+
+cdef class _ContiguousWindow(_Window):
+    cdef int _update(self, _Group g) except -1
+
+
+cdef class Runner:
+    """Timestamp groups, windows and window aggregators of one plan (the compiled twin of
+    ``cercore.trends.runner.PythonRunner``)."""
+    cdef readonly Kernel aggregators
+    cdef readonly str backend
+    cdef bint windowed
+    cdef int64_t size, slide
+    cdef dict open                     # k -> {partition id: _Window}, in increasing k
+    cdef int64_t first_end             # end of the first open window (INT64_MAX: none)
+    cdef int64_t last_window           # the window of the last group, and its partitions
+    cdef dict last_parts               # (None: look the window up)
+    cdef bint has_time                 # pending_time is set
+    cdef int64_t pending_time          # time of the current timestamp group
+    # the current timestamp group's events (every partition), in arrival order
+    cdef Py_ssize_t npending, pending_capacity
+    cdef int64_t *pending_pid
+    cdef uint64_t *pending_vars
+    cdef int64_t *pending_ints         # npending x nattrs: value attributes
+    cdef double *pending_reals
+    cdef unsigned char *pending_known
+    cdef int64_t *order                # scratch: the pending events of one partition
+    cdef _Group group                  # scratch: one partition's group
+
+    cdef int _reserve_pending(self, Py_ssize_t n) except -1
+    cdef int _time_moves(self, int64_t t, list closed) except -1
+    cdef int _apply_pending(self) except -1
+    cdef int _apply_group(self, int64_t pid, Py_ssize_t n, int64_t k0, int64_t k1) except -1
+    cdef int _close_until(self, bint everything, int64_t t, list closed) except -1

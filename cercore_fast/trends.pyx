@@ -1,12 +1,18 @@
 # cython: language_level=3
-"""Compiled twin of ``cercore.trends.reference``: the same online aggregators (skip-till-any-
-match type-grained and mixed, exact skip-till-next-match, contiguous), one per window of one
-partition, with the same outputs. ``trends.pxd`` is its C API: the vector layout, the structs
-and the declarations of the classes below.
+"""Compiled twin of ``cercore.trends.runner.PythonRunner`` over ``cercore.trends.reference``'s
+aggregators: the same timestamp groups, windows and online aggregators (skip-till-any-match
+type-grained and mixed, exact skip-till-next-match, contiguous), with the same outputs.
+``trends.pxd`` is its C API: the vector layout, the structs and the declarations of the classes
+below.
 
-``Kernel(plan)`` has the interface of ``reference.Aggregators``: ``prepare(group)`` turns one
-timestamp group of a partition into C arrays once, ``new()`` starts a window aggregator,
-whose ``update(prepared)`` / ``result()`` / ``stored_events()`` mirror the reference's.
+``Runner(plan)`` is a ``cercore.trends.interface.TrendRunner``: it reads a batch as typed arrays
+(event times, partition ids, variable masks, and the columns of the attributes that are
+aggregated or compared) in one loop, keeps the current timestamp's events in C arrays, and
+applies each partition's group to its windows' aggregators -- no Python object per event.
+``Kernel(plan)`` holds the plan's constants; ``Kernel.new()`` starts a window aggregator of
+the plan's semantics (``_AnyWindow``, ``_NextWindow``, ``_ContiguousWindow``, the twins of the
+reference's classes), whose ``update(group)`` / ``result()`` / ``stored_events()`` mirror the
+reference's.
 
 Storage is C arrays owned by each window aggregator: ``rows``, ``nvars + 2`` vectors (one per
 variable, then the predecessor accumulator PRED and the final vector FINAL) and a backup of
@@ -14,25 +20,30 @@ them, and a node arena, doubling on growth, for the event-grained nodes (stored 
 ANY, waiting T_e events under NEXT, the previous timestamp's nodes under contiguous).
 
 Counts and integer sums are int64 with checked arithmetic (``__builtin_*_overflow``). When an
-update would overflow -- or a group holds an aggregated integer beyond int64 -- the window
-restores its state from before the update and goes on in *object mode*: its vectors become
-Python lists of exact numbers in the reference's format, updated by the same compiled loop
-with Python arithmetic (never a silent wrap, never a replay). A group whose compared values
-are integers beyond 2^53 (not exact as doubles) hands the window to the Python reference
-itself. Double sums use the reference's operation order, so they are equal to the bit. Shapes
-the kernel does not compile (predicates on adjacent events other than ``P.a op NEXT(S).b``
-over numbers, more than 62 variables, and the paper's compatibility mode for
-skip-till-next-match) run the Python reference.
+update would overflow, the window restores its state from before the update and goes on in
+*object mode*: its vectors become Python lists of exact numbers in the reference's format,
+updated by the same compiled loop with Python arithmetic (never a silent wrap, never a replay).
+Adjacent predicates compare as doubles (CEQL's meaning: an int beside a double is read as a
+double); a group whose compared integers are beyond 2^53 (not exact as doubles) hands the
+window to the Python reference itself. Double sums use the reference's operation order, so they
+are equal to the bit. Shapes the kernel does not compile (predicates on adjacent events other
+than ``P.a op NEXT(S).b`` over numbers, more than 62 variables, and the paper's compatibility
+mode for skip-till-next-match) run the Python runner.
 """
 
 cimport cython
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
+import numpy as np
+
+from cercore.ceql import ast as ceql
+from cercore.runtime.constants import NO_PARTITION as _NO_PARTITION
 from cercore.schema import AttrType
-from cercore.trends import ast as tast
 from cercore.trends import reference
+from cercore.trends.interface import IN_STREAM as _IN_STREAM
+from cercore.trends.runner import value_attributes
 
 cdef extern from *:
     """
@@ -42,9 +53,34 @@ cdef extern from *:
     static inline int trends_mul_ovf(int64_t a, int64_t b, int64_t *r) {
         return __builtin_mul_overflow(a, b, r);
     }
+    static inline int64_t trends_first_window(int64_t t, int64_t size, int64_t slide) {
+        /* the smallest k with k*slide + size > t: floor((t - size) / slide) + 1, in 128 bits
+           (t - size leaves int64 for times near INT64_MIN) */
+        __int128 d = (__int128)t - size;
+        __int128 q = d / slide;
+        if (d % slide != 0 && d < 0) q -= 1;
+        return (int64_t)(q + 1);
+    }
+    static inline int64_t trends_floor_div(int64_t a, int64_t b) {
+        int64_t q = a / b;
+        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+    }
+    static inline int64_t trends_window_end(int64_t k, int64_t size, int64_t slide) {
+        /* k*slide + size, saturated at INT64_MAX (no time reaches a later end) */
+        __int128 e = (__int128)k * slide + size;
+        return e > INT64_MAX ? INT64_MAX : (int64_t)e;
+    }
+    static inline int trends_window_ends_by(int64_t k, int64_t size, int64_t slide,
+                                            int64_t t) {
+        return (__int128)k * slide + size <= t;
+    }
     """
     bint trends_add_ovf(int64_t a, int64_t b, int64_t *r) nogil
     bint trends_mul_ovf(int64_t a, int64_t b, int64_t *r) nogil
+    int64_t trends_first_window(int64_t t, int64_t size, int64_t slide) nogil
+    int64_t trends_floor_div(int64_t a, int64_t b) nogil
+    int64_t trends_window_end(int64_t k, int64_t size, int64_t slide) nogil
+    bint trends_window_ends_by(int64_t k, int64_t size, int64_t slide, int64_t t) nogil
 
 _OPS = {"<": 0, "<=": 1, ">": 2, ">=": 3, "==": 4, "!=": 5}
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
@@ -56,10 +92,10 @@ _INT64_MAX = 2 ** 63 - 1
 def _clause(plan, adj):
     """(pred var, succ var, op, pred attr, succ attr) of ``P.a op NEXT(S).b``, or None."""
     c = adj.cond
-    if not isinstance(c, tast.Compare):
+    if not isinstance(c, ceql.Compare):
         return None
     left, right, op = c.left, c.right, c.op
-    if not (isinstance(left, tast.Ref) and isinstance(right, tast.Ref)):
+    if not (isinstance(left, ceql.EventAttr) and isinstance(right, ceql.EventAttr)):
         return None
     if left.next and not right.next:
         left, right, op = right, left, _FLIP[op]
@@ -85,6 +121,10 @@ def uncompiled_reason(plan):
 def make_aggregators(plan):
     """The compiled ``Kernel`` of the plan; only for plans ``uncompiled_reason`` accepts."""
     return Kernel(plan, [_clause(plan, a) for a in plan.adjacent])
+
+
+cdef int64_t INT64_MAX_ = 9223372036854775807
+cdef int64_t MAX_EXACT = 9007199254740992  # 2^53: larger integers are not exact as doubles
 
 
 # ---- memory ----------------------------------------------------------------------------------
@@ -251,13 +291,21 @@ cdef class Kernel:
         self.start = plan.start
         self.end = plan.end
         types = plan.schema.attribute_types()
+        # the value attributes: what a runner copies of each event (aggregated, compared)
+        self.attrs = value_attributes(plan)
+        index = {a: i for i, a in enumerate(self.attrs)}
+        self.nattrs = len(self.attrs)
+        safe_realloc(&self.attr_is_int, max(self.nattrs, 1))
+        for k in range(self.nattrs):
+            self.attr_is_int[k] = types[self.attrs[k]] == AttrType.INT
         self.nslots = 1 + len(plan.fields)
         self.group_vectors.nslots = self.nslots
         safe_realloc(&self.slot_kinds, self.nslots)
         safe_realloc(&self.slot_vars, self.nslots)
+        safe_realloc(&self.slot_attr, self.nslots)
         self.slot_kinds[0] = SLOT_COUNT
         self.slot_vars[0] = 0
-        attrs = [None]
+        self.slot_attr[0] = -1
         for s, f in enumerate(plan.fields, 1):
             is_int = f.attr is not None and types[f.attr] == AttrType.INT
             if f.kind == "cnt":
@@ -272,8 +320,7 @@ cdef class Kernel:
             for v in f.vars:
                 m |= 1 << v
             self.slot_vars[s] = m
-            attrs.append(f.attr)
-        self.slot_attrs = attrs
+            self.slot_attr[s] = index[f.attr] if f.attr is not None else -1
         # predecessors in the reference's iteration order (same order => same double sums)
         safe_realloc(&self.preds, self.nvars * (self.nvars + 1))
         for v in range(self.nvars):
@@ -288,15 +335,21 @@ cdef class Kernel:
         self.clause_list = clauses
         self.nclauses = len(clauses)
         safe_realloc(&self.clauses, max(self.nclauses, 1))
+        safe_realloc(&self.clause_attrs, max(2 * self.nclauses, 1))
         for k in range(self.nclauses):
             (self.clauses[k].pred_var, self.clauses[k].succ_var,
              self.clauses[k].op) = clauses[k][:3]
+            self.clause_attrs[2 * k] = index[clauses[k][3]]
+            self.clause_attrs[2 * k + 1] = index[clauses[k][4]]
 
     def __dealloc__(self):
         PyMem_Free(self.slot_kinds)
         PyMem_Free(self.slot_vars)
+        PyMem_Free(self.slot_attr)
         PyMem_Free(self.preds)
         PyMem_Free(self.clauses)
+        PyMem_Free(self.clause_attrs)
+        PyMem_Free(self.attr_is_int)
         vectors_free(&self.group_vectors)
         PyMem_Free(self.group_counted)
 
@@ -337,14 +390,15 @@ cdef class Kernel:
             else:
                 acc[s] = acc[s] + x
 
-    cdef object extend_objects(self, list pred, int var, bint is_start, dict attrs):
-        """The node's vector from its predecessors' (``reference.Vectors.extend``)."""
-        cdef int s, kind
+    cdef object extend_objects(self, list pred, int var, bint is_start, _Group g, Py_ssize_t j):
+        """Node j's vector from its predecessors' (``reference.Vectors.extend``)."""
+        cdef int s, kind, ns = self.nslots
+        cdef object x  # (untyped, Cython would infer a double from its int64 and double reads)
         count = (1 if is_start else 0) + pred[0]
         if count == 0:
             return None
         out = [count]
-        for s in range(1, self.nslots):
+        for s in range(1, ns):
             p = pred[s]
             if not (self.slot_vars[s] >> var) & 1:
                 out.append(p)
@@ -353,7 +407,10 @@ cdef class Kernel:
             if kind == SLOT_COUNT:
                 out.append(p + count)
                 continue
-            x = attrs[self.slot_attrs[s]]
+            if kind == SLOT_SUM_INT or kind == SLOT_MIN_INT or kind == SLOT_MAX_INT:
+                x = g.value_ints[j * ns + s]
+            else:
+                x = g.value_reals[j * ns + s]
             if kind == SLOT_SUM_INT or kind == SLOT_SUM_REAL:
                 out.append(p + x * count)
             elif kind == SLOT_MIN_INT or kind == SLOT_MIN_REAL:
@@ -363,13 +420,12 @@ cdef class Kernel:
         return out
 
     def new(self):
-        """A fresh window aggregator."""
-        return _Window.__new__(_Window, self)
-
-    def prepare(self, group):
-        """One timestamp group ``[(vars, attrs), ...]`` of a partition -> its nodes as C
-        arrays (values of the aggregated attributes and of the adjacent predicates)."""
-        return _Group.__new__(_Group, self, group)
+        """A fresh window aggregator of the plan's semantics."""
+        if self.semantics == SEM_ANY:
+            return _AnyWindow.__new__(_AnyWindow, self)
+        if self.semantics == SEM_NEXT:
+            return _NextWindow.__new__(_NextWindow, self)
+        return _ContiguousWindow.__new__(_ContiguousWindow, self)
 
     def __reduce__(self):
         return (make_aggregators, (self.plan,))
@@ -377,79 +433,137 @@ cdef class Kernel:
 
 @cython.final
 cdef class _Group:
-    """The nodes (event, variable) of one timestamp group, laid out for the kernel. Declared
-    in trends.pxd."""
+    """The nodes (event, variable) of one timestamp group of one partition, laid out for the
+    kernel: scratch space a runner refills for each group. Declared in trends.pxd."""
 
-    def __cinit__(self, Kernel k, group):
-        cdef Py_ssize_t nnodes = 0, j = 0, s, c, n, nc, o
-        cdef int nslots = k.nslots, nclauses = k.nclauses, v, kind
-        self.raw = group
-        self.fits = True
-        self.theta_exact = True
-        self.n_events = len(group)
-        for vs, _ in group:
-            nnodes += len(vs)
-        self.nnodes = nnodes
-        self.node_attrs = []
-        n = max(nnodes, 1)
-        nc = max(nclauses, 1)
-        # one block: the 8-byte arrays first, then the ints, then the flags (aligned)
-        cdef size_t w = n * nslots, c2 = n * nc
-        safe_realloc(&self.block, 8 * (2 * w + 2 * c2) + 4 * n + 2 * c2)
-        cdef char *b = self.block
-        self.value_ints = <int64_t *>b
-        self.value_reals = <double *>(b + 8 * w)
-        self.pred_side = <double *>(b + 16 * w)
-        self.succ_side = <double *>(b + 16 * w + 8 * c2)
-        self.node_var = <int *>(b + 16 * w + 16 * c2)
-        self.pred_known = <unsigned char *>(b + 16 * w + 16 * c2 + 4 * n)
-        self.succ_known = self.pred_known + c2
-        memset(self.pred_known, 0, 2 * c2)
-        slot_attrs = k.slot_attrs
-        clauses = k.clause_list
-        for vs, attrs in group:
-            for v in vs:
-                self.node_var[j] = v
-                self.node_attrs.append(attrs)
-                for s in range(1, nslots):
-                    kind = k.slot_kinds[s]
-                    self.value_ints[j * nslots + s] = 0
-                    self.value_reals[j * nslots + s] = 0.0
-                    if kind == SLOT_COUNT or not (k.slot_vars[s] >> v) & 1:
-                        continue
-                    x = attrs[slot_attrs[s]]
-                    if kind == SLOT_SUM_REAL or kind == SLOT_MIN_REAL or kind == SLOT_MAX_REAL:
-                        self.value_reals[j * nslots + s] = x
-                    elif _INT64_MIN <= x <= _INT64_MAX:
-                        self.value_ints[j * nslots + s] = x
-                    else:
-                        self.fits = False
-                for c in range(nclauses):
-                    pred_var, succ_var, _, pred_attr, succ_attr = clauses[c]
-                    o = j * nclauses + c
-                    if v == pred_var and not _compared_value(
-                            attrs, pred_attr, &self.pred_side[o], &self.pred_known[o]):
-                        self.theta_exact = False
-                    if v == succ_var and not _compared_value(
-                            attrs, succ_attr, &self.succ_side[o], &self.succ_known[o]):
-                        self.theta_exact = False
-                j += 1
+    def __cinit__(self, Kernel k):
+        self.k = k
 
     def __dealloc__(self):
-        PyMem_Free(self.block)
+        PyMem_Free(self.node_var)
+        PyMem_Free(self.value_ints)
+        PyMem_Free(self.value_reals)
+        PyMem_Free(self.pred_side)
+        PyMem_Free(self.succ_side)
+        PyMem_Free(self.pred_known)
+        PyMem_Free(self.succ_known)
+        PyMem_Free(self.event_vars)
+        PyMem_Free(self.event_ints)
+        PyMem_Free(self.event_reals)
+        PyMem_Free(self.event_known)
 
-
-cdef int _compared_value(object attrs, object attr, double *value, unsigned char *known) except -1:
-    """Store ``attrs[attr]``, when present, as one side of an adjacent predicate; 0 when it is
-    an integer beyond 2^53 (not exact as a double: only the reference compares it exactly)."""
-    x = attrs.get(attr)
-    if x is None:
-        return 1
-    if type(x) is int and abs(x) > _MAX_EXACT:
+    cdef int _fill(self, Runner r, const int64_t *events, Py_ssize_t n) except -1:
+        """The group of the runner's pending events ``events[:n]`` (one partition, in arrival
+        order): one node per (event, variable it matches), variables in increasing order."""
+        cdef Kernel k = self.k
+        cdef Py_ssize_t i, j = 0, e, nnodes = 0, cap
+        cdef int ns = k.nslots, nc = k.nclauses, na = k.nattrs, s, c, a, v, kind
+        cdef uint64_t mask
+        cdef int64_t x
+        for i in range(n):
+            mask = r.pending_vars[events[i]]
+            while mask:
+                nnodes += 1
+                mask &= mask - 1
+        if nnodes > self.capacity:
+            cap = max(nnodes, 2 * self.capacity, 4)
+            safe_realloc(&self.node_var, cap)
+            safe_realloc(&self.value_ints, cap * ns)
+            safe_realloc(&self.value_reals, cap * ns)
+            safe_realloc(&self.pred_side, cap * max(nc, 1))
+            safe_realloc(&self.succ_side, cap * max(nc, 1))
+            safe_realloc(&self.pred_known, cap * max(nc, 1))
+            safe_realloc(&self.succ_known, cap * max(nc, 1))
+            self.capacity = cap
+        if n > self.events_capacity:
+            cap = max(n, 2 * self.events_capacity, 4)
+            safe_realloc(&self.event_vars, cap)
+            safe_realloc(&self.event_ints, cap * max(na, 1))
+            safe_realloc(&self.event_reals, cap * max(na, 1))
+            safe_realloc(&self.event_known, cap * max(na, 1))
+            self.events_capacity = cap
+        self.nnodes = nnodes
+        self.n_events = n
+        self.theta_exact = True
+        for i in range(n):
+            e = events[i]
+            mask = r.pending_vars[e]
+            self.event_vars[i] = mask
+            if na:
+                memcpy(self.event_ints + i * na, r.pending_ints + e * na, na * sizeof(int64_t))
+                memcpy(self.event_reals + i * na, r.pending_reals + e * na, na * sizeof(double))
+                memcpy(self.event_known + i * na, r.pending_known + e * na, na)
+            v = 0
+            while mask:
+                if mask & 1:
+                    self.node_var[j] = v
+                    self.value_ints[j * ns] = 0
+                    self.value_reals[j * ns] = 0.0
+                    for s in range(1, ns):
+                        self.value_ints[j * ns + s] = 0
+                        self.value_reals[j * ns + s] = 0.0
+                        a = k.slot_attr[s]
+                        if a < 0 or not (k.slot_vars[s] >> v) & 1:
+                            continue
+                        kind = k.slot_kinds[s]
+                        if k.attr_is_int[a]:
+                            if kind == SLOT_SUM_REAL or kind == SLOT_MIN_REAL \
+                                    or kind == SLOT_MAX_REAL:
+                                self.value_reals[j * ns + s] = <double>r.pending_ints[e * na + a]
+                            else:
+                                self.value_ints[j * ns + s] = r.pending_ints[e * na + a]
+                        else:
+                            self.value_reals[j * ns + s] = r.pending_reals[e * na + a]
+                    for c in range(nc):
+                        self.pred_known[j * nc + c] = 0
+                        self.succ_known[j * nc + c] = 0
+                        self.pred_side[j * nc + c] = 0.0
+                        self.succ_side[j * nc + c] = 0.0
+                        if v == k.clauses[c].pred_var:
+                            a = k.clause_attrs[2 * c]
+                            if r.pending_known[e * na + a]:
+                                self.pred_known[j * nc + c] = 1
+                                if k.attr_is_int[a]:
+                                    x = r.pending_ints[e * na + a]
+                                    self.pred_side[j * nc + c] = <double>x
+                                    if x > MAX_EXACT or x < -MAX_EXACT:
+                                        self.theta_exact = False
+                                else:
+                                    self.pred_side[j * nc + c] = r.pending_reals[e * na + a]
+                        if v == k.clauses[c].succ_var:
+                            a = k.clause_attrs[2 * c + 1]
+                            if r.pending_known[e * na + a]:
+                                self.succ_known[j * nc + c] = 1
+                                if k.attr_is_int[a]:
+                                    x = r.pending_ints[e * na + a]
+                                    self.succ_side[j * nc + c] = <double>x
+                                    if x > MAX_EXACT or x < -MAX_EXACT:
+                                        self.theta_exact = False
+                                else:
+                                    self.succ_side[j * nc + c] = r.pending_reals[e * na + a]
+                    j += 1
+                mask >>= 1
+                v += 1
         return 0
-    value[0] = x
-    known[0] = 1
-    return 1
+
+    cdef list raw(self):
+        """The group as the reference takes it: ``[(variables, {value attribute: value})]``."""
+        cdef Kernel k = self.k
+        cdef Py_ssize_t i
+        cdef int a, v, na = k.nattrs
+        out = []
+        for i in range(self.n_events):
+            vs = tuple(v for v in range(k.nvars) if (self.event_vars[i] >> v) & 1)
+            attrs = {}
+            for a in range(na):
+                if not self.event_known[i * na + a]:
+                    attrs[k.attrs[a]] = None
+                elif k.attr_is_int[a]:
+                    attrs[k.attrs[a]] = self.event_ints[i * na + a]
+                else:
+                    attrs[k.attrs[a]] = self.event_reals[i * na + a]
+            out.append((vs, attrs))
+        return out
 
 
 cdef inline bint _theta(const double *stored_side, const unsigned char *stored_known,
@@ -468,12 +582,10 @@ cdef inline bint _theta(const double *stored_side, const unsigned char *stored_k
 
 
 cdef Vector NO_VECTOR   # (object mode: no C vector; every pointer NULL)
-
-
-@cython.final
 cdef class _Window:
     """The online aggregate state of one window of one partition (see the module doc;
-    declared in trends.pxd).
+    declared in trends.pxd). One subclass per semantics implements ``_update``, as the
+    reference has one class per semantics; this base holds what they share.
 
     Vectors live in C arrays (int64 mode) until an update would overflow int64; the window
     then turns them into Python lists of exact numbers, the reference's vector format
@@ -483,7 +595,6 @@ cdef class _Window:
     def __cinit__(self, Kernel k):
         self.k = k
         self.reference = None
-        self.node_attrs = []
         self.rows.nslots = k.nslots
         self.node_vectors.nslots = k.nslots
         vectors_reserve(&self.rows, 2 * (k.nvars + 2))  # vars..., PRED, FINAL, and a backup
@@ -527,189 +638,128 @@ cdef class _Window:
         if nc:
             memcpy(self.node_pred_side + q * nc, g.pred_side + j * nc, nc * sizeof(double))
             memcpy(self.node_pred_known + q * nc, g.pred_known + j * nc, nc)
-        self.node_attrs.append(g.node_attrs[j])
         self.nnodes = q + 1
 
     def update(self, _Group g):
-        """Apply one timestamp group (prepared by the kernel) to this window."""
+        """Apply one timestamp group (laid out by a runner) to this window."""
+        self._apply(g)
+
+    cdef int _apply(self, _Group g) except -1:
         if self.reference is None and not g.theta_exact:
             self._hand_over()  # comparison operands beyond 2^53: only Python compares exactly
         if self.reference is not None:
-            self.reference.update(g.raw)
-            return
+            self.reference.update(g.raw())
+            return 0
         if not self.object_mode:
-            if g.fits and self._update(g) == 0:
-                return
+            if self._update(g) == 0:
+                return 0
             self._to_objects()
         self._update(g)
+        return 0
+
+    # ---- what the semantics share: one update's steps ----------------------------------------
+    cdef int _begin(self, _Group g) except -1:
+        """Scratch for the group's nodes, arena room for all of them, and (int64 mode) a
+        backup of the rows the update writes, to restore on overflow."""
+        cdef Kernel k = self.k
+        k._reserve(g.nnodes)
+        if k.event_grained or k.semantics == SEM_CONTIGUOUS:
+            self._grow(self.nnodes + g.nnodes)  # the arena may take every node of the group
+        if not self.object_mode:
+            _copy(vector_at(&self.rows, k.nvars + 2), vector_at(&self.rows, 0),
+                  (k.nvars + 2) * k.nslots)
+        return 0
+
+    cdef int _sum_into(self, list pred_object, Vector pred, Py_ssize_t x, bint is_row
+                       ) except -1:
+        """pred ⊕= row ``x`` (``is_row``) or stored node ``x``; 1 on int64 overflow."""
+        cdef Kernel k = self.k
+        if self.object_mode:
+            k.add_objects(pred_object, self.row_objects[x] if is_row else self.node_objects[x])
+            return 0
+        return _add(pred, vector_at(&self.rows, x) if is_row
+                    else vector_at(&self.node_vectors, x), k.slot_kinds, k.nslots)
+
+    cdef int _extend_node(self, _Group g, Py_ssize_t j, list pred_object, Vector pred,
+                          list group_objects) except -1:
+        """Node j's vector from its predecessors' (the kernel's group vector j, or
+        ``group_objects[j]``); whether it is in some trend goes to ``group_counted[j]``.
+        1 on int64 overflow."""
+        cdef Kernel k = self.k
+        cdef int v = g.node_var[j], ns = k.nslots, q
+        if self.object_mode:
+            group_objects[j] = k.extend_objects(pred_object, v, v == k.start, g, j)
+            k.group_counted[j] = group_objects[j] is not None
+            return 0
+        q = _extend(vector_at(&k.group_vectors, j), pred, v, v == k.start,
+                    g.value_ints + j * ns, g.value_reals + j * ns, k.slot_kinds, k.slot_vars,
+                    ns)
+        if q < 0:
+            return 1
+        k.group_counted[j] = q
+        return 0
+
+    cdef int _add_new(self, _Group g, Py_ssize_t j, Py_ssize_t row, list group_objects
+                      ) except -1:
+        """row ⊕= node j's vector; 1 on int64 overflow."""
+        cdef Kernel k = self.k
+        if self.object_mode:
+            k.add_objects(self.row_objects[row], group_objects[j])
+            return 0
+        return _add(vector_at(&self.rows, row), vector_at(&k.group_vectors, j), k.slot_kinds,
+                    k.nslots)
+
+    cdef list _zero_pred(self, Vector pred):
+        """PRED (a node's predecessors' vector) set to zero: the C row, or in object mode a
+        fresh zero list (returned)."""
+        if self.object_mode:
+            return self.k.zero_objects()
+        _zero(pred, self.k.nslots)
+        return None
+
+    cdef int _store_group(self, _Group g, list group_objects) except -1:
+        """The group's new vectors into the state (ANY and NEXT): stored as nodes for the
+        event-grained variables, else summed into their variable's row; summed into FINAL
+        when they end a trend. 1 on int64 overflow."""
+        cdef Kernel k = self.k
+        cdef Py_ssize_t j
+        cdef int v
+        for j in range(g.nnodes):
+            if not k.group_counted[j]:
+                continue
+            v = g.node_var[j]
+            if (k.event_grained >> v) & 1:
+                self._push(g, j, vector_at(&k.group_vectors, j) if not self.object_mode
+                           else NO_VECTOR, group_objects[j] if self.object_mode else None)
+            elif self._add_new(g, j, v, group_objects):
+                return 1
+            if v == k.end and self._add_new(g, j, k.nvars + 1, group_objects):
+                return 1
+        return 0
+
+    cdef int _restore(self, Py_ssize_t n0, Py_ssize_t first_live0) except -1:
+        """(int64 mode, after an overflow) the state before the group: the rows from their
+        backup, the nodes it took live again, the nodes it pushed dropped. Returns 1."""
+        cdef Kernel k = self.k
+        cdef Py_ssize_t x
+        _copy(vector_at(&self.rows, 0), vector_at(&self.rows, k.nvars + 2),
+              (k.nvars + 2) * k.nslots)
+        for x in range(first_live0, n0):
+            if self.node_state[x] == TAKEN:
+                self.node_state[x] = LIVE
+        self.nnodes = n0
+        return 1
 
     cdef int _update(self, _Group g) except -1:
         """0, or (int64 mode only) 1 when int64 would overflow -- then the state is as
         before the group."""
-        cdef Kernel k = self.k
-        cdef int ns = k.nslots, nv = k.nvars, nc = k.nclauses, semantics = k.semantics
-        cdef int v, u, q, rc = 0
-        cdef Py_ssize_t m = g.nnodes, j, x, n0 = self.nnodes, first_live0 = self.first_live
-        # rows: vars..., PRED (a node's predecessors), FINAL (every trend so far), then BACKUP
-        # (the nv + 2 rows before the group)
-        cdef Py_ssize_t PRED = nv, FINAL = nv + 1, BACKUP = nv + 2
-        cdef Vector pred = vector_at(&self.rows, PRED)
-        cdef Vector node
-        cdef uint64_t event_grained = k.event_grained, vars_taken = 0
-        cdef const int *kinds = k.slot_kinds
-        cdef const int *pl
-        cdef bint object_mode = self.object_mode
-        cdef list row_objects = self.row_objects, node_objects = self.node_objects
-        cdef list group_objects = None
-        cdef list pred_object = None
-        k._reserve(m)
-        if event_grained or semantics == SEM_CONTIGUOUS:
-            self._grow(self.nnodes + m)   # the arena may take every node of the group
-        if object_mode:
-            group_objects = [None] * m
-        else:
-            # the rows the apply phase writes, to restore on overflow
-            _copy(vector_at(&self.rows, BACKUP), vector_at(&self.rows, 0), (nv + 2) * ns)
-        # ---- compute the group's node vectors from the state before the group ------------
-        for j in range(m):
-            v = g.node_var[j]
-            if object_mode:
-                pred_object = k.zero_objects()
-            else:
-                _zero(pred, ns)
-            if semantics == SEM_CONTIGUOUS:
-                for x in range(self.nnodes):
-                    u = self.node_var[x]
-                    if not _is_pred(k.preds + v * (nv + 1), u):
-                        continue
-                    if nc and not _theta(self.node_pred_side + x * nc,
-                                         self.node_pred_known + x * nc, u,
-                                         g.succ_side + j * nc, g.succ_known + j * nc, v, nc,
-                                         k.clauses):
-                        continue
-                    if object_mode:
-                        k.add_objects(pred_object, node_objects[x])
-                    elif _add(pred, vector_at(&self.node_vectors, x), kinds, ns):
-                        rc = 1
-                        break
-            else:
-                pl = k.preds + v * (nv + 1)
-                while pl[0] >= 0 and rc == 0:
-                    u = pl[0]
-                    pl += 1
-                    if (event_grained >> u) & 1:
-                        for x in range(self.first_live, self.nnodes):
-                            if (self.node_state[x] != DEAD and self.node_var[x] == u
-                                    and _theta(self.node_pred_side + x * nc,
-                                               self.node_pred_known + x * nc, u,
-                                               g.succ_side + j * nc, g.succ_known + j * nc, v,
-                                               nc, k.clauses)):
-                                if object_mode:
-                                    k.add_objects(pred_object, node_objects[x])
-                                elif _add(pred, vector_at(&self.node_vectors, x), kinds, ns):
-                                    rc = 1
-                                    break
-                                if semantics == SEM_NEXT:
-                                    self.node_state[x] = TAKEN
-                    else:
-                        if object_mode:
-                            k.add_objects(pred_object, row_objects[u])
-                        elif _add(pred, vector_at(&self.rows, u), kinds, ns):
-                            rc = 1
-                        vars_taken |= (<uint64_t>1) << u
-            if rc:
-                break
-            if object_mode:
-                group_objects[j] = k.extend_objects(pred_object, v, v == k.start, g.node_attrs[j])
-                k.group_counted[j] = group_objects[j] is not None
-                continue
-            q = _extend(vector_at(&k.group_vectors, j), pred, v, v == k.start,
-                        g.value_ints + j * ns, g.value_reals + j * ns, kinds, k.slot_vars, ns)
-            if q < 0:
-                rc = 1
-                break
-            k.group_counted[j] = q
-        # ---- apply the group's updates ---------------------------------------------------
-        if rc == 0:
-            if semantics == SEM_NEXT:
-                for u in range(nv):
-                    if (vars_taken >> u) & 1:
-                        if object_mode:
-                            row_objects[u] = k.zero_objects()
-                        else:
-                            _zero(vector_at(&self.rows, u), ns)
-            for j in range(m):
-                if not k.group_counted[j]:
-                    continue
-                v = g.node_var[j]
-                if object_mode:
-                    if v == k.end:
-                        k.add_objects(row_objects[nv + 1], group_objects[j])
-                    if semantics == SEM_CONTIGUOUS:
-                        continue
-                    if (event_grained >> v) & 1:
-                        self._push(g, j, NO_VECTOR, group_objects[j])
-                    else:
-                        k.add_objects(row_objects[v], group_objects[j])
-                    continue
-                node = vector_at(&k.group_vectors, j)
-                if v == k.end and _add(vector_at(&self.rows, FINAL), node, kinds, ns):
-                    rc = 1
-                    break
-                if semantics == SEM_CONTIGUOUS:
-                    continue
-                if (event_grained >> v) & 1:
-                    self._push(g, j, node, None)
-                elif _add(vector_at(&self.rows, v), node, kinds, ns):
-                    rc = 1
-                    break
-        if rc:  # (int64 mode) restore the state before the group
-            _copy(vector_at(&self.rows, 0), vector_at(&self.rows, BACKUP), (nv + 2) * ns)
-            for x in range(first_live0, n0):
-                if self.node_state[x] == TAKEN:
-                    self.node_state[x] = LIVE
-            del self.node_attrs[n0:]
-            self.nnodes = n0
-            return 1
-        if semantics == SEM_CONTIGUOUS:
-            # the next timestamp may extend this group's nodes -- all of them when the event
-            # is alone at its timestamp, else only the trends starting here
-            self.nnodes = 0
-            self.first_live = 0
-            del self.node_attrs[:]
-            if object_mode:
-                del node_objects[:]
-            for j in range(m):
-                if not k.group_counted[j]:
-                    continue
-                node = vector_at(&k.group_vectors, j)
-                if g.n_events == 1:
-                    self._push(g, j, node, group_objects[j] if object_mode else None)
-                elif g.node_var[j] == k.start:
-                    if object_mode:
-                        self._push(g, j, NO_VECTOR, k.extend_objects(
-                            k.zero_objects(), k.start, True, g.node_attrs[j]))
-                        continue
-                    _zero(pred, ns)
-                    _extend(node, pred, k.start, True, g.value_ints + j * ns,
-                            g.value_reals + j * ns, kinds, k.slot_vars, ns)  # count 1: no overflow
-                    self._push(g, j, node, None)
-        elif semantics == SEM_NEXT:
-            for x in range(first_live0, n0):
-                if self.node_state[x] == TAKEN:
-                    self.node_state[x] = DEAD
-            while self.first_live < self.nnodes and self.node_state[self.first_live] == DEAD:
-                self.first_live += 1
-            if self.first_live > 32 and 2 * self.first_live > self.nnodes:
-                self._compact()
-        return 0
+        raise NotImplementedError
 
     cdef void _compact(self):
         """Drop the dead nodes of the waiting set (NEXT), keeping the live ones in order."""
         cdef Kernel k = self.k
         cdef int ns = k.nslots, nc = k.nclauses
         cdef Py_ssize_t x, q = 0
-        keep = []
         keep_vectors = []
         for x in range(self.first_live, self.nnodes):
             if self.node_state[x] == DEAD:
@@ -723,11 +773,9 @@ cdef class _Window:
                     memcpy(self.node_pred_side + q * nc, self.node_pred_side + x * nc,
                            nc * sizeof(double))
                     memcpy(self.node_pred_known + q * nc, self.node_pred_known + x * nc, nc)
-            keep.append(self.node_attrs[x])
             if self.object_mode:
                 keep_vectors.append(self.node_objects[x])
             q += 1
-        self.node_attrs = keep
         if self.object_mode:
             self.node_objects = keep_vectors
         self.nnodes = q
@@ -762,6 +810,25 @@ cdef class _Window:
             return list(self.node_objects[x])
         return self._vector(vector_at(&self.node_vectors, x))
 
+    cdef object _node_attrs(self, Py_ssize_t x):
+        """What the reference needs of a stored node: the attributes its adjacent predicates
+        compare (exact: a stored node's integers are within 2^53, else it would have been
+        handed over with its group)."""
+        cdef Kernel k = self.k
+        cdef int c, a, nc = k.nclauses
+        attrs = {}
+        for c in range(nc):
+            if k.clauses[c].pred_var != self.node_var[x]:
+                continue
+            a = k.clause_attrs[2 * c]
+            if not self.node_pred_known[x * nc + c]:
+                attrs[k.attrs[a]] = None
+            elif k.attr_is_int[a]:
+                attrs[k.attrs[a]] = <int64_t>self.node_pred_side[x * nc + c]
+            else:
+                attrs[k.attrs[a]] = self.node_pred_side[x * nc + c]
+        return attrs
+
     cdef void _to_objects(self):
         """int64 mode -> object mode: the vectors as Python lists of exact numbers."""
         cdef Py_ssize_t x
@@ -778,14 +845,14 @@ cdef class _Window:
         agg = k.reference_cls(k.plan)
         agg.final = self._row(nv + 1)
         if k.semantics == SEM_CONTIGUOUS:
-            agg.carried = [(self.node_var[x], self.node_attrs[x], self._node(x))
+            agg.carried = [(self.node_var[x], self._node_attrs(x), self._node(x))
                            for x in range(self.nnodes)]
         else:
             per_var = [self._row(u) for u in range(nv)]
             nodes = [[] for _ in range(nv)]
-            for x in range(self.nnodes):
+            for x in range(self.first_live, self.nnodes):
                 if self.node_state[x] != DEAD:
-                    nodes[self.node_var[x]].append((self.node_attrs[x], self._node(x)))
+                    nodes[self.node_var[x]].append((self._node_attrs(x), self._node(x)))
             if k.semantics == SEM_ANY:
                 agg.per_var, agg.stored = per_var, nodes
             else:
@@ -795,18 +862,22 @@ cdef class _Window:
     # ---- pickling: the state in the reference's vector format, whatever the mode ----------
     def __reduce__(self):
         cdef Py_ssize_t x
+        cdef int c, nc = self.k.nclauses
         if self.reference is not None:
             return (_restore_window, (self.k, ("reference", self.reference)))
         rows = [self._row(r) for r in range(self.k.nvars + 2)]
-        nodes = [(self.node_var[x], self.node_attrs[x], self._node(x))
+        nodes = [(self.node_var[x],
+                  tuple(self.node_pred_side[x * nc + c] if self.node_pred_known[x * nc + c]
+                        else None for c in range(nc)),
+                  self._node(x))
                  for x in range(self.first_live, self.nnodes) if self.node_state[x] != DEAD]
         return (_restore_window, (self.k, ("vectors", rows, nodes)))
 
     cdef void _import(self, list rows, list nodes) except *:
-        """Set the state from reference-format vectors: int64 mode when every number fits,
-        else object mode."""
+        """Set the state from reference-format vectors (nodes: (variable, compared values,
+        vector)): int64 mode when every number fits, else object mode."""
         cdef Kernel k = self.k
-        cdef int nc = k.nclauses, c, var
+        cdef int nc = k.nclauses, c
         cdef Py_ssize_t r, q
         fits = all(_fits(k, vec) for vec in rows) and all(_fits(k, n[2]) for n in nodes)
         if not fits:
@@ -818,22 +889,16 @@ cdef class _Window:
                 _store(k, rows[r], vector_at(&self.rows, r))
         self._grow(len(nodes))
         for q in range(len(nodes)):
-            var, attrs, vec = nodes[q]
+            var, sides, vec = nodes[q]
             if self.object_mode:
                 self.node_objects.append(list(vec))
             else:
                 _store(k, vec, vector_at(&self.node_vectors, q))
             self.node_var[q] = var
             self.node_state[q] = LIVE
-            for c in range(nc):  # the predecessor-side values, as _Group lays them out
-                self.node_pred_known[q * nc + c] = 0
-                self.node_pred_side[q * nc + c] = 0.0
-                if k.clause_list[c][0] == var:
-                    x = attrs.get(k.clause_list[c][3])
-                    if x is not None:
-                        self.node_pred_side[q * nc + c] = x
-                        self.node_pred_known[q * nc + c] = 1
-            self.node_attrs.append(attrs)
+            for c in range(nc):
+                self.node_pred_known[q * nc + c] = sides[c] is not None
+                self.node_pred_side[q * nc + c] = 0.0 if sides[c] is None else sides[c]
         self.nnodes = len(nodes)
 
     def result(self):
@@ -864,6 +929,163 @@ cdef class _Window:
         return self.reference is not None or self.object_mode
 
 
+@cython.final
+cdef class _AnyWindow(_Window):
+    """Skip-till-any-match (``reference.AnyAggregator``): one vector per variable outside
+    T_e (type-grained), the stored events of T_e (event-grained)."""
+
+    cdef int _update(self, _Group g) except -1:
+        cdef Kernel k = self.k
+        cdef int ns = k.nslots, nv = k.nvars, nc = k.nclauses, v, u
+        cdef Py_ssize_t j, x, n0 = self.nnodes, first_live0 = self.first_live
+        cdef Vector pred = vector_at(&self.rows, nv)  # the PRED row
+        cdef uint64_t te = k.event_grained
+        cdef const int *pl
+        cdef list pred_object = None
+        cdef list group_objects = [None] * g.nnodes if self.object_mode else None
+        self._begin(g)
+        # every new vector from the state before the group
+        for j in range(g.nnodes):
+            v = g.node_var[j]
+            pred_object = self._zero_pred(pred)
+            pl = k.preds + v * (nv + 1)
+            while pl[0] >= 0:
+                u = pl[0]
+                pl += 1
+                if not (te >> u) & 1:
+                    if self._sum_into(pred_object, pred, u, True):
+                        return self._restore(n0, first_live0)
+                    continue
+                for x in range(self.first_live, n0):
+                    if self.node_var[x] == u and _theta(
+                            self.node_pred_side + x * nc, self.node_pred_known + x * nc, u,
+                            g.succ_side + j * nc, g.succ_known + j * nc, v, nc, k.clauses):
+                        if self._sum_into(pred_object, pred, x, False):
+                            return self._restore(n0, first_live0)
+            if self._extend_node(g, j, pred_object, pred, group_objects):
+                return self._restore(n0, first_live0)
+        # then the group's updates
+        if self._store_group(g, group_objects):
+            return self._restore(n0, first_live0)
+        return 0
+
+
+@cython.final
+cdef class _NextWindow(_Window):
+    """Exact skip-till-next-match (``reference.NextAggregator``): the waiting trend ends --
+    one vector per variable outside T_e, the waiting events of T_e; an end stops waiting
+    once a later event takes it."""
+
+    cdef int _update(self, _Group g) except -1:
+        cdef Kernel k = self.k
+        cdef int ns = k.nslots, nv = k.nvars, nc = k.nclauses, v, u
+        cdef Py_ssize_t j, x, n0 = self.nnodes, first_live0 = self.first_live
+        cdef Vector pred = vector_at(&self.rows, nv)
+        cdef uint64_t te = k.event_grained, vars_taken = 0
+        cdef const int *pl
+        cdef list pred_object = None
+        cdef list group_objects = [None] * g.nnodes if self.object_mode else None
+        self._begin(g)
+        for j in range(g.nnodes):
+            v = g.node_var[j]
+            pred_object = self._zero_pred(pred)
+            pl = k.preds + v * (nv + 1)
+            while pl[0] >= 0:
+                u = pl[0]
+                pl += 1
+                if not (te >> u) & 1:
+                    if self._sum_into(pred_object, pred, u, True):
+                        return self._restore(n0, first_live0)
+                    vars_taken |= (<uint64_t>1) << u
+                    continue
+                for x in range(self.first_live, n0):
+                    if (self.node_state[x] != DEAD and self.node_var[x] == u and _theta(
+                            self.node_pred_side + x * nc, self.node_pred_known + x * nc, u,
+                            g.succ_side + j * nc, g.succ_known + j * nc, v, nc, k.clauses)):
+                        if self._sum_into(pred_object, pred, x, False):
+                            return self._restore(n0, first_live0)
+                        self.node_state[x] = TAKEN
+            if self._extend_node(g, j, pred_object, pred, group_objects):
+                return self._restore(n0, first_live0)
+        # the ends taken stop waiting; the group's new ends wait
+        for u in range(nv):
+            if (vars_taken >> u) & 1:
+                if self.object_mode:
+                    self.row_objects[u] = k.zero_objects()
+                else:
+                    _zero(vector_at(&self.rows, u), ns)
+        if self._store_group(g, group_objects):
+            return self._restore(n0, first_live0)
+        for x in range(first_live0, n0):
+            if self.node_state[x] == TAKEN:
+                self.node_state[x] = DEAD
+        while self.first_live < self.nnodes and self.node_state[self.first_live] == DEAD:
+            self.first_live += 1
+        if self.first_live > 32 and 2 * self.first_live > self.nnodes:
+            self._compact()
+        return 0
+
+
+@cython.final
+cdef class _ContiguousWindow(_Window):
+    """Contiguous (``reference.ContiguousAggregator``): an event's only possible predecessors
+    are the nodes of the previous timestamp (the arena); an inner event must be alone at its
+    timestamp."""
+
+    cdef int _update(self, _Group g) except -1:
+        cdef Kernel k = self.k
+        cdef int ns = k.nslots, nv = k.nvars, nc = k.nclauses, v, u
+        cdef Py_ssize_t j, x, n0 = self.nnodes
+        cdef Vector pred = vector_at(&self.rows, nv)
+        cdef Vector node
+        cdef list pred_object = None
+        cdef list group_objects = [None] * g.nnodes if self.object_mode else None
+        self._begin(g)
+        for j in range(g.nnodes):
+            v = g.node_var[j]
+            pred_object = self._zero_pred(pred)
+            for x in range(n0):
+                u = self.node_var[x]
+                if not _is_pred(k.preds + v * (nv + 1), u):
+                    continue
+                if nc and not _theta(self.node_pred_side + x * nc,
+                                     self.node_pred_known + x * nc, u,
+                                     g.succ_side + j * nc, g.succ_known + j * nc, v, nc,
+                                     k.clauses):
+                    continue
+                if self._sum_into(pred_object, pred, x, False):
+                    return self._restore(n0, 0)
+            if self._extend_node(g, j, pred_object, pred, group_objects):
+                return self._restore(n0, 0)
+        for j in range(g.nnodes):
+            if k.group_counted[j] and g.node_var[j] == k.end \
+                    and self._add_new(g, j, nv + 1, group_objects):
+                return self._restore(n0, 0)
+        # the next timestamp may extend this group's nodes -- all of them when the event is
+        # alone at its timestamp, else only the trends starting here
+        self.nnodes = 0
+        self.first_live = 0
+        if self.object_mode:
+            del self.node_objects[:]
+        for j in range(g.nnodes):
+            if not k.group_counted[j]:
+                continue
+            if g.n_events == 1:
+                self._push(g, j, vector_at(&k.group_vectors, j) if not self.object_mode
+                           else NO_VECTOR, group_objects[j] if self.object_mode else None)
+            elif g.node_var[j] == k.start:
+                if self.object_mode:
+                    self._push(g, j, NO_VECTOR, k.extend_objects(
+                        k.zero_objects(), k.start, True, g, j))
+                    continue
+                node = vector_at(&k.group_vectors, j)
+                _zero(pred, ns)
+                _extend(node, pred, k.start, True, g.value_ints + j * ns,
+                        g.value_reals + j * ns, k.slot_kinds, k.slot_vars, ns)  # count 1
+                self._push(g, j, node, None)
+        return 0
+
+
 def _restore_window(Kernel k, state):
     """A window aggregator from its pickled state (see ``_Window.__reduce__``)."""
     cdef _Window w = k.new()
@@ -872,6 +1094,306 @@ def _restore_window(Kernel k, state):
     else:
         w._import(state[1], state[2])
     return w
+
+
+# ---- the runner: timestamp groups and windows ------------------------------------------------
+cdef int64_t NO_PARTITION = _NO_PARTITION
+cdef unsigned char IN_STREAM = _IN_STREAM
+
+
+cdef inline const int64_t *_int64_data(object arr) except? NULL:
+    cdef const int64_t[::1] view = arr
+    return &view[0] if view.shape[0] else NULL
+
+
+cdef inline const double *_double_data(object arr) except? NULL:
+    cdef const double[::1] view = arr
+    return &view[0] if view.shape[0] else NULL
+
+
+cdef inline const unsigned char *_byte_data(object arr) except? NULL:
+    cdef const unsigned char[::1] view = arr
+    return &view[0] if view.shape[0] else NULL
+
+
+@cython.final
+cdef class Runner:
+    """A ``cercore.trends.interface.TrendRunner`` over compiled window aggregators (see the
+    module doc; declared in trends.pxd)."""
+
+    def __cinit__(self, plan):
+        self.aggregators = make_aggregators(plan)
+        self.backend = "cython"
+        self.windowed = plan.window is not None
+        if self.windowed:
+            self.size, self.slide = plan.window
+        self.open = {}
+        self.first_end = INT64_MAX_
+        self.group = _Group.__new__(_Group, self.aggregators)
+
+    def __dealloc__(self):
+        PyMem_Free(self.pending_pid)
+        PyMem_Free(self.pending_vars)
+        PyMem_Free(self.pending_ints)
+        PyMem_Free(self.pending_reals)
+        PyMem_Free(self.pending_known)
+        PyMem_Free(self.order)
+
+    cdef int _reserve_pending(self, Py_ssize_t n) except -1:
+        """Room for ``n`` pending events (doubling)."""
+        if n <= self.pending_capacity:
+            return 0
+        cdef Py_ssize_t cap = max(n, 2 * self.pending_capacity, 16)
+        cdef Py_ssize_t na = max(self.aggregators.nattrs, 1)
+        safe_realloc(&self.pending_pid, cap)
+        safe_realloc(&self.pending_vars, cap)
+        safe_realloc(&self.pending_ints, cap * na)
+        safe_realloc(&self.pending_reals, cap * na)
+        safe_realloc(&self.pending_known, cap * na)
+        safe_realloc(&self.order, cap)
+        self.pending_capacity = cap
+        return 0
+
+    # ---- TrendRunner --------------------------------------------------------------------------
+    def feed(self, batch):
+        """The events of a batch in order (see ``TrendRunner.feed``); the windows closed."""
+        cdef Kernel k = self.aggregators
+        cdef Py_ssize_t i, n = batch.n, e
+        cdef int a, na = k.nattrs
+        cdef list closed = []
+        if n == 0:
+            return closed
+        # (the arrays stay referenced by these locals while their data is read)
+        state_arr = np.ascontiguousarray(batch.state, np.uint8)
+        times_arr = np.ascontiguousarray(batch.times, np.int64)
+        pids_arr = np.ascontiguousarray(batch.pids, np.int64)
+        masks_arr = np.ascontiguousarray(batch.vars, np.uint64).view(np.int64)
+        cdef const unsigned char *state = _byte_data(state_arr)
+        cdef const int64_t *times = _int64_data(times_arr)
+        cdef const int64_t *pids = _int64_data(pids_arr)
+        cdef const uint64_t *masks = <const uint64_t *>_int64_data(masks_arr)
+        # the value attributes' columns: int64 or double values, and validity
+        keep = []
+        cdef const int64_t **int_cols = <const int64_t **>PyMem_Malloc(max(na, 1) * sizeof(void *))
+        cdef const double **real_cols = <const double **>PyMem_Malloc(max(na, 1) * sizeof(void *))
+        cdef const unsigned char **valid_cols = <const unsigned char **>PyMem_Malloc(
+            max(na, 1) * sizeof(void *))
+        try:
+            if int_cols == NULL or real_cols == NULL or valid_cols == NULL:
+                raise MemoryError()
+            for a in range(na):
+                values = batch.columns.values[k.attrs[a]]
+                valid = np.ascontiguousarray(batch.columns.valid[k.attrs[a]]).view(np.uint8)
+                keep += [values, valid]
+                if k.attr_is_int[a]:
+                    values = np.ascontiguousarray(values, np.int64)
+                    int_cols[a] = _int64_data(values)
+                else:
+                    values = np.ascontiguousarray(values, np.float64)
+                    real_cols[a] = _double_data(values)
+                keep.append(values)
+                valid_cols[a] = _byte_data(valid)
+            for i in range(n):
+                if not state[i]:
+                    continue
+                if not self.has_time or times[i] != self.pending_time:
+                    self._time_moves(times[i], closed)
+                if state[i] != IN_STREAM:
+                    continue
+                e = self.npending
+                if e == self.pending_capacity:
+                    self._reserve_pending(e + 1)
+                self.pending_pid[e] = pids[i]
+                self.pending_vars[e] = masks[i]
+                for a in range(na):
+                    self.pending_known[e * na + a] = valid_cols[a][i]
+                    if k.attr_is_int[a]:
+                        self.pending_ints[e * na + a] = int_cols[a][i]
+                    else:
+                        self.pending_reals[e * na + a] = real_cols[a][i]
+                self.npending = e + 1
+        finally:
+            PyMem_Free(int_cols)
+            PyMem_Free(real_cols)
+            PyMem_Free(valid_cols)
+        return closed
+
+    def feed_one(self, int64_t t, int64_t pid, uint64_t vars, dict row):
+        """One read event (see ``TrendRunner.feed_one``); the windows closed."""
+        cdef Kernel k = self.aggregators
+        cdef Py_ssize_t e
+        cdef int a, na = k.nattrs
+        cdef list closed = []
+        if not self.has_time or t != self.pending_time:
+            self._time_moves(t, closed)
+        if pid == NO_PARTITION:
+            return closed
+        e = self.npending
+        self._reserve_pending(e + 1)
+        self.pending_pid[e] = pid
+        self.pending_vars[e] = vars
+        for a in range(na):
+            x = row.get(k.attrs[a])
+            self.pending_known[e * na + a] = x is not None
+            self.pending_ints[e * na + a] = 0
+            self.pending_reals[e * na + a] = 0.0
+            if x is not None:
+                if k.attr_is_int[a]:
+                    self.pending_ints[e * na + a] = x
+                else:
+                    self.pending_reals[e * na + a] = x
+        self.npending = e + 1
+        return closed
+
+    def time_passes(self, int64_t t):
+        """A watermark at ``t`` (see ``TrendRunner.time_passes``); the windows closed."""
+        cdef list closed = []
+        if self.has_time and t > self.pending_time:
+            self._apply_pending()
+        if self.windowed:
+            self._close_until(False, t, closed)
+        return closed
+
+    def finish(self):
+        """End of stream: every window closes; the windows closed."""
+        cdef list closed = []
+        self._apply_pending()
+        self._close_until(True, 0, closed)
+        return closed
+
+    def open_windows(self):
+        return self.open
+
+    def pending_events(self):
+        return self.npending
+
+    def live_partitions(self):
+        cdef Py_ssize_t e
+        live = {pid for parts in self.open.values() for pid in parts}
+        for e in range(self.npending):
+            live.add(self.pending_pid[e])
+        return live
+
+    # ---- the sequential part ----------------------------------------------------------------
+    cdef int _time_moves(self, int64_t t, list closed) except -1:
+        """An event at a new time: the current group is complete, and the windows that end
+        by ``t`` close -- whether or not the event is in the stream I."""
+        self._apply_pending()
+        self.has_time = True
+        self.pending_time = t
+        if self.windowed and t >= self.first_end:
+            self._close_until(False, t, closed)
+        return 0
+
+    cdef int _apply_pending(self) except -1:
+        """Update the aggregators of every window holding the current timestamp group, one
+        partition's group at a time, partitions in the order of their first event."""
+        cdef Py_ssize_t n = self.npending, i, m, j
+        cdef int64_t k0 = 0, k1 = 0, t = self.pending_time, pid
+        if n == 0:
+            return 0
+        if self.windowed:
+            k0 = trends_first_window(t, self.size, self.slide)
+            k1 = trends_floor_div(t, self.slide)
+        if n == 1:  # (the common case: one event per timestamp)
+            self.order[0] = 0
+            self._apply_group(self.pending_pid[0], 1, k0, k1)
+        elif n <= 32:
+            # a few events: their partitions by a scan (self.order collects one partition's)
+            done = bytearray(n)
+            for i in range(n):
+                if done[i]:
+                    continue
+                pid = self.pending_pid[i]
+                m = 0
+                for j in range(i, n):
+                    if not done[j] and self.pending_pid[j] == pid:
+                        done[j] = 1
+                        self.order[m] = j
+                        m += 1
+                self._apply_group(pid, m, k0, k1)
+        else:
+            groups = {}
+            for i in range(n):
+                groups.setdefault(self.pending_pid[i], []).append(i)
+            for pid, events in groups.items():
+                m = len(events)
+                for j in range(m):
+                    self.order[j] = events[j]
+                self._apply_group(pid, m, k0, k1)
+        self.npending = 0
+        return 0
+
+    cdef int _apply_group(self, int64_t pid, Py_ssize_t n, int64_t k0, int64_t k1) except -1:
+        """The group of partition ``pid`` (pending events ``order[:n]``) into windows
+        ``k0 .. k1``, each window's aggregator started on its first group."""
+        cdef _Group g = self.group
+        cdef int64_t w
+        cdef dict parts
+        g._fill(self, self.order, n)
+        key = pid
+        for w in range(k0, k1 + 1):
+            if self.last_parts is not None and w == self.last_window:
+                parts = self.last_parts  # (most groups go to the window of the one before)
+            else:
+                parts = self.open.get(w)
+                if parts is None:
+                    parts = self.open[w] = {}
+                    if self.windowed and len(self.open) == 1:
+                        self.first_end = trends_window_end(w, self.size, self.slide)
+                self.last_window, self.last_parts = w, parts
+            agg = parts.get(key)
+            if agg is None:
+                agg = parts[key] = self.aggregators.new()
+            (<_Window>agg)._apply(g)
+        return 0
+
+    cdef int _close_until(self, bint everything, int64_t t, list closed) except -1:
+        """Close every window that ends at or before ``t`` (all of them: ``everything``)."""
+        cdef int64_t w
+        self.last_parts = None
+        while self.open:
+            w = next(iter(self.open))
+            if not everything and (not self.windowed
+                                   or not trends_window_ends_by(w, self.size, self.slide, t)):
+                break
+            closed.append((w, self.open.pop(w)))
+        self.first_end = INT64_MAX_
+        if self.open and self.windowed:
+            self.first_end = trends_window_end(next(iter(self.open)), self.size, self.slide)
+        return 0
+
+    # ---- pickling: the open windows (each pickles itself) and the pending events ----------
+    def __reduce__(self):
+        cdef Kernel k = self.aggregators
+        cdef Py_ssize_t e
+        cdef int a, na = k.nattrs
+        pending = []
+        for e in range(self.npending):
+            row = {}
+            for a in range(na):
+                if not self.pending_known[e * na + a]:
+                    row[k.attrs[a]] = None
+                elif k.attr_is_int[a]:
+                    row[k.attrs[a]] = self.pending_ints[e * na + a]
+                else:
+                    row[k.attrs[a]] = self.pending_reals[e * na + a]
+            pending.append((self.pending_pid[e], self.pending_vars[e], row))
+        return (_restore_runner, (k.plan, self.open, self.has_time, self.pending_time, pending))
+
+
+def _restore_runner(plan, open_windows, has_time, pending_time, pending):
+    """A runner from its pickled state (see ``Runner.__reduce__``)."""
+    cdef Runner r = Runner(plan)
+    r.open = open_windows
+    r.last_parts = None
+    if open_windows and r.windowed:
+        r.first_end = trends_window_end(next(iter(open_windows)), r.size, r.slide)
+    r.has_time = has_time
+    r.pending_time = pending_time
+    for pid, vars, row in pending:
+        r.feed_one(pending_time, pid, vars, row)
+    return r
 
 
 cdef bint _fits(Kernel k, list vec):

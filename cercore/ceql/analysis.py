@@ -19,7 +19,7 @@ from itertools import product
 from cercore.ceql import ast
 from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq, atoms_of
 from cercore.errors import CEQLSemanticError
-from cercore.predicates import Guard, guard_and
+from cercore.predicates import Guard, guard_and, guard_of
 from cercore.runtime.constants import INT64_MAX
 from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
 
@@ -623,18 +623,7 @@ class _Analyser:
         return self.n_labels - 1
 
     def guard_of(self, p: ast.Pred) -> Guard:
-        if isinstance(p, ast.PredAnd):
-            return ("and", self.guard_of(p.left), self.guard_of(p.right))
-        if isinstance(p, ast.PredOr):
-            return ("or", self.guard_of(p.left), self.guard_of(p.right))
-        if isinstance(p, ast.PredNot):
-            return ("not", self.guard_of(p.operand))
-        if isinstance(p, ast.PredConst):
-            return ("const", p.value)
-        if p not in self.leaf_index:
-            self.leaf_index[p] = len(self.leaves)
-            self.leaves.append(p)
-        return ("leaf", self.leaf_index[p])
+        return guard_of(p, self.leaves, self.leaf_index)
 
     def lower(self, f: ast.Formula, pending: tuple, forced: tuple) -> NFormula:
         """``pending``: (variable, guard) filters still looking for their atoms;

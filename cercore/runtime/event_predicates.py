@@ -18,7 +18,7 @@ valuations and the combinations of bound events (``explain`` says so).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import product
 from typing import Any
 
@@ -30,30 +30,37 @@ from cercore.predicates import evaluate_leaf
 from cercore.runtime.bindings import BindingSolver
 from cercore.schema import AttrType
 
-__all__ = ["EventPredicateCheck", "event_terms"]
+__all__ = ["EventPredicateCheck", "event_terms", "rename_terms"]
 
 
 def event_terms(e: Any) -> list[ast.EventAttr]:
-    """The ``x.attr`` / ``NEXT(x).attr`` terms of an expression or comparison, in order."""
+    """The ``x.attr`` / ``NEXT(x).attr`` terms of an expression, a comparison, or predicates
+    over them joined by AND / OR / NOT, in order."""
     if isinstance(e, ast.EventAttr):
         return [e]
-    if isinstance(e, ast.Compare | ast.BinOp):
+    if isinstance(e, ast.Compare | ast.BinOp | ast.PredAnd | ast.PredOr):
         return event_terms(e.left) + event_terms(e.right)
-    if isinstance(e, ast.Neg):
+    if isinstance(e, ast.Neg | ast.PredNot):
         return event_terms(e.operand)
     return []
 
 
+def rename_terms(e: Any, term: Callable[[ast.EventAttr], Any]) -> Any:
+    """``e`` (an expression, a comparison, or predicates over them joined by AND / OR / NOT)
+    with each event term ``t`` replaced by ``term(t)``."""
+    if isinstance(e, ast.EventAttr):
+        return term(e)
+    if isinstance(e, ast.Compare | ast.BinOp | ast.PredAnd | ast.PredOr):
+        return dataclasses.replace(e, left=rename_terms(e.left, term),
+                                   right=rename_terms(e.right, term))
+    if isinstance(e, ast.Neg | ast.PredNot):
+        return dataclasses.replace(e, operand=rename_terms(e.operand, term))
+    return e
+
+
 def _as_columns(e: Any, names: dict[ast.EventAttr, str]) -> Any:
     """``e`` with each event term replaced by the attribute column that holds its values."""
-    if isinstance(e, ast.EventAttr):
-        return ast.AttrRef(names[e])
-    if isinstance(e, ast.Compare | ast.BinOp):
-        return dataclasses.replace(e, left=_as_columns(e.left, names),
-                                   right=_as_columns(e.right, names))
-    if isinstance(e, ast.Neg):
-        return dataclasses.replace(e, operand=_as_columns(e.operand, names))
-    return e
+    return rename_terms(e, lambda t: ast.AttrRef(names[t]))
 
 
 class _Predicate:

@@ -40,6 +40,8 @@ class PartitionIndex:
             kinds = {schema.attribute_types()[attrs[0]] for attrs in self.plan if attrs}
             if len(kinds) == 1 and next(iter(kinds)) is not AttrType.DOUBLE:
                 self.coded = CodedKeys(next(iter(kinds)) is AttrType.STRING)
+                self.coded_bools = next(iter(kinds)) is AttrType.BOOL  # (for key_of)
+        self._keys: dict[int, tuple] = {}  # id -> key, built on demand (key_of)
 
     def __len__(self) -> int:
         """Partition keys known (of live partitions, after ``forget``)."""
@@ -102,14 +104,37 @@ class PartitionIndex:
             self.next_id += 1
         return pid
 
+    def key_of(self, pid: int) -> tuple:
+        """The key of a known partition id: one Python value per PARTITION BY group (what
+        trend aggregation reports per group)."""
+        key = self._keys.get(pid)
+        if key is None:  # ids handed out since the last look-up: one pass over the keys
+            if self.plan is None:
+                self._keys = {0: ()}
+            elif self.coded is not None:
+                coded = self.coded
+                value = {c: s for s, c in coded.strings.items()}.get if coded.strings \
+                    is not None else bool if self.coded_bools else int
+                self._keys = {i: (value(c),) for c, i in coded.by_code.items()}
+            else:
+                self._keys = {i: k for k, i in self.ids.items()}
+            key = self._keys[pid]
+        return key
+
     def _keyed(self, type_ids: np.ndarray, columns: Columns, read: np.ndarray):
-        """Per event type read in the batch: (its key attributes, the mask of its read events
-        whose key attributes are all present)."""
-        for tid in np.unique(type_ids[read]).tolist():
-            attrs = self.plan[tid]
-            if attrs is None:
-                continue
-            mask = read & (type_ids == tid)
+        """Per key (the attributes keying the groups) of the types read in the batch: the key
+        attributes, and the mask of the read events of those types whose key attributes are
+        all present. (Types sharing key attributes share one mask: one pass, not one per
+        type.)"""
+        present = np.bincount(type_ids[read], minlength=len(self.plan))
+        by_attrs: dict[tuple[str, ...], list[int]] = {}
+        for tid in np.flatnonzero(present).tolist():
+            if self.plan[tid] is not None:
+                by_attrs.setdefault(self.plan[tid], []).append(tid)
+        for attrs, tids in by_attrs.items():
+            of_types = np.zeros(len(self.plan) + 1, dtype=bool)  # (last entry: SKIPPED)
+            of_types[tids] = True
+            mask = read & of_types[type_ids]
             for a in attrs:
                 mask &= columns.valid[a]
             yield attrs, mask

@@ -10,15 +10,18 @@ every consecutive pair ``(u, v)`` has ``u in preds[v]``.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cercore.ceql import ast as ceql
 from cercore.errors import CEQLSemanticError
+from cercore.predicates import TRUE_GUARD, Guard, guard_and, guard_of, scalar_pred
 from cercore.runtime.constants import INT64_MAX
+from cercore.runtime.event_predicates import event_terms, rename_terms
 from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
 from cercore.trends import ast
+from cercore.trends.ast import condition_text
 
 SEMANTICS_TEXT = {"any": "skip-till-any-match", "next": "skip-till-next-match",
                   "contiguous": "contiguous"}
@@ -32,17 +35,23 @@ class Var:
     name: str
     type: str
     local: list = field(default_factory=list)  # conditions on this variable's events alone
+    guard: Guard = TRUE_GUARD  # their conjunction, over the plan's leaves
 
 
 @dataclass(frozen=True)
 class AdjacentPredicate:
     """A condition on adjacent events ``(p, s)`` of a trend, ``p`` bound to ``pred_var`` and
-    its successor ``s`` bound to ``succ_var``."""
+    its successor ``s`` bound to ``succ_var``: a CEQL predicate whose ``x.attr`` terms read
+    ``p`` and ``NEXT(y).attr`` terms read ``s``. ``test((p attrs, s attrs))`` is its scalar
+    form (``cercore.predicates.scalar_pred``)."""
 
     pred_var: int
     succ_var: int
     cond: Any
-    test: Callable[[dict, dict], bool]
+    test: Callable[[tuple[dict, dict]], bool]
+
+    def holds(self, pred_attrs: dict, succ_attrs: dict) -> bool:
+        return self.test((pred_attrs, succ_attrs))
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,9 @@ class TrendPlan:
     start: int
     end: int
     preds: list[frozenset]
-    local_tests: list[Callable[[dict], bool]]
+    # local conditions: CEQL leaves over one event's attributes (``x.attr`` read as ``attr``);
+    # each variable's ``guard`` combines them (the letters of ``cercore.runtime.letters``)
+    leaves: list[ceql.Pred]
     adjacent: list[AdjacentPredicate]
     equivalence: tuple[str, ...]
     group_by: tuple[str, ...]
@@ -187,44 +198,43 @@ class _Analyser:
 
     # -- conditions --------------------------------------------------------------------------
     def conjuncts(self, cond) -> list:
-        if isinstance(cond, ast.And):
+        if isinstance(cond, ceql.PredAnd):
             return self.conjuncts(cond.left) + self.conjuncts(cond.right)
         return [cond] if cond is not None else []
 
-    def refs(self, cond, out: list) -> list:
-        if isinstance(cond, ast.Ref):
-            out.append(cond)
-        elif isinstance(cond, ast.Equiv):
+    def refs(self, cond) -> list[ceql.EventAttr]:
+        """The ``V.attr`` / ``NEXT(V).attr`` terms of a condition (``[...]`` only at the top)."""
+        if isinstance(cond, ast.Equiv):
             raise self.error("[...] equivalence predicates go at the top level of WHERE, "
                              "joined by AND", cond)
-        else:
-            for f in ("left", "right", "operand"):
-                sub = getattr(cond, f, None)
-                if sub is not None:
-                    self.refs(sub, out)
-        return out
+        if isinstance(cond, (ceql.PredAnd, ceql.PredOr)):
+            return self.refs(cond.left) + self.refs(cond.right)
+        if isinstance(cond, ceql.PredNot):
+            return self.refs(cond.operand)
+        return event_terms(cond)
 
     def typecheck(self, node) -> str:
         """'num' | 'str' | 'bool' of an expression, or 'cond' for a condition."""
-        if isinstance(node, ast.Const):
+        if isinstance(node, ceql.Literal):
             v = node.value
             return "bool" if isinstance(v, bool) else "str" if isinstance(v, str) else "num"
-        if isinstance(node, ast.Ref):
+        if isinstance(node, ceql.EventAttr):
             t = self.attr_type(self.var(node.var, node), node.attr, node)
             return "num" if t.is_numeric else "str" if t == AttrType.STRING else "bool"
-        if isinstance(node, (ast.Arith, ast.Negate)):
-            for sub in ((node.left, node.right) if isinstance(node, ast.Arith)
+        if isinstance(node, (ceql.BinOp, ceql.Neg)):
+            for sub in ((node.left, node.right) if isinstance(node, ceql.BinOp)
                         else (node.operand,)):
                 if self.typecheck(sub) != "num":
-                    raise self.error(f"arithmetic needs numbers: {sub}", sub,
+                    raise self.error(f"arithmetic needs numbers: {condition_text(sub)}", sub,
                                      hint=self.symbol_hint(sub))
             return "num"
-        if isinstance(node, ast.Compare):
+        if isinstance(node, ceql.Compare):
             lt, rt = self.typecheck(node.left), self.typecheck(node.right)
             if lt != rt:
-                bad = node.left if isinstance(node.left, ast.Const) else node.right
-                raise self.error(f"cannot compare {node.left} ({lt}) with {node.right} ({rt})",
-                                 node, hint=self.symbol_hint(bad))
+                bad = node.left if isinstance(node.left, ceql.Literal) else node.right
+                raise self.error(f"cannot compare {condition_text(node.left)} ({lt}) with "
+                                 f"{condition_text(node.right)} ({rt})", node,
+                                 hint=self.symbol_hint(bad))
             if lt == "bool" and node.op not in ("==", "!="):
                 raise self.error("booleans compare only with = and !=", node)
             return "cond"
@@ -236,10 +246,20 @@ class _Analyser:
 
     @staticmethod
     def symbol_hint(node) -> str | None:
-        if isinstance(node, ast.Const) and node.symbol:
+        if isinstance(node, ast.Symbol):
             return (f"{node.value} is read as the string '{node.value}'; to read an attribute "
                     f"write V.{node.value}")
         return None
+
+    def local_guards(self) -> list[ceql.Pred]:
+        """Each variable's guard over the leaves of its local conditions, whose ``x.attr``
+        terms become the event's own attributes (CEQL's ``X[attr ...]``); the leaves."""
+        leaves: list[ceql.Pred] = []
+        index: dict[ceql.Pred, int] = {}
+        for v in self.vars:
+            own = [rename_terms(c, lambda t: ceql.AttrRef(t.attr)) for c in v.local]
+            v.guard = guard_and([guard_of(c, leaves, index) for c in own])
+        return leaves
 
     # -- main --------------------------------------------------------------------------------
     def run(self) -> TrendPlan:
@@ -259,16 +279,16 @@ class _Analyser:
                 equivalence.extend(c.attrs)
                 continue
             self.typecheck(c)
-            refs = self.refs(c, [])
+            refs = self.refs(c)
             now = {r.var for r in refs if not r.next}
             nxt = {r.var for r in refs if r.next}
             if not refs:
-                raise self.error(f"condition {c} reads no attribute", c,
-                                 hint=self.symbol_hint(c.left if isinstance(c, ast.Compare)
+                raise self.error(f"condition {condition_text(c)} reads no attribute", c,
+                                 hint=self.symbol_hint(c.left if isinstance(c, ceql.Compare)
                                                        else None))
             if len(now) > 1 or len(nxt) > 1 or (nxt and not now):
                 raise self.error(
-                    f"condition {c} relates events that need not be adjacent", c,
+                    f"condition {condition_text(c)} relates events that need not be adjacent", c,
                     hint="conditions read one event (T.speed > 5) or two adjacent events "
                          "(L.cpu < NEXT(L).cpu); for equality across a trend use [attr]")
             p = self.var(next(iter(now)), c)
@@ -278,9 +298,9 @@ class _Analyser:
             s = self.var(next(iter(nxt)), c)
             if p.id not in preds[s.id]:
                 raise self.error(
-                    f"{s.name} never directly follows {p.name} in the pattern, so {c} "
-                    "can never apply", c)
-            adjacent.append(AdjacentPredicate(p.id, s.id, c, _compile_adjacent(c)))
+                    f"{s.name} never directly follows {p.name} in the pattern, so "
+                    f"{condition_text(c)} can never apply", c)
+            adjacent.append(AdjacentPredicate(p.id, s.id, c, scalar_pred(c)))
 
         types = frozenset(v.type for v in self.vars)
         for a in dict.fromkeys(equivalence):
@@ -331,8 +351,8 @@ class _Analyser:
             raise self.error("a trend query returns at least one aggregate", q,
                              hint="e.g. RETURN COUNT(*) PATTERN ...")
 
-        plan = TrendPlan(q, self.schema, self.vars, start, end, preds,
-                         [_compile_local(v.local) for v in self.vars], adjacent,
+        plan = TrendPlan(q, self.schema, self.vars, start, end, preds, self.local_guards(),
+                         adjacent,
                          tuple(dict.fromkeys(equivalence)), q.group_by, partition_attrs,
                          aggregates, fields, self.window(), q.semantics, self.next_algorithm,
                          types=types, text=self.text)
@@ -374,7 +394,7 @@ def choose_granularity(plan: TrendPlan) -> None:
     names = plan.var_names
     te_text = "{" + ", ".join(names[i] for i in sorted(te)) + "}"
     tt_text = "{" + ", ".join(n for i, n in enumerate(names) if i not in te) + "}"
-    preds_text = "; ".join(str(a.cond) for a in plan.adjacent)
+    preds_text = "; ".join(condition_text(a.cond) for a in plan.adjacent)
     if plan.semantics == "contiguous":
         plan.granularity = "pattern-grained"
         plan.reason = ("contiguous: the only possible predecessor of an event is the event "
@@ -411,81 +431,3 @@ def choose_granularity(plan: TrendPlan) -> None:
             plan.reason = ("skip-till-any-match without predicates on adjacent events: every "
                            "earlier matched event of a predecessor variable is adjacent to a "
                            "new event (Thm 4.2), so one aggregate per variable suffices")
-
-
-# ---- condition evaluation ----------------------------------------------------------------------
-# Semantics as for CEQL filters (DESIGN.md): a comparison that reads a null/missing attribute,
-# or whose arithmetic is undefined (division by zero), is false; int/int truncates toward zero.
-_UNDEF = object()
-_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-        "==": operator.eq, "!=": operator.ne}
-
-
-def _div(a, b):
-    if b == 0:
-        return _UNDEF
-    if isinstance(a, int) and isinstance(b, int):
-        q = abs(a) // abs(b)
-        return q if (a >= 0) == (b >= 0) else -q
-    return a / b
-
-
-def _mod(a, b):
-    if b == 0:
-        return _UNDEF
-    if isinstance(a, int) and isinstance(b, int):
-        return a - b * _div(a, b)
-    import math
-    return math.fmod(a, b)
-
-
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _div, "%": _mod}
-
-
-def _expr(node) -> Callable[[dict, dict | None], Any]:
-    """A function (attrs of the event, attrs of its successor) -> value or _UNDEF."""
-    if isinstance(node, ast.Const):
-        v = node.value
-        return lambda a, s: v
-    if isinstance(node, ast.Ref):
-        attr = node.attr
-        if node.next:
-            return lambda a, s: _UNDEF if s.get(attr) is None else s[attr]
-        return lambda a, s: _UNDEF if a.get(attr) is None else a[attr]
-    if isinstance(node, ast.Negate):
-        f = _expr(node.operand)
-        return lambda a, s: _UNDEF if (x := f(a, s)) is _UNDEF else -x
-    if isinstance(node, ast.Arith):
-        fl, fr, op = _expr(node.left), _expr(node.right), _ARITH[node.op]
-
-        def arith(a, s):
-            x, y = fl(a, s), fr(a, s)
-            return _UNDEF if x is _UNDEF or y is _UNDEF else op(x, y)
-        return arith
-    if isinstance(node, ast.Compare):
-        fl, fr, op = _expr(node.left), _expr(node.right), _CMP[node.op]
-
-        def compare(a, s):
-            x, y = fl(a, s), fr(a, s)
-            return False if x is _UNDEF or y is _UNDEF else bool(op(x, y))
-        return compare
-    if isinstance(node, ast.And):
-        fl, fr = _expr(node.left), _expr(node.right)
-        return lambda a, s: fl(a, s) and fr(a, s)
-    if isinstance(node, ast.Or):
-        fl, fr = _expr(node.left), _expr(node.right)
-        return lambda a, s: fl(a, s) or fr(a, s)
-    if isinstance(node, ast.Not):
-        f = _expr(node.operand)
-        return lambda a, s: not f(a, s)
-    raise TypeError(f"not an expression: {node!r}")  # pragma: no cover
-
-
-def _compile_local(conds: list) -> Callable[[dict], bool]:
-    fs = [_expr(c) for c in conds]
-    return lambda attrs: all(f(attrs, None) for f in fs)
-
-
-def _compile_adjacent(cond) -> Callable[[dict, dict], bool]:
-    f = _expr(cond)
-    return lambda pred_attrs, succ_attrs: f(pred_attrs, succ_attrs)

@@ -6,7 +6,9 @@ Every node carries the 1-based ``line``/``column`` where it starts, for error me
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from cercore.ceql import ast as ceql
 
 
 @dataclass(frozen=True)
@@ -34,60 +36,16 @@ class PPlus(Node):
     body: Any
 
 
-# ---- expressions and conditions ------------------------------------------------------------
+# ---- conditions ----------------------------------------------------------------------------
+# Conditions are CEQL predicates (``cercore.ceql.ast``: Compare, BinOp, Neg, Literal, and
+# EventAttr for ``V.attr`` / ``NEXT(V).attr``, joined by PredAnd / PredOr / PredNot), evaluated by
+# the one predicate layer (``cercore.predicates``). Only the syntax that is the trend
+# language's own has a node here: bare identifiers and ``[attr, ...]``.
 @dataclass(frozen=True)
-class Ref(Node):
-    """``var.attr``, or ``NEXT(var).attr`` (``next=True``): the attribute of the successor
-    event of a trend, when that successor is bound to ``var``."""
+class Symbol(ceql.Literal):
+    """A bare identifier read as a string constant (COGRA: ``A.type = passive``)."""
 
-    var: str
-    attr: str
-    next: bool = False
-
-    def __str__(self) -> str:
-        return f"NEXT({self.var}).{self.attr}" if self.next else f"{self.var}.{self.attr}"
-
-
-@dataclass(frozen=True)
-class Const(Node):
-    value: Any
-    symbol: bool = False  # a bare identifier read as a string constant (COGRA: A.type = passive)
-
-    def __str__(self) -> str:
-        if isinstance(self.value, str):
-            return self.value if self.symbol else "'" + self.value.replace("'", "''") + "'"
-        if isinstance(self.value, bool):
-            return "true" if self.value else "false"
-        return repr(self.value)
-
-
-@dataclass(frozen=True)
-class Arith(Node):
-    op: str  # + - * / %
-    left: Any
-    right: Any
-
-    def __str__(self) -> str:
-        return f"({self.left} {self.op} {self.right})"
-
-
-@dataclass(frozen=True)
-class Negate(Node):
-    operand: Any
-
-    def __str__(self) -> str:
-        return f"-{self.operand}"
-
-
-@dataclass(frozen=True)
-class Compare(Node):
-    op: str  # < <= > >= == !=
-    left: Any
-    right: Any
-
-    def __str__(self) -> str:
-        op = "=" if self.op == "==" else self.op
-        return f"{self.left} {op} {self.right}"
+    symbol: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -100,30 +58,23 @@ class Equiv(Node):
         return "[" + ", ".join(self.attrs) + "]"
 
 
-@dataclass(frozen=True)
-class And(Node):
-    left: Any
-    right: Any
+def condition_text(node: Any) -> str:
+    """A condition (or one of its expressions) as query text, for ``explain`` and errors."""
+    from cercore.ceql.printer import format_expr, format_pred
 
-    def __str__(self) -> str:
-        return f"{self.left} AND {self.right}"
-
-
-@dataclass(frozen=True)
-class Or(Node):
-    left: Any
-    right: Any
-
-    def __str__(self) -> str:
-        return f"({self.left} OR {self.right})"
+    if isinstance(node, Equiv):
+        return str(node)
+    if isinstance(node, Symbol):
+        return node.value
+    if isinstance(node, (ceql.PredAnd, ceql.PredOr, ceql.PredNot, ceql.PredConst, ceql.Compare)):
+        return format_pred(node)
+    return format_expr(node)
 
 
-@dataclass(frozen=True)
-class Not(Node):
-    operand: Any
-
-    def __str__(self) -> str:
-        return f"NOT ({self.operand})"
+# The condition nodes under their former names, for readers not yet moved to cercore.ceql.ast
+# (cercore.network.pattern).
+Ref, Const, Arith, Negate = ceql.EventAttr, ceql.Literal, ceql.BinOp, ceql.Neg
+Compare, And, Or, Not = ceql.Compare, ceql.PredAnd, ceql.PredOr, ceql.PredNot
 
 
 # ---- the query -----------------------------------------------------------------------------

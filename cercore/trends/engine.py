@@ -1,7 +1,11 @@
-"""Running a trend aggregation query: input decoding, local filtering, partitioning by the
-equivalence and GROUP BY attributes, fixed sliding windows ``[k*slide, k*slide + size)``, one
-online aggregator per (window, partition) -- COGRA's runtime executor -- and the roll-up of
-partitions to GROUP BY groups.
+"""Running a trend aggregation query: the columnar pass CEQL queries use -- input decoding and
+time order (``cercore.input``), each event's pattern variables from the letters of the local
+predicates (``cercore.runtime.letters``, one atom per variable) and its partition id, keyed
+by the equivalence and GROUP BY attributes (``cercore.runtime.partitions``) -- then a runner
+(``cercore.trends.interface.TrendRunner``: ``cercore.trends.runner.PythonRunner`` or the
+compiled ``cercore_fast.trends.Runner``) for the timestamp groups, the fixed sliding windows
+``[k*slide, k*slide + size)`` and one online aggregator per (window, partition) -- COGRA's
+runtime executor -- and the roll-up of partitions to GROUP BY groups.
 
 Events are not kept: each timestamp group of a partition updates the aggregators of the
 ``ceil(size / slide)`` windows that contain it and is dropped, so memory is O(open windows x
@@ -20,17 +24,24 @@ aggregates under their text (``COUNT(*)``, ``SUM(L.cpu)``, ...). ``AVG(E.a)`` is
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from operator import itemgetter
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from cercore.ceql import ast as ceql
+from cercore.ceql.normal import NAtom
 from cercore.errors import EventError
-from cercore.input import SKIPPED, EventInput, ReadFilter, ReadsInput, skips
+from cercore.input import SKIPPED, EventInput, ReadsInput, skips
 from cercore.input.source import in_hand
 from cercore.runtime.backend import resolve_backend
+from cercore.runtime.constants import NO_PARTITION
+from cercore.runtime.letters import LetterEncoder
+from cercore.runtime.partitions import PartitionIndex
+from cercore.schema import Schema
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
+from cercore.trends.interface import Closed, TrendInput, TrendRunner
 
 
 def trend_backend(plan: TrendPlan, requested: str) -> tuple[str, str | None]:
@@ -47,43 +58,60 @@ def trend_backend(plan: TrendPlan, requested: str) -> tuple[str, str | None]:
     return backend, None
 
 
-def aggregators(plan: TrendPlan, backend: str):
-    """The aggregator factory of the backend: ``new()`` starts a window aggregator,
-    ``prepare(group)`` readies one timestamp group for the aggregators it updates."""
+def make_runner(plan: TrendPlan, backend: str) -> TrendRunner:
+    """The runner of the backend ("python" | "cython", as ``trend_backend`` resolved it)."""
     if backend == "cython":
-        from cercore_fast.trends import make_aggregators
-        return make_aggregators(plan)
-    return reference.Aggregators(plan)
+        from cercore_fast.trends import Runner
+        return Runner(plan)
+    from cercore.trends.runner import PythonRunner
+    return PythonRunner(plan)
 
 
-def result_row(plan: TrendPlan, vec: list, group: tuple, window: tuple | None) -> dict:
-    row: dict[str, Any] = {}
-    if window is not None:
-        row["window_start"], row["window_end"] = window
-    row.update(zip(plan.group_by, group))
-    for agg, slot, cnt_slot in plan.aggregates:
-        if agg.func == "AVG":
-            row[str(agg)] = vec[slot] / vec[cnt_slot] if vec[cnt_slot] else None
+class RollUp:
+    """Partition vectors -> result rows: combined into GROUP BY groups (Σ counts and sums,
+    min/max), one row per group with at least one trend, sorted by group. What does not vary
+    with the window is worked out once per plan."""
+
+    def __init__(self, plan: TrendPlan) -> None:
+        self.vx = reference.Vectors(plan.fields)
+        self.group_by = plan.group_by
+        gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
+        # (a partition's key is its group's when the groups are the partitions)
+        self.same = gidx == list(range(len(plan.partition_attrs)))
+        self.gidx = gidx
+        self.sums = [i for i, f in enumerate(plan.fields, 1) if f.kind == "sum"]
+        # (column, slot, count slot dividing it for AVG, else None)
+        self.columns = [(str(agg), slot, cnt if agg.func == "AVG" else None)
+                        for agg, slot, cnt in plan.aggregates]
+
+    def rows(self, per_partition: Iterable[tuple[tuple, list]],
+             window: tuple | None) -> list[dict]:
+        vx, gidx = self.vx, self.gidx
+        groups: dict[tuple, list] = {}
+        if self.same:  # one partition per group: its vector as zero ⊕ it would give it
+            for pkey, vec in per_partition:
+                for i in self.sums:
+                    vec[i] = 0 + vec[i]  # (a double sum of -0.0 is 0.0, as after zero ⊕)
+                groups[pkey] = vec
         else:
-            row[str(agg)] = vec[slot]
-    return row
-
-
-def roll_up(plan: TrendPlan, per_partition: Iterable[tuple[tuple, list]],
-            window: tuple | None) -> list[dict]:
-    """Combine partition vectors into GROUP BY groups (Σ counts/sums, min/max); rows of the
-    groups with at least one trend, sorted by group."""
-    vx = reference.Vectors(plan.fields)
-    gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
-    groups: dict[tuple, list] = {}
-    for pkey, vec in per_partition:
-        g = tuple(pkey[i] for i in gidx)
-        if g not in groups:
-            groups[g] = vx.zero()
-        vx.add(groups[g], vec)
-    return [result_row(plan, vec, g, window) for g, vec in sorted(groups.items(),
-                                                                  key=lambda kv: kv[0])
-            if vec[0] > 0]
+            for pkey, vec in per_partition:
+                g = tuple(pkey[i] for i in gidx)
+                acc = groups.get(g)
+                if acc is None:
+                    acc = groups[g] = vx.zero()
+                vx.add(acc, vec)
+        head = {} if window is None else {"window_start": window[0], "window_end": window[1]}
+        out = []
+        for g in sorted(groups):
+            vec = groups[g]
+            if vec[0] > 0:
+                row = dict(head)
+                row.update(zip(self.group_by, g))
+                for name, slot, cnt in self.columns:
+                    row[name] = vec[slot] if cnt is None else (
+                        vec[slot] / vec[cnt] if vec[cnt] else None)
+                out.append(row)
+        return out
 
 
 def read_types(plan: TrendPlan) -> list[str]:
@@ -98,15 +126,35 @@ def read_types(plan: TrendPlan) -> list[str]:
             if (n in pattern or plan.semantics == "contiguous") and n in carried]
 
 
-def _key_reader(attrs: tuple[str, ...]):
-    """attrs dict -> the tuple of its values of ``attrs`` (declared, possibly None)."""
-    if not attrs:
-        return lambda _: ()
-    if len(attrs) == 1:
-        (a,) = attrs
-        return lambda d: (d.get(a),)
-    get = itemgetter(*attrs)
-    return lambda d: get(d)
+@dataclass
+class _VariableAtoms:
+    """A trend plan as the letter encoder reads a CEQL query: one atom per pattern variable
+    (its event type, the guard of its local conditions), the types read and FROM."""
+
+    schema: Schema
+    leaves: list[ceql.Pred]
+    atoms: list[NAtom]
+    visible_types: frozenset[int]
+    from_streams: frozenset[int] | None
+    negations: list = field(default_factory=list)
+    absences: list = field(default_factory=list)
+    deadline: None = None
+    lookback: None = None
+
+
+def variable_letters(plan: TrendPlan, compiled: bool) -> LetterEncoder:
+    """The letter encoder whose atom mask of a letter is the set of variables its events
+    match (bit v: variable v's type and local conditions)."""
+    schema = plan.schema
+    ids = {n: schema.event_types[n].id for n in schema.type_names}
+    streams = plan.query.streams
+    atoms = [NAtom(v.id, frozenset({ids[v.type]}), v.guard) for v in plan.vars]
+    return LetterEncoder(_VariableAtoms(
+        schema, plan.leaves, atoms, frozenset(ids[n] for n in read_types(plan)),
+        frozenset(schema.stream_ids[s] for s in streams) if streams else None), compiled)
+
+
+SMALL_BATCH = 16  # batches of at most this many events run event by event (_run_events)
 
 
 class TrendEngine(ReadsInput):
@@ -119,60 +167,60 @@ class TrendEngine(ReadsInput):
         self.schema = plan.schema
         # backend_note: why the reference runs although Cython was available (else None)
         self.backend, self.backend_note = trend_backend(plan, backend)
-        self.aggregators = aggregators(plan, self.backend)
+        self.runner = make_runner(plan, self.backend)
         self.time_attribute = self.schema.time_attribute
         self.type_column = type_column
         self.input = EventInput(self.schema, on_error, type_column, stream_column, reorder_slack,
                                 self.time_attribute)
         self.time_order = (self.input.time_order(self.time_attribute)
                            if self.time_attribute is not None else None)
-        # open windows in increasing k (a new event only opens windows after every open one):
-        # k -> {partition key: aggregator}; k = 0 is the whole stream when there is no window
-        self.open: dict[int, dict[tuple, Any]] = {}
-        self.pending_time: int | None = None      # the current timestamp group, per partition
-        self.pending: dict[tuple, list] = {}
-        self.events_read = 0
+        self.letters = variable_letters(plan, self.backend == "cython")
+        self._roll_up = RollUp(plan)
+        self.small_batch = SMALL_BATCH  # (0: every batch takes the columnar pass)
+        self.partitions = PartitionIndex(self.schema, [(a,) for a in plan.partition_attrs])
+        self.events_read = 0  # events in some partition's stream I
         names = self.schema.type_names
-        by_type: dict[str, list] = {}
-        for v in plan.vars:
-            by_type.setdefault(v.type, []).append(v)
-        self._vars_of = [by_type.get(n, []) for n in names]
-        self._match_plan = self._plan_matching()
-        read = read_types(plan)
-        self._read = [n in read for n in names]
-        ids = self.schema.stream_ids
-        self._reads = ReadFilter(len(names), (t for t, r in enumerate(self._read) if r),
-                                 len(ids), [ids[s] for s in plan.query.streams] or None)
-        self._needs_value = [(f.vars, f.attr, str(f)) for f in plan.fields if f.attr]
+        pattern = {v.type for v in plan.vars}
+        # type id -> in the pattern (else read only under contiguous semantics: it matches no
+        # variable, and breaks contiguity); the extra last entry: SKIPPED
+        self._in_pattern = np.array([n in pattern for n in names] + [False], dtype=bool)
+        self._extra_types = any(n not in pattern for n in read_types(plan))
+        self._wide = len(plan.vars) > 64  # variable masks beyond uint64: Python ints
+        self._masks = np.zeros(1, dtype=object if self._wide else np.uint64)
+        # (field mask, attribute, what) of each aggregated attribute: an event of one of the
+        # field's variables must have a value
+        self._needs_value = [(sum(1 << v for v in f.vars), f.attr, str(f.kind))
+                             for f in plan.fields if f.attr]
 
-    def _plan_matching(self) -> list:
-        """Per type: the variables it may bind, with their local test (None: no condition),
-        and how to read its partition key (None: the type lacks a partition attribute)."""
-        plan = self.plan
-        keys = plan.partition_attrs
-        out = []
-        for n, vs in zip(self.schema.type_names, self._vars_of):
-            declared = {a for a, _ in self.schema.event_types[n].attributes}
-            out.append((tuple((v.id, plan.local_tests[v.id] if v.local else None) for v in vs),
-                        _key_reader(keys) if all(a in declared for a in keys) else None))
-        return out
-
-    # ---- pickling: the compiled tests are rebuilt from the plan ----------------------------
+    # ---- pickling: refused while a batch is half done (see ``_usable``) -------------------
     def __getstate__(self) -> dict[str, Any]:
         self._usable()
-        state = self.__dict__.copy()
-        del state["_match_plan"]
-        return state
+        return self.__dict__.copy()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._match_plan = self._plan_matching()
 
     # ---- public API ------------------------------------------------------------------------
     @property
     def skips(self) -> skips.SkipLog:
         """Skipped events by reason (``on_error="skip"``)."""
         return self.input.skips
+
+    @property
+    def aggregators(self) -> Any:
+        """The backend's aggregator factory (``reference.Aggregators`` or the compiled
+        ``Kernel``): ``new()`` starts a window aggregator."""
+        return self.runner.aggregators
+
+    @property
+    def open(self) -> dict[int, dict[int, Any]]:
+        """The open windows: k -> {partition id: window aggregator}, in increasing k."""
+        return self.runner.open_windows()
+
+    @property
+    def pending(self) -> int:
+        """Events of the current timestamp, held until time moves on."""
+        return self.runner.pending_events()
 
     def process(self, events: Any, stream: str | None = None) -> Iterator[dict]:
         """Feed events (``(type, attrs)`` pairs, Event objects, a pandas DataFrame or an
@@ -208,11 +256,7 @@ class TrendEngine(ReadsInput):
         self._usable()
         rows = [row for batch in self._watermark(t)
                 for row in self._guarded(self._run_batch(batch))]
-        if self.pending_time is not None and t > self.pending_time:
-            self._apply_pending()
-        if self.plan.window is None:
-            return rows
-        return rows + self._close_until(self.last_time)
+        return rows + self._rows(self.runner.time_passes(self.last_time))
 
     def flush(self) -> list[dict]:
         """End of stream: the events a reorder slack still holds, then the rows of every
@@ -220,13 +264,12 @@ class TrendEngine(ReadsInput):
         self._usable()
         rows = [row for batch in self.input.flush()
                 for row in self._guarded(self._run_batch(batch))]
-        self._apply_pending()
-        return rows + self._close_until(None)
+        return rows + self._rows(self.runner.finish())
 
     def aggregate_window(self, events: list) -> list:
         """The aggregate vector of one window of one partition given all its events
-        ``(time, vars, attrs)`` at once, in time order (the Spark batch path)."""
-        return reference.aggregate_with(self.aggregators, events)
+        ``(time, vars, attrs)`` at once, in time order (by the reference aggregators)."""
+        return reference.aggregate_with(reference.Aggregators(self.plan), events)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -241,10 +284,11 @@ class TrendEngine(ReadsInput):
     def state_size(self) -> dict[str, int]:
         """What the engine holds: open windows, their aggregators, the events stored by
         event-grained aggregators, and the events of the current timestamp."""
-        states = [st for parts in self.open.values() for st in parts.values()]
-        return {"open_windows": len(self.open), "aggregators": len(states),
+        open_windows = self.runner.open_windows()
+        states = [st for parts in open_windows.values() for st in parts.values()]
+        return {"open_windows": len(open_windows), "aggregators": len(states),
                 "stored_events": sum(st.stored_events() for st in states),
-                "pending_events": sum(map(len, self.pending.values()))}
+                "pending_events": self.runner.pending_events()}
 
     def run(self, events: Any) -> list[dict]:
         return list(self.process(events)) + self.flush()
@@ -258,137 +302,152 @@ class TrendEngine(ReadsInput):
         if n_ok < batch.n:
             batch.truncate(n_ok, error)
             read = read[:n_ok]
-        dicts = batch.attribute_dicts(self.schema)
-        tids = batch.type_ids.tolist()
-        for k in np.flatnonzero(read).tolist():
-            try:
-                rows = self._event(tids[k], dicts[k], batch.first_position + k)
-            except EventError:
-                self.input.consumed(batch, k)
-                raise
-            if rows:
-                yield from rows
-        self.input.consumed(batch, batch.n)
+        if batch.n <= self.small_batch:
+            yield from self._run_events(batch, read, error)
+            return
+        trend_input, n_ok, null_error = self._prepare(batch, read)
+        error = null_error or error
+        rows = self._rows(self.runner.feed(trend_input))
+        self.input.consumed(batch, n_ok)
+        if rows:
+            yield from rows
         if error is not None:
             raise error
 
+    def _run_events(self, batch, read: np.ndarray, error: EventError | None) -> Iterator[dict]:
+        """A batch of a few events, one at a time as the record path takes them (the columnar
+        pass has a fixed cost per batch that a few events do not repay); the same rows."""
+        rows: list[dict] = []
+        dicts = batch.attribute_dicts(self.schema)
+        times = np.arange(batch.first_position, batch.first_position + batch.n) \
+            if self.time_order is None else self.time_order.times(batch, read)
+        streams = batch.streams
+        for k in np.flatnonzero(read).tolist():
+            try:
+                pid, vs = self._place(int(batch.type_ids[k]), dicts[k],
+                                      -1 if streams is None else int(streams[k]),
+                                      batch.first_position + k)
+            except EventError:
+                self.input.consumed(batch, k)
+                yield from rows
+                raise
+            rows += self._rows(self.runner.feed_one(int(times[k]), pid, vs, dicts[k]))
+        self.input.consumed(batch, batch.n)
+        yield from rows
+        if error is not None:
+            raise error
+
+    @property
+    def _reads(self):
+        return self.letters.reads
+
+    def _var_masks(self, letters: np.ndarray) -> np.ndarray:
+        """Each event's variables (bit v: it matches variable v) from its letter."""
+        masks = self.letters.atom_masks
+        if len(self._masks) != len(masks) + 1:  # new letters: the lookup grows
+            self._masks = np.array(masks + [0], dtype=object if self._wide else np.uint64)
+        return self._masks[letters]  # (NOT_READ = -1 reads the extra last entry, 0)
+
+    def _prepare(self, batch, read: np.ndarray) -> tuple[TrendInput, int, EventError | None]:
+        """The runner's view of a batch: which events are in a partition's stream I (their
+        variables from the letters of the local predicates, their partition from the
+        equivalence and GROUP BY attributes), which only move time, and their times. An
+        event in the stream without a value it aggregates is an EventError: skipped and
+        counted, or the batch stops before it (the number of events kept and that error)."""
+        n = batch.n
+        letters = self.letters.encode(batch, None, read)
+        masks = self._var_masks(letters)
+        pids = self.partitions.assign(batch.type_ids, batch.columns, read)
+        # (an event not read has no letter, so no variables)
+        in_stream = (pids != NO_PARTITION) & (masks != 0)
+        if self._extra_types:  # contiguous: read events of types outside the pattern count
+            in_stream |= read & (pids != NO_PARTITION) & ~self._in_pattern[batch.type_ids]
+        error = None
+        lacking = [(fmask, attr, what) for fmask, attr, what in self._needs_value
+                   if not batch.columns.valid[attr].all()]  # (the common case: no nulls)
+        if lacking:
+            missing = np.zeros(n, dtype=bool)
+            first: dict[int, tuple[str, str]] = {}  # event -> the first value it lacks
+            for fmask, attr, what in lacking:
+                lacks = in_stream & ((masks & fmask) != 0) & ~batch.columns.valid[attr] \
+                    & ~missing
+                for k in np.flatnonzero(lacks).tolist():
+                    first[k] = (attr, what)
+                missing |= lacks
+            for k in sorted(first):
+                err = self._null_aggregated(int(batch.type_ids[k]), *first[k],
+                                            batch.first_position + k)
+                if not self.input.decoder.reject(err):
+                    error = err
+                    break
+                in_stream[k] = False
+        if error is not None:
+            n = error.position - batch.first_position
+            read[n:] = False  # the batch stops before the event
+            in_stream[n:] = False
+        state = np.add(read, in_stream, dtype=np.uint8)  # TIME_ONLY + 1 = IN_STREAM
+        if self.time_order is None:
+            times = np.arange(batch.first_position, batch.first_position + batch.n,
+                              dtype=np.int64)
+        else:
+            times = self.time_order.times(batch, read)
+        self.events_read += int(np.count_nonzero(in_stream))
+        return TrendInput(batch.n, state, times, pids, masks, batch.columns), n, error
+
+    def _null_aggregated(self, tid: int, attr: str, what: str, pos: int) -> EventError:
+        func = {"sum": "SUM/AVG", "min": "MIN", "max": "MAX"}.get(what, what.upper())
+        return EventError(f"{self.schema.type_names[tid]} event has no {attr!r} value, "
+                          f"which {func} aggregates need", position=pos, field=attr,
+                          reason=skips.NULL_AGGREGATED)
+
     def _record(self, typ: Any, attrs: Any, stream: int) -> list[dict]:
-        """One event, with no batch (the record path): decoded, its time checked, then
-        ``_event``; the rows of the windows it closes."""
+        """One event, with no batch (the record path): decoded, its time checked, its
+        variables and partition found as a batch would, then the runner's ``feed_one``; the
+        rows of the windows it closes."""
         inp = self.input
         pos = inp.position
         tid, row = inp.decoder.decode_one(typ, attrs, stream, pos)
-        rows: list[dict] = []
-        if tid != SKIPPED and self._reads.reads_one(tid, stream) and (
+        if tid == SKIPPED or not self._reads.reads_one(tid, stream) or not (
                 self.time_order is None or self.time_order.check_one(tid, row, pos)):
-            rows = self._event(tid, row, pos)
+            inp.position = pos + 1
+            return []
+        pid, vs = self._place(tid, row, stream, pos)  # (an EventError leaves pos unconsumed)
         inp.position = pos + 1
-        return rows
+        t = pos if self.time_order is None else self.time_order.last
+        return self._rows(self.runner.feed_one(t, pid, vs, row))
 
-    def _event(self, tid: int, attrs: dict, pos: int) -> list[dict]:
-        """One read, time-checked event: joins its timestamp group; the rows of the windows
-        that close before it -- whether or not the query accepts it (event time has moved on
-        either way)."""
-        node = self.accept(tid, attrs, pos)
-        t = pos if self.time_attribute is None else attrs[self.time_attribute]
-        rows: list[dict] = []
-        if t != self.pending_time:
-            self._apply_pending()
-            if self.plan.window is not None:
-                rows = self._close_until(t)
-            self.pending_time = t
-        if node is None:
-            return rows
-        vs, pkey = node
-        self.events_read += 1
-        group = self.pending.get(pkey)
-        if group is None:
-            self.pending[pkey] = [(vs, attrs)]
-        else:
-            group.append((vs, attrs))
-        return rows
-
-    def accept(self, tid: int, attrs: dict, pos: int) -> tuple[tuple, tuple] | None:
-        """``match``, and an event whose aggregated attribute is null is an EventError (with
-        ``on_error="skip"``: skipped and counted)."""
-        node = self.match(tid, attrs)
-        if node is None:
-            return None
-        vs = node[0]
-        for fvars, attr, what in self._needs_value:
-            if attrs.get(attr) is None and any(v in fvars for v in vs):
-                err = EventError(f"{self.schema.type_names[tid]} event has no {attr!r} value, "
-                                 f"which {what.split()[0]} aggregates need", position=pos,
-                                 field=attr, reason=skips.NULL_AGGREGATED)
+    def _place(self, tid: int, row: dict, stream: int, pos: int) -> tuple[int, int]:
+        """(partition id, variables) of one read event; NO_PARTITION when it is in no
+        partition's stream I (it matches no variable of its type, lacks a key, or lacks a
+        value it aggregates and is skipped)."""
+        vs = self.letters.atom_masks[self.letters.record_letter(tid, row, stream)]
+        if not vs and self._in_pattern[tid]:
+            return NO_PARTITION, 0
+        pid = self.partitions.assign_one(tid, row)
+        if pid == NO_PARTITION:
+            return NO_PARTITION, 0
+        for fmask, attr, what in self._needs_value:
+            if vs & fmask and row.get(attr) is None:
+                err = self._null_aggregated(tid, attr, what, pos)
                 if not self.input.decoder.reject(err):
                     raise err
-                return None
-        return node
-
-    def match(self, tid: int, attrs: dict) -> tuple[tuple, tuple] | None:
-        """(variables the event matches, its partition key), or None when the event is not
-        in the stream ``I`` of any partition: its type is not read, local predicates filter
-        it out, or it lacks a partition attribute."""
-        if not self._read[tid]:
-            return None
-        variables, key_of = self._match_plan[tid]
-        if variables:
-            vs = tuple(v for v, test in variables if test is None or test(attrs))
-            if not vs:
-                return None  # filtered out by local predicates: not part of the stream I
-        else:
-            vs = ()
-        if key_of is None:
-            return None  # no partition
-        pkey = key_of(attrs)
-        if None in pkey:
-            return None  # no partition
-        return vs, pkey
+                return NO_PARTITION, 0
+        self.events_read += 1
+        return pid, vs
 
     # ---- windows ---------------------------------------------------------------------------
-    def _first_window(self, t: int) -> int:
-        """The first window containing time ``t``: the smallest k with k*slide + size > t."""
-        size, slide = self.plan.window
-        return (t - size) // slide + 1
-
-    def _apply_pending(self) -> None:
-        """Update the aggregators of every window holding the current timestamp group."""
-        if not self.pending:
-            return
-        t = self.pending_time
-        if self.plan.window is None:
-            ks = range(1)
-        else:
-            ks = range(self._first_window(t), t // self.plan.window[1] + 1)
-        factory = self.aggregators
-        for pkey, group in self.pending.items():
-            prepared = factory.prepare(group)
-            for k in ks:
-                parts = self.open.get(k)
-                if parts is None:
-                    parts = self.open[k] = {}
-                agg = parts.get(pkey)
-                if agg is None:
-                    agg = parts[pkey] = factory.new()
-                agg.update(prepared)
-        self.pending.clear()
-
-    def _close_until(self, t: int | None) -> list[dict]:
-        """Close every window that ends at or before ``t`` (all of them when None)."""
-        plan = self.plan
+    def _rows(self, closed: list[Closed]) -> list[dict]:
+        """The result rows of the windows the runner closed; then the partition index
+        forgets the partitions no open window holds."""
+        if not closed:
+            return []
+        window, key_of, roll_up = self.plan.window, self.partitions.key_of, self._roll_up
         rows: list[dict] = []
-        while self.open:
-            k = next(iter(self.open))
-            if plan.window is None:
-                if t is not None:
-                    break
-                bounds = None
-            else:
-                size, slide = plan.window
-                bounds = (k * slide, k * slide + size)
-                if t is not None and bounds[1] > t:
-                    break
-            parts = self.open.pop(k)
-            rows.extend(roll_up(plan, ((pkey, agg.result()) for pkey, agg in parts.items()),
-                                bounds))
+        for k, parts in closed:
+            bounds = None if window is None else (k * window[1], k * window[1] + window[0])
+            rows += roll_up.rows([(key_of(pid), agg.result()) for pid, agg in parts.items()],
+                                 bounds)
+        live = self.runner.live_partitions()
+        if len(self.partitions) > 2 * len(live) + 64:  # (amortised: not on every close)
+            self.partitions.forget(live)
         return rows

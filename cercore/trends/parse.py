@@ -13,6 +13,7 @@ import re
 
 from lark import Lark, Token, v_args
 
+from cercore.ceql import ast as ceql
 from cercore.ceql import diagnostics, grammar, transform
 from cercore.ceql.parser import parse_text
 from cercore.trends import ast
@@ -222,52 +223,22 @@ class _ToTrendAst(transform.ToAst):
         (size, unit), (slide, slide_unit) = [c for c in ch if isinstance(c, tuple)]
         return ("@window", ast.Window(size, slide, unit, slide_unit, **_p(meta)))
 
-    # -- conditions --------------------------------------------------------------------------
+    # -- conditions: CEQL predicates (the CEQL transformer reads their leaves, t_*) -----------
     def tc_or(self, meta, ch):
-        return ast.Or(ch[0], ch[-1], **_p(meta))
+        return ceql.PredOr(ch[0], ch[-1], **_p(meta))
 
     def tc_and(self, meta, ch):
-        return ast.And(ch[0], ch[-1], **_p(meta))
+        return ceql.PredAnd(ch[0], ch[-1], **_p(meta))
 
     def tc_not(self, meta, ch):
-        return ast.Not(ch[-1], **_p(meta))
+        return ceql.PredNot(ch[-1], **_p(meta))
 
     def tc_compare(self, meta, ch):
         left, op, right = ch
-        return ast.Compare(op, left, right, **_p(meta))
+        return ceql.Compare(op, left, right, **_p(meta))
 
     def tc_equiv(self, meta, ch):
         return ast.Equiv(tuple(n.value for n in transform.name_tokens(ch)), **_p(meta))
 
-    def t_binop(self, meta, ch):
-        left, op, right = ch
-        return ast.Arith(op.value, left, right, **_p(meta))
-
-    def t_neg(self, meta, ch):
-        operand = ch[-1]
-        if isinstance(operand, ast.Const) and type(operand.value) in (int, float):
-            return ast.Const(-operand.value, **_p(meta))
-        return ast.Negate(operand, **_p(meta))
-
-    def t_number(self, meta, ch):
-        return ast.Const(transform.number_value(ch[0]), **transform.token_pos(ch[0]))
-
-    def t_string(self, meta, ch):
-        return ast.Const(transform.unquote(ch[0].value), **transform.token_pos(ch[0]))
-
-    def t_true(self, meta, ch):
-        return ast.Const(True, **transform.token_pos(ch[0]))
-
-    def t_false(self, meta, ch):
-        return ast.Const(False, **transform.token_pos(ch[0]))
-
     def t_symbol(self, meta, ch):
-        return ast.Const(ch[0].value, symbol=True, **transform.token_pos(ch[0]))
-
-    def t_ref(self, meta, ch):
-        var, attr = transform.name_tokens(ch)
-        return ast.Ref(var.value, attr.value, **transform.token_pos(var))
-
-    def t_next_ref(self, meta, ch):
-        var, attr = transform.name_tokens(ch)
-        return ast.Ref(var.value, attr.value, True, **_p(meta))
+        return ast.Symbol(ch[0].value, **transform.token_pos(ch[0]))

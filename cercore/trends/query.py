@@ -7,6 +7,7 @@ from typing import Any
 from cercore.schema import Schema
 from cercore.trends import ast
 from cercore.trends.analysis import SEMANTICS_TEXT, TrendPlan, analyse
+from cercore.trends.ast import condition_text
 from cercore.trends.engine import TrendEngine, trend_backend
 from cercore.trends.parse import parse_trend_query
 
@@ -51,7 +52,7 @@ class CompiledTrendQuery:
         p = self.plan
         names = p.var_names
         preds = lambda i: "{" + ", ".join(names[u] for u in sorted(p.preds[i])) + "}"  # noqa: E731
-        local = [f"{v.name}: " + " AND ".join(str(c) for c in v.local)
+        local = [f"{v.name}: " + " AND ".join(condition_text(c) for c in v.local)
                  for v in p.vars if v.local]
         window = "none (one window: the whole stream)"
         if p.window:
@@ -73,7 +74,8 @@ class CompiledTrendQuery:
             "  equivalence (partition): " + ("[" + ", ".join(p.equivalence) + "]"
                                              if p.equivalence else "none"),
             "  on adjacent events: " + ("; ".join(
-                f"{a.cond} ({names[a.pred_var]} -> {names[a.succ_var]})" for a in p.adjacent)
+                f"{condition_text(a.cond)} ({names[a.pred_var]} -> {names[a.succ_var]})"
+                for a in p.adjacent)
                 or "none"),
             "partitions: " + (", ".join(p.partition_attrs) or "one (no equivalence or GROUP BY)"),
             "groups (roll-up): " + (", ".join(p.group_by) or "one"),

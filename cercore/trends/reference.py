@@ -89,7 +89,7 @@ def timestamp_groups(events: Sequence[Event]) -> Iterator[Group]:
 
 
 def _adjacent_ok(plan: TrendPlan, u: int, uattrs: dict, v: int, attrs: dict) -> bool:
-    return all(a.test(uattrs, attrs) for a in plan.adjacent_for(u, v))
+    return all(a.holds(uattrs, attrs) for a in plan.adjacent_for(u, v))
 
 
 class AnyAggregator:
