@@ -6,9 +6,12 @@ pinned (no ``localCheckpoint``, which loses the job with an executor and holds i
 garbage collection): positions follow from the data alone, so a recomputed task numbers its rows
 as the first attempt did.
 
-* Two small jobs read only the ordering columns first: the extent, the null times
-  (and, for plans numbered before they shuffle, bucket bounds), then exact row counts per bucket
-  of the ordering time (and the rows sharing their time, when no ``sequence=`` orders them).
+* One pass reads only the ordering columns first, one summary per Spark partition
+  (``read_order``): the extent, the null times, bucket bounds, ties, and whether the input is
+  in event order already (each partition sorted, the partitions in a row). If it is, every
+  plan takes positions from the read order (``numbered_in_place``) and shuffles once. If not,
+  a second job counts the rows per bucket of the ordering time or per slice (and the rows
+  sharing their time, when no ``sequence=`` orders them), and:
 * **single** and **T-CER by time** then shuffle once: every engine run (the whole stream, or a
   slice [k·WA, k·WA + WS)) is a contiguous stretch of the global order whose first position is
   the number of rows before it (the counts per slice give it), so the worker numbers its rows

@@ -199,19 +199,22 @@ def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
 
 def _jobs_line(plan: SparkPlan) -> str:
     """What a batch ``find`` of ``plan`` runs (cercore.spark.batch)."""
+    first = ("one pass over the ordering columns (is the input in event order already; its "
+             "extent, null times, ties), ")
     if plan.kind == SINGLE:
-        return ("one small job over the ordering columns (extent, null times; a second counts "
-                "the rows sharing their time when there is no sequence=), then one shuffle into "
-                "one partition, where the worker numbers the rows; nothing checkpointed")
+        return (first + "then one shuffle into one partition, where the worker numbers the "
+                "rows (from the read order when the input is in event order); nothing "
+                "checkpointed")
     if plan.kind == TCER and plan.coordinate == "time":
-        return ("two small jobs over the ordering columns (extent, then exact rows per slice), "
-                "then one shuffle; each slice's worker numbers its rows from the rows before "
-                "the slice; nothing checkpointed")
-    return ("two small jobs over the ordering columns (extent and bucket bounds, then exact "
-            "rows per bucket), then two shuffles: one numbers the rows per bucket of the "
-            "ordering time, one groups them " + ("by key" if plan.kind == KEYED
-                                                 else "into position slices")
-            + "; nothing checkpointed")
+        return (first + "then, unless the input is in event order (positions from the read "
+                "order), a second job counting the rows per slice, then one shuffle; each "
+                "slice's worker numbers its rows from the rows before the slice; nothing "
+                "checkpointed")
+    into = "by key" if plan.kind == KEYED else "into position slices"
+    return (first + "then, in event order, positions from the read order and one shuffle "
+            f"grouping the rows {into}; otherwise a second job counting the rows per bucket, "
+            "then two shuffles: one numbers the rows per bucket of the ordering time, one "
+            f"groups them {into}; nothing checkpointed")
 
 
 def _order_line(time: str | None, sequence: str | None, streaming: bool) -> str:

@@ -110,6 +110,8 @@ def test_explain_names_the_plan_the_reason_and_the_slices():
     keyed = explain(SCHEMA, "SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 3 SECONDS")
     assert "two shuffles: one numbers the rows per bucket of the ordering time, one groups " \
         "them by key; nothing checkpointed" in keyed
+    assert "in event order, positions from the read order and one shuffle grouping the rows " \
+        "by key" in keyed
     single = explain(SCHEMA, "SELECT LAST * FROM S WHERE A; B")
     assert single.startswith("spark plan: single ordered pass")
     assert "history-dependent: selection strategy LAST without WITHIN" in single
