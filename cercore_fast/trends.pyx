@@ -752,8 +752,10 @@ cdef class _Window:
 
     cdef int _update(self, _Group g) except -1:
         """0, or (int64 mode only) 1 when int64 would overflow -- then the state is as
-        before the group."""
-        raise NotImplementedError
+        before the group. Defined by each semantics' subclass (``Kernel.new`` builds only
+        those); the base declares it so the runner dispatches without knowing which."""
+        raise TypeError(f"{type(self).__name__}: a window is one of _AnyWindow, _NextWindow, "
+                        "_ContiguousWindow")
 
     cdef void _compact(self):
         """Drop the dead nodes of the waiting set (NEXT), keeping the live ones in order."""
