@@ -19,7 +19,8 @@ from cercore.errors import (
 from cercore.query import CompiledQuery, compile, multi_engine, run
 from cercore.runtime.backend import BACKEND
 from cercore.runtime.output import ComplexEvent, Event
-from cercore.schema import AttrType, EventType, Schema, Stream
+from cercore.schema import EventType, Schema, Stream
+from cercore.types import AttrType
 
 __all__ = [
     "BACKEND",

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from cercore.errors import CercoreError, EventError
-from cercore.schema import AttrType, Schema, did_you_mean
+from cercore.schema import Schema, did_you_mean
+from cercore.types import NOT_A_VALUE, AttrType, coerce, is_arrow_string
 
 __all__ = ["INPUT_FORMATS", "OUTPUT_FORMATS", "format_table", "guess_format", "read_events",
            "write_complex_events"]
@@ -41,13 +42,6 @@ _EXTENSIONS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "j
                ".parquet": "parquet", ".pq": "parquet"}
 _TRUE = ["true", "True", "TRUE", "1"]
 _FALSE = ["false", "False", "FALSE", "0"]
-
-
-def _arrow_type(t: AttrType):
-    import pyarrow as pa
-
-    return {AttrType.INT: pa.int64(), AttrType.DOUBLE: pa.float64(),
-            AttrType.STRING: pa.string(), AttrType.BOOL: pa.bool_()}[t]
 
 
 def guess_format(path: str | os.PathLike) -> str:
@@ -139,7 +133,7 @@ def _read_csv(path, types: dict[str, AttrType], type_column: str, lenient: bool 
         data = data.encode()
     header = _csv_header(data.split(b"\n", 1)[0].decode("utf-8-sig", "replace"), types,
                          type_column, where)
-    column_types = {c: _arrow_type(types[c]) for c in header if c != type_column}
+    column_types = {c: types[c].arrow_type() for c in header if c != type_column}
     column_types[type_column] = pa.string()
     convert = pacsv.ConvertOptions(
         column_types=column_types, null_values=[""], strings_can_be_null=True,
@@ -211,7 +205,7 @@ def _csv_line_rows(lines: Iterable[str], header: list[str], types: dict[str, Att
                 values[col] = None
             elif convert is None:
                 values[col] = cell
-            elif (v := convert(cell)) is not _BAD:
+            elif (v := convert(cell)) is not NOT_A_VALUE:
                 values[col] = v
             else:
                 values[col] = None
@@ -222,25 +216,25 @@ def _csv_line_rows(lines: Iterable[str], header: list[str], types: dict[str, Att
 
 
 def _int_cell(cell: str) -> Any:
+    # integer literals only, as Arrow's CSV reader (the fast path) reads an int64 column
     try:
-        v = int(cell)
+        return coerce(int(cell), AttrType.INT)
     except ValueError:
-        return _BAD
-    return v if -(2**63) <= v < 2**63 else _BAD
+        return NOT_A_VALUE
 
 
 def _double_cell(cell: str) -> Any:
     try:
         return float(cell)
     except ValueError:
-        return _BAD
+        return NOT_A_VALUE
 
 
 def _bool_cell(cell: str) -> Any:
-    return True if cell in _TRUE else False if cell in _FALSE else _BAD
+    return True if cell in _TRUE else False if cell in _FALSE else NOT_A_VALUE
 
 
-# a CSV cell's value for each attribute type (None: the cell itself), or _BAD
+# a CSV cell's value for each attribute type (None: the cell itself), or NOT_A_VALUE
 _CELL_READERS = {AttrType.STRING: None, AttrType.INT: _int_cell, AttrType.DOUBLE: _double_cell,
                  AttrType.BOOL: _bool_cell}
 
@@ -260,7 +254,7 @@ def _rows_table(rows: Iterable[tuple[dict[str, Any], EventError | None]], column
             data[c].append(None if problem is not None else values.get(c))
         rejected.append(None if problem is None else str(problem))
     arrays = {c: pa.array(data[c], type=pa.string() if c == type_column
-                          else _arrow_type(types[c])) for c in columns}
+                          else types[c].arrow_type()) for c in columns}
     arrays[REJECT_COLUMN] = pa.array(rejected, type=pa.string())
     return pa.table(arrays)
 
@@ -338,8 +332,8 @@ def _json_row(obj: Any, types: dict[str, AttrType], type_column: str, where: str
                                       field=key)
             values[key] = v
         else:
-            converted = _json_value(v, types[key])
-            if converted is _BAD:
+            converted = coerce(v, types[key])
+            if converted is NOT_A_VALUE:
                 return {}, EventError(f"{where}, column {key!r}: cannot read {v!r} as "
                                       f"{types[key].value}", field=key)
             values[key] = converted
@@ -397,28 +391,6 @@ def _json_line(line: str, number: int, where: str) -> Any:
         return EventError(f"{where}, line {number}: JSON nested too deeply")
 
 
-_BAD = object()
-
-
-def _json_value(v: Any, t: AttrType) -> Any:
-    if t is AttrType.STRING:
-        return v if isinstance(v, str) else _BAD
-    if t is AttrType.BOOL:
-        return v if isinstance(v, bool) else _BAD
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return _BAD
-    if t is AttrType.DOUBLE:
-        try:
-            return float(v)
-        except OverflowError:  # an int beyond the doubles
-            return _BAD
-    if isinstance(v, float):
-        if not v.is_integer() or not -(2.0**63) <= v < 2.0**63:  # inf, nan, beyond int64
-            return _BAD
-        return int(v)
-    return v if -(2**63) <= v < 2**63 else _BAD
-
-
 def _read_parquet(path, types: dict[str, AttrType], type_column: str):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -428,7 +400,7 @@ def _read_parquet(path, types: dict[str, AttrType], type_column: str):
         # string columns are read as dictionaries straight from Parquet's dictionary pages:
         # half the read time, and the engine compares codes, not strings
         fields = pq.read_schema(path)
-        strings = [f.name for f in fields if _is_string(f.type)
+        strings = [f.name for f in fields if is_arrow_string(f.type)
                    and (f.name == type_column or types.get(f.name) is AttrType.STRING)]
         if hasattr(path, "seek"):
             path.seek(0)
@@ -441,7 +413,7 @@ def _read_parquet(path, types: dict[str, AttrType], type_column: str):
         col = table.column(name)
         if name == type_column:
             typ = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
-            if not (_is_string(typ) or pa.types.is_null(typ)):
+            if not (is_arrow_string(typ) or pa.types.is_null(typ)):
                 raise EventError(f"{where}: column {name!r} must hold strings, not {col.type}",
                                  field=name)
             columns[name] = col  # read as it is: the engine maps names through the dictionary
@@ -451,25 +423,18 @@ def _read_parquet(path, types: dict[str, AttrType], type_column: str):
     return pa.table(columns)
 
 
-def _is_string(typ) -> bool:
-    import pyarrow as pa
-
-    return (pa.types.is_string(typ) or pa.types.is_large_string(typ)
-            or pa.types.is_string_view(typ))
-
-
 def _cast_column(col, t: AttrType, name: str, where: str):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    target = _arrow_type(t)
+    target = t.arrow_type()
     typ = col.type
     if pa.types.is_dictionary(typ):
-        if t is AttrType.STRING and _is_string(typ.value_type):
+        if t is AttrType.STRING and is_arrow_string(typ.value_type):
             return col  # dictionary-encoded strings stay encoded: the engine reads the codes
         col = col.cast(typ.value_type)
         typ = col.type
-    if t is AttrType.STRING and _is_string(typ):
+    if t is AttrType.STRING and is_arrow_string(typ):
         return col  # string, large_string and string_view are all read as they are
     ok = (pa.types.is_null(typ)
           or (t is AttrType.BOOL and pa.types.is_boolean(typ))
@@ -483,7 +448,7 @@ def _cast_column(col, t: AttrType, name: str, where: str):
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         values = col.to_pylist()
         for row, v in enumerate(values):
-            if v is not None and _json_value(v, t) is _BAD:
+            if v is not None and coerce(v, t) is NOT_A_VALUE:
                 raise EventError(f"{where}, row {row}, column {name!r}: cannot read {v!r} as "
                                  f"{t.value}", field=name) from None
         raise EventError(f"{where}: column {name!r} does not convert to {t.value}",

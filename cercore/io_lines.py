@@ -35,7 +35,8 @@ from cercore.io import (
     _json_row,
     read_events,
 )
-from cercore.schema import AttrType, Schema, did_you_mean
+from cercore.schema import Schema, did_you_mean
+from cercore.types import AttrType
 
 __all__ = ["LINE_FORMATS", "FollowedFile", "LineEvents", "stream_lines"]
 

@@ -26,6 +26,7 @@ import numpy as np
 
 from cercore.ceql import ast
 from cercore.input.columns import Columns, StringColumn
+from cercore.types import INT64_MIN
 
 # Guard expressions: small tuples over leaf indices, cheap to evaluate on an int bit vector.
 #   ("leaf", k) | ("and", g1, g2) | ("or", g1, g2) | ("not", g) | ("const", bool)
@@ -129,7 +130,6 @@ def _expr(e: ast.Expr, cols: Columns) -> tuple[object, object]:
     return (a_f / safe_b if e.op == "/" else np.fmod(a_f, safe_b)), ok
 
 
-_INT64_MIN = np.iinfo(np.int64).min
 
 
 def _integral(x: np.ndarray) -> bool:
@@ -157,7 +157,7 @@ def _int_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
             elif op == "*":
                 if not (np.abs(a.astype(np.float64) * b.astype(np.float64)) >= 2.0**62).any():
                     return a * b
-            elif not ((a == _INT64_MIN).any() or (b == _INT64_MIN).any()):
+            elif not ((a == INT64_MIN).any() or (b == INT64_MIN).any()):
                 q = np.abs(a) // np.abs(b) * np.sign(a) * np.sign(b)
                 return q if op == "/" else a - b * q
     shape = np.broadcast_shapes(a.shape, b.shape)

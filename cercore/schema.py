@@ -15,25 +15,9 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from enum import Enum
 
 from cercore.errors import CEQLSemanticError
-
-
-class AttrType(Enum):
-    """Attribute types of the declaration language."""
-
-    INT = "int"
-    DOUBLE = "double"
-    STRING = "string"
-    BOOL = "bool"
-
-    @property
-    def is_numeric(self) -> bool:
-        return self in (AttrType.INT, AttrType.DOUBLE)
-
-
-TIME_UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+from cercore.types import TIME_UNITS_PER_SECOND, AttrType
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,8 @@ from bisect import bisect_right
 from fractions import Fraction
 
 from cercore.ceql import ast
-from cercore.schema import TIME_UNITS_PER_SECOND, Schema
+from cercore.schema import Schema
+from cercore.types import TIME_UNITS_PER_SECOND
 
 Valuation = tuple[int, int, frozenset]  # (start, end, frozenset of (variable, position))
 CONSUMED = "\0not"  # pseudo-variable of an event consumed by NOT(...)

@@ -14,7 +14,8 @@ import dataclasses
 from hypothesis import strategies as st
 
 from cercore.ceql import ast
-from cercore.schema import AttrType, EventType, Schema, Stream
+from cercore.schema import EventType, Schema, Stream
+from cercore.types import AttrType
 
 INT, DBL, STR, BOOL = AttrType.INT, AttrType.DOUBLE, AttrType.STRING, AttrType.BOOL
 

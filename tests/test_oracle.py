@@ -9,7 +9,8 @@ import pytest
 from oracle import evaluate, satisfies
 
 from cercore.ceql import ast as A
-from cercore.schema import AttrType, EventType, Schema, Stream
+from cercore.schema import EventType, Schema, Stream
+from cercore.types import AttrType
 
 INT, DBL, STR = AttrType.INT, AttrType.DOUBLE, AttrType.STRING
 

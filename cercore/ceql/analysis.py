@@ -20,8 +20,8 @@ from cercore.ceql import ast
 from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq, atoms_of
 from cercore.errors import CEQLSemanticError
 from cercore.predicates import Guard, guard_and, guard_of
-from cercore.runtime.constants import INT64_MAX
-from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
+from cercore.schema import Schema, did_you_mean
+from cercore.types import INT64_MAX, AttrType, window_length
 
 MAX_FILTER_DISJUNCTS = 256
 MAX_REPEAT = 100  # A{n,m}: the automaton holds up to about 2m copies of A
@@ -252,10 +252,9 @@ class _Analyser:
                     "a time window needs event time, but the schema names no time attribute", w,
                     "mark one attribute primary_time in the declaration, or pass "
                     "time_attribute=... (CLI: --time-attribute)")
-            units = w.seconds * TIME_UNITS_PER_SECOND[self.schema.time_unit]
-            if isinstance(units, float) and math.isfinite(units):
-                units = math.floor(round(units, 6))
-            return WindowSpec("time", self.within_int64(units, self.schema.time_unit, w), attr)
+            units = window_length(w.seconds, self.schema.time_unit)
+            return WindowSpec("time", self.within_int64(
+                INT64_MAX + 1 if units is None else units, self.schema.time_unit, w), attr)
         attr = w.attribute
         t = self.attr_types.get(attr)
         if t is None:

@@ -23,12 +23,9 @@ from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
 from cercore.input.columns import Columns, StringColumn
 from cercore.runtime.output import Event
-from cercore.schema import AttrType, Schema, did_you_mean
+from cercore.schema import Schema, did_you_mean
+from cercore.types import INT64_MAX, INT64_MIN, NOT_A_VALUE, AttrType, coerce, is_arrow_string
 
-DTYPES = {AttrType.INT: np.int64, AttrType.DOUBLE: np.float64, AttrType.BOOL: np.bool_}
-FILL = {AttrType.INT: 0, AttrType.DOUBLE: 0.0, AttrType.BOOL: False, AttrType.STRING: ""}
-INT64_MAX = (1 << 63) - 1
-INT64_MIN = -(1 << 63)
 UNKNOWN_STREAM = -2  # stream code of a name no stream has
 _MISSING = object()
 RAW = object()  # the attributes of a record that is not an event: the record is passed as is
@@ -118,8 +115,8 @@ class EventDecoder:
             if t is AttrType.STRING:
                 cols[a] = StringColumn.encode(values[a])
             else:
-                fill = FILL[t]
-                cols[a] = np.array([fill if v is None else v for v in values[a]], dtype=DTYPES[t])
+                fill = t.fill
+                cols[a] = np.array([fill if v is None else v for v in values[a]], dtype=t.dtype)
         return Batch(first_position, n, np.array(type_ids, dtype=np.int32),
                      Columns(n, cols, {a: np.array(valid[a], dtype=bool) for a in names}), error)
 
@@ -251,7 +248,7 @@ class EventDecoder:
                         problems.setdefault(j, (skips.MISSING_ATTRIBUTE, missing))
                     bad |= owners
                 values[a] = (StringColumn(np.zeros(n, np.int32), np.empty(0, object))
-                             if t is AttrType.STRING else np.full(n, FILL[t], dtype=DTYPES[t]))
+                             if t is AttrType.STRING else np.full(n, t.fill, dtype=t.dtype))
                 valid[a] = np.zeros(n, dtype=bool)
                 continue
             col = one_array(table.column(a))
@@ -356,25 +353,9 @@ def check_columns(names: list[str], attr_types: dict[str, AttrType], type_column
 
 
 def _check_value(v, t: AttrType, typ: str, a: str, pos: int):
-    if t is AttrType.INT:
-        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) \
-                and INT64_MIN <= int(v) <= INT64_MAX:
-            return int(v)
-    elif t is AttrType.DOUBLE:
-        numeric = isinstance(v, (int, float, np.integer, np.floating))
-        if numeric and not isinstance(v, (bool, np.bool_)):
-            try:
-                f = float(v)
-            except OverflowError:  # an int beyond the doubles
-                f = None
-            # an integer the double cannot hold exactly (beyond 2^53) would change value
-            if f is not None and (not isinstance(v, (int, np.integer)) or int(f) == int(v)):
-                return f
-    elif t is AttrType.STRING:
-        if isinstance(v, str):
-            return v
-    elif isinstance(v, (bool, np.bool_)):
-        return bool(v)
+    value = coerce(v, t)
+    if value is not NOT_A_VALUE:
+        return value
     text = repr(v)
     text = text if len(text) <= 60 else text[:57] + "..."
     raise EventError(f"{typ}.{a} must be {t.value}, got {type(v).__name__} {text}",
@@ -389,13 +370,6 @@ def one_array(col):
     if isinstance(col, pa.ChunkedArray):
         return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     return col
-
-
-def _is_string(typ) -> bool:
-    import pyarrow as pa
-
-    return (pa.types.is_string(typ) or pa.types.is_large_string(typ)
-            or pa.types.is_string_view(typ))
 
 
 def _valid(col) -> np.ndarray | None:
@@ -415,10 +389,10 @@ def string_codes(col) -> tuple[StringColumn, np.ndarray | None] | None:
 
     typ = col.type
     if pa.types.is_dictionary(typ):
-        if not _is_string(typ.value_type):
+        if not is_arrow_string(typ.value_type):
             return None
         encoded = col
-    elif _is_string(typ):
+    elif is_arrow_string(typ):
         encoded = pc.dictionary_encode(col)
     elif pa.types.is_null(typ):
         return StringColumn(np.zeros(len(col), np.int32), np.empty(0, object)), \
@@ -456,7 +430,7 @@ def arrow_values(col, t: AttrType) -> tuple[Any, np.ndarray | None, np.ndarray |
     typ = col.type
     if pa.types.is_null(typ):
         empty = (StringColumn(np.zeros(n, np.int32), np.empty(0, object))
-                 if t is AttrType.STRING else np.full(n, FILL[t], dtype=DTYPES[t]))
+                 if t is AttrType.STRING else np.full(n, t.fill, dtype=t.dtype))
         return empty, np.zeros(n, dtype=bool), None
     if t is AttrType.STRING:
         strings = string_codes(col)
@@ -474,13 +448,13 @@ def arrow_values(col, t: AttrType) -> tuple[Any, np.ndarray | None, np.ndarray |
             return np.asarray(filled.to_numpy(zero_copy_only=False)), ok, None
         return np.zeros(n, dtype=bool), ok, np.ones(n, dtype=bool)
     if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
-        return np.zeros(n, dtype=DTYPES[t]), ok, np.ones(n, dtype=bool)
+        return np.zeros(n, dtype=t.dtype), ok, np.ones(n, dtype=bool)
     filled = col if ok is None else pc.fill_null(col, 0)
     raw = filled.to_numpy(zero_copy_only=False)  # zero-copy for numbers without nulls
     if t is AttrType.DOUBLE:
         values = raw.astype(np.float64, copy=False)
         if pa.types.is_integer(typ):  # integers beyond 2^53 may not convert exactly
-            big = np.flatnonzero(np.abs(values) > 2.0 ** 53)
+            big = np.flatnonzero(np.abs(values) >= 2.0 ** 53)  # 2^53 + 1 rounds to 2^53
             if len(big):
                 wrong = np.zeros(n, dtype=bool)
                 wrong[big] = [int(float(x)) != int(x) for x in raw[big].tolist()]

@@ -7,7 +7,7 @@ from typing import Any
 
 from cercore.errors import EventError
 from cercore.input.decode import arrow_cells, one_array
-from cercore.schema import AttrType
+from cercore.types import AttrType
 
 
 def is_tabular(events: Any) -> bool:

@@ -36,6 +36,7 @@ from cercore.input.decode import EventDecoder
 from cercore.network.errors import NetworkError
 from cercore.network.query import NetEvent, NetQuery, Predicate
 from cercore.predicates import attributes_read, evaluate_pred
+from cercore.types import type_of_value
 
 MAX_SEQUENCES = 5040  # 7! orderings: beyond this the OR of sequences is too big to compile
 
@@ -53,7 +54,11 @@ def schema_for(query: NetQuery, events: Iterable[NetEvent], stream: str = "S") -
         for a, v in e.attrs.items():
             if a == query.time_attribute or v is None:
                 continue
-            k = _kind(v, a)
+            t = type_of_value(v)
+            if t is None:
+                raise NetworkError(f"attribute {a!r} has a value of type {type(v).__name__}; "
+                                   "use int, float, str or bool")
+            k = t.value
             seen = names.get(a)
             if seen is not None and seen != k:
                 if {seen, k} != {"int", "double"}:
@@ -70,19 +75,6 @@ def schema_for(query: NetQuery, events: Iterable[NetEvent], stream: str = "S") -
     decls = [f"EVENT {format_name(t)} {{ {', '.join(attrs)} }}" for t in query.types]
     return cercore.Schema.parse(f"CREATE STREAM {format_name(stream)} {{ "
                                 + ", ".join(decls) + " }", time_attribute=query.time_attribute)
-
-
-def _kind(v: Any, attr: str) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, str):
-        return "string"
-    raise NetworkError(f"attribute {attr!r} has a value of type {type(v).__name__}; use int, "
-                       "float, str or bool")
 
 
 def ceql_query(query: NetQuery, types: Iterable[str] | None = None, stream: str = "S",

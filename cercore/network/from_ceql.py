@@ -23,7 +23,8 @@ from cercore.ceql import ast
 from cercore.ceql.printer import format_pred
 from cercore.errors import CEQLSemanticError
 from cercore.network.query import MIRRORED, Leaf, NetQuery, Node, Op, Predicate
-from cercore.schema import TIME_UNITS_PER_SECOND, Schema
+from cercore.schema import Schema
+from cercore.types import INT64_MAX, window_length
 
 
 def query_from_ceql(text: str, schema: Schema | str) -> NetQuery:
@@ -155,7 +156,11 @@ class _Mapper:
             if s.time_attribute is None:
                 raise self.error("WITHIN in seconds needs a time attribute in the declaration "
                                  "(primary_time)", w)
-            return w.seconds * TIME_UNITS_PER_SECOND[s.time_unit], s.time_attribute
+            length = window_length(w.seconds, s.time_unit)
+            if length is None:
+                raise self.error(f"WITHIN is too large: at most {INT64_MAX} {s.time_unit} "
+                                 "(event times and window lengths are int64)", w)
+            return float(length), s.time_attribute
         if s.time_attribute not in (None, w.attribute):
             raise self.error(f"the window is on {w.attribute}, but the time attribute is "
                              f"{s.time_attribute}; PrePP windows are on event time", w)

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
+from cercore.types import INT64_MAX, INT64_MIN  # noqa: F401  (the kernels read them here)
 
 # window start (tau) when the query has no window: every run's start is >= it, none expires
 UNBOUNDED_PAST = INT64_MIN

@@ -28,7 +28,7 @@ from cercore.ceql import ast
 from cercore.input.columns import Columns
 from cercore.predicates import evaluate_leaf
 from cercore.runtime.bindings import BindingSolver
-from cercore.schema import AttrType
+from cercore.types import INT64_MAX, INT64_MIN, AttrType
 
 __all__ = ["EventPredicateCheck", "event_terms", "rename_terms"]
 
@@ -108,7 +108,7 @@ def _column(values: list, kind: AttrType) -> np.ndarray:
         return np.array([0.0 if x is None else float(x) for x in values], dtype=np.float64)
     if kind is AttrType.INT:
         ints = [0 if x is None else int(x) for x in values]
-        if all(-2**63 <= x < 2**63 for x in ints):
+        if all(INT64_MIN <= x <= INT64_MAX for x in ints):
             return np.array(ints, dtype=np.int64)
         out = np.empty(len(ints), dtype=object)
         out[:] = ints  # exact beyond int64, as the unary evaluator keeps it

@@ -14,7 +14,7 @@ from cercore.input import Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
 from cercore.predicates import attributes_read, eval_guard, evaluate_leaf, scalar_leaf
 from cercore.runtime.constants import NO_PARTITION, NOT_READ
-from cercore.schema import AttrType
+from cercore.types import AttrType
 
 DENSE_BITS = 16  # key spaces up to 2^16 keys intern through a dense lookup table
 STRING_BITS_CACHE = 1 << 16  # distinct strings whose leaf bits one record-path cache keeps

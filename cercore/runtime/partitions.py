@@ -16,7 +16,8 @@ import numpy as np
 
 from cercore.input.columns import Columns, StringColumn
 from cercore.runtime.constants import NO_PARTITION
-from cercore.schema import AttrType, Schema
+from cercore.schema import Schema
+from cercore.types import AttrType
 
 
 class PartitionIndex:

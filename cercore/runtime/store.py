@@ -25,8 +25,8 @@ import operator
 import numpy as np
 
 from cercore.input import Batch
-from cercore.runtime.constants import INT64_MIN
 from cercore.runtime.output import Event
+from cercore.types import INT64_MIN
 
 CHUNK = 1024  # events of a record chunk: the granularity of pruning under push
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from cercore.ceql import ast
 from cercore.ceql.parser import parse_query
 from cercore.errors import CercoreError
-from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
+from cercore.schema import Schema, did_you_mean
 from cercore.spark.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
+from cercore.types import TIME_UNITS_PER_SECOND, AttrType, type_of_spark
 
 OTHER_TYPE = "__cer_other"  # inferred schema: every event type the query does not name
 DEFAULT_STREAM = "S"
@@ -25,22 +26,6 @@ DEFAULT_STREAM = "S"
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def attr_type_of(dt) -> AttrType | None:
-    """The cercore attribute type of a Spark data type (None: not an attribute)."""
-    from pyspark.sql import types as T
-
-    if isinstance(dt, (T.ByteType, T.ShortType, T.IntegerType, T.LongType,
-                       T.TimestampType, T.TimestampNTZType)):
-        return AttrType.INT
-    if isinstance(dt, (T.FloatType, T.DoubleType, T.DecimalType)):
-        return AttrType.DOUBLE
-    if isinstance(dt, T.StringType):
-        return AttrType.STRING
-    if isinstance(dt, T.BooleanType):
-        return AttrType.BOOL
-    return None
 
 
 def is_timestamp(dt) -> bool:
@@ -82,7 +67,7 @@ def infer_schema(df_schema, query: str, *, type_column: str = "event_type",
     for f in df_schema.fields:
         if f.name == type_column or f.name in exclude or f.name.startswith(PREFIX):
             continue
-        t = attr_type_of(f.dataType)
+        t = type_of_spark(f.dataType)
         if t is not None:
             attrs.append((f.name, t))
     if time is not None and time not in dict(attrs):
@@ -192,7 +177,7 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
         raise CercoreError("the schema declares attributes the DataFrame has no column for: "
                            + ", ".join(missing))
     if time is not None and (time not in cols or not (
-            is_timestamp(cols[time]) or attr_type_of(cols[time]) is AttrType.INT)):
+            is_timestamp(cols[time]) or type_of_spark(cols[time]) is AttrType.INT)):
         raise CercoreError(f"the time column {time!r} must hold integers or timestamps")
 
     hidden: list[tuple[str, str]] = []
@@ -204,7 +189,7 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
         hidden.append((TYPE, f"CASE WHEN {tcol} IS NULL THEN CAST(NULL AS STRING) {known}"
                              f"ELSE {sql_string(OTHER_TYPE)} END"))
         type_source = TYPE
-    elif attr_type_of(cols[type_column]) is AttrType.STRING:
+    elif type_of_spark(cols[type_column]) is AttrType.STRING:
         type_source = type_column  # read as it is: no second copy of the column to the workers
     else:
         hidden.append((TYPE, f"CAST({tcol} AS STRING)"))
@@ -227,9 +212,9 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
             hidden.append((name, _integer_time(_quote(attr), dt, schema.time_unit)))
             sources.append((attr, name))
         else:
-            if attr_type_of(dt) is None or (attr_type_of(dt) is AttrType.STRING) != (
+            if type_of_spark(dt) is None or (type_of_spark(dt) is AttrType.STRING) != (
                     t is AttrType.STRING) or (t is AttrType.BOOL) != (
-                    attr_type_of(dt) is AttrType.BOOL):
+                    type_of_spark(dt) is AttrType.BOOL):
                 raise CercoreError(f"column {attr!r} has Spark type {dt.simpleString()}, which "
                                    f"does not hold the declared {t.value}")
             sources.append((attr, attr))

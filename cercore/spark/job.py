@@ -15,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cercore.io import _arrow_type
 from cercore.runtime.output import MatchArrays
 from cercore.schema import Schema
 from cercore.spark.match_id import match_ids
@@ -70,7 +69,7 @@ class EngineJob:
         types = self.schema.attribute_types()
         cols = {TYPE: table.column(self.type_source)}
         for attr, src in self.engine_sources:
-            cols[attr] = table.column(src).cast(_arrow_type(types[attr]))
+            cols[attr] = table.column(src).cast(types[attr].arrow_type())
         if self.stream_column is not None:
             cols[self.stream_column] = table.column(self.stream_column)
         return pa.table(cols)

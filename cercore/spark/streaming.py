@@ -63,7 +63,6 @@ from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
 from cercore.errors import CercoreError
-from cercore.schema import TIME_UNITS_PER_SECOND
 from cercore.spark.job import (
     GROUP,
     KEY,
@@ -84,6 +83,7 @@ from cercore.spark.stream_rows import (
     sorted_rows,
     split_at_watermark,
 )
+from cercore.types import TIME_UNITS_PER_SECOND
 
 STATE_VERSION = 2
 STATE_SCHEMA = StructType([StructField("version", IntegerType()),

@@ -7,8 +7,8 @@ from __future__ import annotations
 import decimal
 
 from cercore.errors import CercoreError
-from cercore.schema import AttrType
 from cercore.trends.query import CompiledTrendQuery
+from cercore.types import AttrType
 
 
 def _spark_types():

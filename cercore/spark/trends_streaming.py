@@ -26,10 +26,10 @@ from typing import Any
 from pyspark.sql import Row
 
 from cercore.errors import CercoreError
-from cercore.schema import TIME_UNITS_PER_SECOND
 from cercore.spark.job import GROUP, SEQ
 from cercore.spark.streaming import WatermarkBuffer, ms_after, with_event_time
 from cercore.spark.trend_rows import exact_value, row_schema
+from cercore.types import TIME_UNITS_PER_SECOND
 
 STATE_VERSION = 1
 

@@ -17,11 +17,11 @@ from typing import Any
 from cercore.ceql import ast as ceql
 from cercore.errors import CEQLSemanticError
 from cercore.predicates import TRUE_GUARD, Guard, guard_and, guard_of, scalar_pred
-from cercore.runtime.constants import INT64_MAX
 from cercore.runtime.event_predicates import event_terms, rename_terms
-from cercore.schema import TIME_UNITS_PER_SECOND, AttrType, Schema, did_you_mean
+from cercore.schema import Schema, did_you_mean
 from cercore.trends import ast
 from cercore.trends.ast import condition_text
+from cercore.types import INT64_MAX, AttrType, seconds_to_units
 
 SEMANTICS_TEXT = {"any": "skip-till-any-match", "next": "skip-till-next-match",
                   "contiguous": "contiguous"}
@@ -370,10 +370,8 @@ class _Analyser:
             raise self.error("WITHIN needs a time attribute", w,
                              hint="mark one attribute primary_time in the declarations, or "
                                   "pass time_attribute=")
-        per_s = TIME_UNITS_PER_SECOND[self.schema.time_unit]
-
         def units(amount, unit) -> int:
-            x = amount * per_s if unit == "s" else amount
+            x = seconds_to_units(amount, self.schema.time_unit) if unit == "s" else amount
             if isinstance(x, float) and not math.isfinite(x) or x > INT64_MAX:
                 raise self.error(f"window sizes are at most {INT64_MAX} "
                                  f"{self.schema.time_unit} (times are int64); got {amount}", w)

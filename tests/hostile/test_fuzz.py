@@ -25,7 +25,7 @@ from support import BACKENDS
 import cercore
 from cercore.ceql.printer import format_query
 from cercore.cli import main
-from cercore.schema import AttrType
+from cercore.types import AttrType
 
 # CERCORE_FUZZ_SCALE=k multiplies the campaign (CI runs k = 1; a release campaign k = 100)
 SCALE = int(os.environ.get("CERCORE_FUZZ_SCALE", "1"))

@@ -19,7 +19,7 @@ from support import compiled_or_discarded
 import cercore
 from cercore.ceql.printer import format_query
 from cercore.io import read_events
-from cercore.schema import AttrType
+from cercore.types import AttrType
 
 ARROW = {AttrType.INT: pa.int64(), AttrType.DOUBLE: pa.float64(), AttrType.STRING: pa.string(),
          AttrType.BOOL: pa.bool_()}

@@ -19,7 +19,7 @@ from support import BACKENDS
 import cercore
 from cercore.errors import EventError
 from cercore.input.tabular import to_arrow
-from cercore.schema import AttrType
+from cercore.types import AttrType
 
 STOCKS = cercore.Schema.parse(resources.files("cercore").joinpath("data/stocks.decl")
                               .read_text(), time_unit="ms")

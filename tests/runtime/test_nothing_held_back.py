@@ -53,8 +53,9 @@ from trends_strategies import query_text as trend_text
 
 import cercore
 from cercore.ceql import ast, printer
-from cercore.schema import AttrType, EventType, Schema, Stream
+from cercore.schema import EventType, Schema, Stream
 from cercore.trends import compile_trend
+from cercore.types import AttrType
 
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
 HOW = ["sync", "async"]

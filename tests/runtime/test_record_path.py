@@ -20,7 +20,7 @@ from support import BACKENDS
 import cercore
 from cercore.ceql import ast, printer
 from cercore.query import CompiledQuery
-from cercore.schema import AttrType
+from cercore.types import AttrType
 
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
 ARROW_TYPES = {AttrType.INT: pa.int64(), AttrType.DOUBLE: pa.float64(),

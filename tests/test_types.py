@@ -1,0 +1,98 @@
+"""One meaning of a value of each attribute type (cercore/types.py), whatever path it comes in
+by: the stated table of ``coerce``, then the same values through Python records, an Arrow
+table and a JSON-lines file, which must accept and reject alike."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import cercore
+from cercore.io import read_events
+from cercore.types import (
+    INT64_MAX,
+    INT64_MIN,
+    NOT_A_VALUE,
+    AttrType,
+    coerce,
+    seconds_to_units,
+    type_of_value,
+    window_length,
+)
+
+INT, DOUBLE, STRING, BOOL = AttrType.INT, AttrType.DOUBLE, AttrType.STRING, AttrType.BOOL
+BAD = NOT_A_VALUE
+
+COERCE = [
+    # (value, type, expected)
+    (7, INT, 7), (np.int32(7), INT, 7), (7.0, INT, 7), (-2.0**63, INT, INT64_MIN),
+    (INT64_MAX, INT, INT64_MAX), (INT64_MAX + 1, INT, BAD), (2.0**63, INT, BAD),
+    (7.5, INT, BAD), (math.inf, INT, BAD), (math.nan, INT, BAD), (True, INT, BAD),
+    (np.bool_(True), INT, BAD), ("7", INT, BAD),
+    (2.5, DOUBLE, 2.5), (np.float32(0.5), DOUBLE, 0.5), (7, DOUBLE, 7.0),
+    (2**53, DOUBLE, 2.0**53), (2**53 + 1, DOUBLE, BAD), (2**70 + 1, DOUBLE, BAD),
+    (10**400, DOUBLE, BAD), (False, DOUBLE, BAD), ("2.5", DOUBLE, BAD),
+    ("x", STRING, "x"), (1, STRING, BAD), (True, BOOL, True), (np.bool_(False), BOOL, False),
+    (1, BOOL, BAD), ("true", BOOL, BAD),
+]
+
+
+@pytest.mark.parametrize("value, t, expected", COERCE)
+def test_coerce_states_what_a_value_of_each_type_is(value, t, expected):
+    got = coerce(value, t)
+    if expected is BAD:
+        assert got is BAD
+    else:
+        assert got == expected and type(got) is type(expected)
+
+
+def test_type_of_value():
+    assert [type_of_value(v) for v in (True, 3, 2.5, "s", None, b"x")] == [
+        BOOL, INT, DOUBLE, STRING, None, None]
+
+
+@pytest.mark.parametrize("seconds, unit, units, length", [
+    (30, "s", 30, 30), (0.1, "ms", 100, 100), (1.5, "s", 1.5, 1), (0.0015, "ms", 1.5, 1),
+    (2, "ns", 2_000_000_000, 2_000_000_000), (-1, "s", -1, None), (math.inf, "s", math.inf, None),
+    (10**10, "ns", 10**19, None), (9.2e9, "ns", 9_200_000_000_000_000_000, 9_200_000_000_000_000_000),
+])
+def test_time_units_and_window_lengths(seconds, unit, units, length):
+    assert seconds_to_units(seconds, unit) == units
+    assert window_length(seconds, unit) == length
+
+
+SCHEMA = cercore.Schema.parse("CREATE STREAM S { EVENT A { i:int, d:double } }")
+QUERY = cercore.compile("SELECT * FROM S WHERE A", SCHEMA)
+
+# (attribute, value): each read the same way by records, Arrow and JSON lines
+VALUES = [("i", 7), ("i", 7.0), ("i", 7.5), ("i", 2**63), ("d", 3), ("d", 2**53 + 1),
+          ("d", 2**70 + 1), ("d", 0.25)]
+
+
+@pytest.mark.parametrize("attr, value", VALUES)
+def test_every_path_reads_a_value_alike(tmp_path, attr, value, backend):
+    t = SCHEMA.event_types["A"].attribute_types[attr]
+    accepted = coerce(value, t) is not BAD
+    other = "d" if attr == "i" else "i"
+    record = ("A", {attr: value, other: None})
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps({"event_type": "A", attr: value, other: None}) + "\n")
+    runs = {"records": [record]}
+    if isinstance(value, float) or -(2**63) <= value < 2**63:  # Arrow holds it as a number
+        runs["arrow"] = pa.table({"event_type": ["A"], attr: [value],
+                                  other: pa.array([None], SCHEMA.event_types["A"]
+                                                  .attribute_types[other].arrow_type())})
+    for name, events in runs.items():
+        engine = QUERY.engine(backend, on_error="skip")
+        got = [ce.positions for ce in engine.process(events)]
+        assert got == ([(0,)] if accepted else []), name
+    try:
+        table = read_events(path, SCHEMA)
+        read = [ce.positions for ce in QUERY.engine(backend).process(table)]
+    except cercore.EventError:
+        read = []
+    assert read == ([(0,)] if accepted else []), "jsonl"
