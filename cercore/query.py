@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from cercore.automata.cea import CEA, SKIP, compile_cea, strict
 from cercore.ceql import ast
 from cercore.ceql.analysis import AnalysedQuery, analyse
+from cercore.ceql.guards import format_guard
 from cercore.ceql.normal import format_normal
 from cercore.errors import CEQLSemanticError, ConfigError
-from cercore.predicates import format_guard
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.output import ComplexEvent
 from cercore.schema import Schema

@@ -58,7 +58,8 @@ def test_type_of_value():
 @pytest.mark.parametrize("seconds, unit, units, length", [
     (30, "s", 30, 30), (0.1, "ms", 100, 100), (1.5, "s", 1.5, 1), (0.0015, "ms", 1.5, 1),
     (2, "ns", 2_000_000_000, 2_000_000_000), (-1, "s", -1, None), (math.inf, "s", math.inf, None),
-    (10**10, "ns", 10**19, None), (9.2e9, "ns", 9_200_000_000_000_000_000, 9_200_000_000_000_000_000),
+    (10**10, "ns", 10**19, None),
+    (9.2e9, "ns", 9_200_000_000_000_000_000, 9_200_000_000_000_000_000),
 ])
 def test_time_units_and_window_lengths(seconds, unit, units, length):
     assert seconds_to_units(seconds, unit) == units

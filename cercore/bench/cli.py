@@ -32,7 +32,7 @@ from cercore.bench import core as core_experiment
 from cercore.errors import CercoreError
 from cercore.runtime.backend import CYTHON_AVAILABLE
 
-EXPERIMENTS = {"cogra": "cercore.trends.experiment", "prepp": "cercore.network.experiment",
+EXPERIMENTS = {"cogra": "cercore.bench.cogra", "prepp": "cercore.bench.prepp",
                "breakdown": "cercore.bench.breakdown", "multi": "cercore.bench.multiquery",
                "spark": "cercore.bench.spark", "realtime": "cercore.bench.realtime",
                "absence": "cercore.bench.absence"}

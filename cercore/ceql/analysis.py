@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from itertools import product
 
 from cercore.ceql import ast
+from cercore.ceql.guards import Guard, guard_and, guard_of
 from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq, atoms_of
 from cercore.errors import CEQLSemanticError
-from cercore.predicates import Guard, guard_and, guard_of
 from cercore.schema import Schema, did_you_mean
 from cercore.types import INT64_MAX, AttrType, window_length
 

@@ -9,9 +9,15 @@ from pathlib import Path
 
 from lark import Lark
 
-from cercore.ceql.printer import KEYWORDS
-
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+#: Reserved words of CEQL (upper case): tests check ``grammar_keywords`` matches grammar.lark;
+#: the printer quotes names that are keywords.
+KEYWORDS = frozenset("""
+    SELECT FROM WHERE FILTER AS OR AND NOT PARTITION BY WITHIN EVENTS HOUR HOURS MINUTE MINUTES
+    SECOND SECONDS CONSUME LIMIT ALL ANY NEXT LAST MAX STRICT NONE LIKE IN RANGE TRUE FALSE
+    CREATE STREAM EVENT ABSENT
+""".split())
 
 _parsers: dict[tuple[str, ...], Lark] = {}
 _parser_lock = threading.Lock()

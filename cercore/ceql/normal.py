@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cercore.predicates import Guard
+from cercore.ceql.guards import Guard
 
 
 @dataclass(frozen=True)

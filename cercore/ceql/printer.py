@@ -16,16 +16,10 @@ import math
 import re
 
 from cercore.ceql import ast
+from cercore.ceql.grammar import KEYWORDS
 
 __all__ = ["format_query", "format_formula", "format_filter", "format_pred", "format_expr",
            "format_name", "format_literal", "KEYWORDS"]
-
-#: Reserved words of CEQL (upper case). ``cercore.ceql.grammar`` checks this matches the grammar.
-KEYWORDS = frozenset("""
-    SELECT FROM WHERE FILTER AS OR AND NOT PARTITION BY WITHIN EVENTS HOUR HOURS MINUTE MINUTES
-    SECOND SECONDS CONSUME LIMIT ALL ANY NEXT LAST MAX STRICT NONE LIKE IN RANGE TRUE FALSE
-    CREATE STREAM EVENT ABSENT
-""".split())
 
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

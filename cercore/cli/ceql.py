@@ -17,12 +17,8 @@ from cercore.cli import streaming
 from cercore.cli.common import PROG, add_backend
 from cercore.cli.streaming import EventSource
 from cercore.errors import CercoreError
-from cercore.io import (
-    INPUT_FORMATS,
-    OUTPUT_FORMATS,
-    text_or_file,
-    write_complex_events,
-)
+from cercore.input.files import text_or_file
+from cercore.io import INPUT_FORMATS, OUTPUT_FORMATS, write_complex_events
 from cercore.trends.parse import is_trend_query
 
 

@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from cercore.io import text_or_file
+from cercore.input.files import text_or_file
 from cercore.network.cost import MODES, cost_report, push_all_cost
 from cercore.network.estimate import estimate_catalog
 from cercore.network.generators import generate_traces

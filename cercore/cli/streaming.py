@@ -2,7 +2,7 @@
 
 Standard input in CSV or JSON Lines (``--input -``, the default; unless it is a regular
 file, ``< events.csv``) and a followed file (``--follow``, like ``tail -f``) are read one line
-at a time (``cercore.io_lines``) and fed to
+at a time (``cercore.input.lines``) and fed to
 the engine as a live iterable: the engine evaluates each event before the next line is read,
 and the writer flushes each complex event (or trend row) as it comes. Files, Parquet (stdin
 too) and a JSON array are read whole into an Arrow table first (``cercore.io.read_events``),
@@ -21,8 +21,8 @@ from typing import Any
 
 from cercore.cli.common import PROG
 from cercore.errors import CercoreError, EventError
+from cercore.input.lines import LINE_FORMATS, FollowedFile, LineEvents, stream_lines
 from cercore.io import guess_format, read_events
-from cercore.io_lines import LINE_FORMATS, FollowedFile, LineEvents, stream_lines
 from cercore.schema import Schema
 
 

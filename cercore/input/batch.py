@@ -10,7 +10,7 @@ import numpy as np
 
 from cercore.errors import EventError
 from cercore.input.columns import Columns
-from cercore.runtime.output import Event
+from cercore.input.event import Event
 from cercore.schema import Schema
 
 SKIPPED = -1  # type id of an event that failed validation and was skipped

@@ -22,7 +22,7 @@ from cercore.errors import EventError
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
 from cercore.input.columns import Columns, StringColumn
-from cercore.runtime.output import Event
+from cercore.input.event import Event
 from cercore.schema import Schema, did_you_mean
 from cercore.types import INT64_MAX, INT64_MIN, NOT_A_VALUE, AttrType, coerce, is_arrow_string
 
@@ -32,7 +32,7 @@ RAW = object()  # the attributes of a record that is not an event: the record is
 _EXACT = {AttrType.INT: int, AttrType.DOUBLE: float, AttrType.STRING: str, AttrType.BOOL: bool}
 
 
-# A file reader that skips bad rows (cercore.io, on_error="skip") keeps each one in place, so
+# A file reader that skips bad rows (cercore.input.files, on_error="skip") keeps each in place, so
 # positions still index the file, and names its problem in this column; the decoder rejects
 # the row with that message (raised, or skipped and counted as UNREADABLE) in stream order.
 REJECT_COLUMN = "__cercore_rejected__"

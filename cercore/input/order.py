@@ -29,8 +29,8 @@ from cercore.errors import ConfigError, EventError
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
 from cercore.input.decode import RAW, REJECT_COLUMN, Rejected, check_columns
+from cercore.input.event import Event
 from cercore.input.tabular import is_tabular, tabular_columns
-from cercore.runtime.output import Event
 from cercore.types import INT64_MIN
 
 

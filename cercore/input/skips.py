@@ -26,7 +26,7 @@ TIME_BACKWARDS = "time goes backwards"
 LATE = "late beyond the reorder slack"
 NULL_AGGREGATED = "null aggregated attribute"  # trend queries: SUM/MIN/MAX/AVG over a null
 UNREADABLE = "unreadable in the file"      # a file row whose cells do not convert, or a
-                                           # malformed line (cercore.io, on_error="skip")
+                                           # malformed line (cercore.input.files, on_error="skip")
 
 REASONS = (NOT_AN_EVENT, UNKNOWN_TYPE, UNKNOWN_ATTRIBUTE, MISSING_ATTRIBUTE, WRONG_TYPE, STREAM,
            TIME_MISSING, TIME_BACKWARDS, LATE, NULL_AGGREGATED, UNREADABLE)

@@ -14,10 +14,10 @@ import numpy as np
 from cercore.errors import CercoreError, ConfigError, EventError
 from cercore.input.batch import Batch
 from cercore.input.decode import RAW, UNKNOWN_STREAM, EventDecoder, string_codes
+from cercore.input.event import Event
 from cercore.input.order import ReorderBuffer, TimeOrder, records_of
 from cercore.input.skips import SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
-from cercore.runtime.output import Event
 from cercore.schema import Schema, did_you_mean
 
 # Events per batch. Each batch costs a fixed amount of Python (one numpy call per column and

@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 
 from cercore.ceql.analysis import AnalysedQuery
+from cercore.ceql.guards import eval_guard
 from cercore.ceql.normal import has_contiguity
 from cercore.ceql.printer import format_pred
 from cercore.input import Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
-from cercore.predicates import attributes_read, eval_guard, evaluate_leaf, scalar_leaf
+from cercore.predicates import attributes_read, evaluate_leaf, scalar_leaf
 from cercore.runtime.constants import NO_PARTITION, NOT_READ
 from cercore.types import AttrType
 

@@ -7,23 +7,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from cercore.input.event import Event  # noqa: F401  (users meet it inside complex events)
 from cercore.runtime.complex_event import ComplexEvent as PureComplexEvent
-
-
-@dataclass(frozen=True)
-class Event:
-    """One input event: its type, its 0-based position in the input, its attributes."""
-
-    type: str
-    position: int
-    attributes: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "position": self.position, "attributes": self.attributes}
 
 
 @dataclass

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cercore.ceql import ast as ceql
+from cercore.ceql.guards import TRUE_GUARD, Guard, guard_and, guard_of
 from cercore.errors import CEQLSemanticError
-from cercore.predicates import TRUE_GUARD, Guard, guard_and, guard_of, scalar_pred
+from cercore.predicates import scalar_pred
 from cercore.runtime.event_predicates import event_terms, rename_terms
 from cercore.schema import Schema, did_you_mean
 from cercore.trends import ast

@@ -499,7 +499,7 @@ def test_every_keyword_is_reserved_but_quotable(keyword):
 
 
 def test_keyword_list_matches_the_grammar():
-    """Error messages print keywords from cercore.ceql.printer.KEYWORDS: it must name exactly
+    """Error messages print keywords from cercore.ceql.grammar.KEYWORDS: it must name exactly
     the grammar's keyword terminals."""
     from cercore.ceql import grammar
 

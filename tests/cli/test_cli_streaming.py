@@ -28,8 +28,8 @@ from cercore.cli import main
 from cercore.cli.trends import write_rows
 from cercore.errors import CercoreError, EventError
 from cercore.input.decode import Rejected
+from cercore.input.lines import FollowedFile, LineEvents, stream_lines
 from cercore.io import read_events, write_complex_events
-from cercore.io_lines import FollowedFile, LineEvents, stream_lines
 
 HANG = 60.0  # seconds: a hang guard, not a timing requirement
 DECL = "CREATE STREAM S { EVENT A { id:int, v:double }, EVENT B { id:int, v:double } }"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from cercore.bench import prepp as experiment
 from cercore.bench.cli import main as bench_main
-from cercore.network import experiment
 
 
 def test_plugin_protocol():

@@ -1,6 +1,6 @@
 """Events of CSV or JSON Lines text read one line at a time: standard input, a growing file.
 
-``cercore.io.read_events`` reads a whole file into an Arrow table, the fast path for files. A
+``cercore.input.files.read_events`` reads a whole file into an Arrow table, the fast path. A
 pipe or a file that is still being written has no end to wait for: ``LineEvents`` turns its
 lines into event records one at a time, and reads a line only when the engine asks for the
 next event, so an engine fed with it (``engine.process(records)``, a live iterable) yields the
@@ -12,7 +12,7 @@ complex events a line completes before the next line is read::
         ...
 
 The header check, the conversion of cells and JSON values, the messages and the treatment of
-a bad row are ``cercore.io``'s own: a bad row raises its ``EventError`` (naming the line), or
+a bad row are ``cercore.input.files``': a bad row raises its ``EventError`` (naming the line), or
 with ``on_error="skip"`` becomes a ``cercore.input.Rejected`` record, which the engine skips
 and counts as "unreadable in the file" -- as it does a row the bulk reader rejected.
 """
@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from cercore.errors import CercoreError, EventError
 from cercore.input.decode import Rejected
-from cercore.io import (
+from cercore.input.files import (
     _column_types,
     _csv_header,
     _csv_line_rows,
