@@ -16,6 +16,7 @@ from cercore.errors import (
     ConfigError,
     EventError,
 )
+from cercore.input.options import EngineOptions
 from cercore.query import CompiledQuery, compile, multi_engine, run
 from cercore.runtime.backend import BACKEND
 from cercore.runtime.output import ComplexEvent, Event
@@ -31,6 +32,7 @@ __all__ = [
     "CercoreError",
     "CompiledQuery",
     "ConfigError",
+    "EngineOptions",
     "ComplexEvent",
     "Event",
     "EventError",

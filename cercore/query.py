@@ -12,7 +12,7 @@ from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.guards import format_guard
 from cercore.ceql.normal import format_normal
 from cercore.errors import CEQLSemanticError, ConfigError
-from cercore.runtime.backend import resolve_backend
+from cercore.input.options import EngineOptions
 from cercore.runtime.output import ComplexEvent
 from cercore.schema import Schema
 
@@ -70,26 +70,22 @@ class CompiledQuery:
     def warnings(self) -> list[str]:
         return list(self.analysed.warnings)
 
-    def engine(self, backend: str = "auto", *, on_error: str = "raise",
-               type_column: str = "event_type", reorder_slack: int | None = None,
-               stream_column: str | None = None):
+    def engine(self, backend: str | None = None, *, options: EngineOptions | None = None,
+               **option: Any):
         """A fresh engine: ``process(events)`` yields complex events as they complete,
         ``push(type, attrs)`` takes one event, ``advance(t)`` is a watermark, ``flush()`` ends
-        the stream, ``stats`` counts. ``backend``: "auto" | "python" | "cython";
-        ``on_error``: "raise" (EventError on a bad event) or "skip" (skip it and count it in
-        ``engine.stats``);
-        ``reorder_slack``: buffer events and evaluate them in time order, tolerating events up
-        to that much late (in the time attribute's units; see cercore.input.order);
-        ``stream_column``: in tabular input, the column naming each event's stream."""
+        the stream, ``stats`` counts. Engine options (``EngineOptions``: ``backend``,
+        ``on_error``, ``type_column``, ``reorder_slack``, ``stream_column``) come as keywords,
+        whole as ``options``, or both (keywords win)."""
         from cercore.runtime.engine import Engine
 
-        return Engine(self, resolve_backend(backend), on_error, type_column, reorder_slack,
-                      stream_column)
+        return Engine(self, EngineOptions.of(options, backend=backend, **option))
 
-    def run(self, events: Any, *, backend: str = "auto", on_error: str = "raise",
-            reorder_slack: int | None = None) -> list[ComplexEvent]:
-        """Every complex event over ``events`` (the whole stream)."""
-        engine = self.engine(backend, on_error=on_error, reorder_slack=reorder_slack)
+    def run(self, events: Any, *, options: EngineOptions | None = None,
+            **option: Any) -> list[ComplexEvent]:
+        """Every complex event over ``events`` (the whole stream); engine options as for
+        ``engine``."""
+        engine = self.engine(options=options, **option)
         return list(engine.process(events)) + engine.flush()
 
     # ---- explain --------------------------------------------------------------------------
@@ -201,23 +197,24 @@ def compile(query: str | ast.Query, schema: Schema | str, *,
     return CompiledQuery(query, schema)
 
 
-def run(query: str, schema: Schema | str, events: Iterable | Any, *, backend: str = "auto",
-        on_error: str = "raise", reorder_slack: int | None = None,
-        **schema_options: Any) -> list[ComplexEvent] | list[dict]:
+def run(query: str, schema: Schema | str, events: Iterable | Any, *,
+        options: EngineOptions | None = None, **keywords: Any) -> list[ComplexEvent] | list[dict]:
     """Compile ``query`` and evaluate it over ``events`` (the whole stream): every complex
-    event of a CEQL query, every result row of a trend query."""
-    return compile(query, schema, **schema_options).run(
-        events, backend=backend, on_error=on_error, reorder_slack=reorder_slack)
+    event of a CEQL query, every result row of a trend query. ``keywords``: engine options
+    (``EngineOptions``' names) and, when ``schema`` is text, schema options
+    (``time_attribute=``...)."""
+    option = {k: keywords.pop(k) for k in EngineOptions.names() if k in keywords}
+    return compile(query, schema, **keywords).run(events, options=options, **option)
 
 
 def multi_engine(queries: Sequence[CompiledQuery | str] | Mapping[str, CompiledQuery | str],
-                 schema: Schema | str | None = None, *, backend: str = "auto",
-                 on_error: str = "raise", type_column: str = "event_type",
-                 reorder_slack: int | None = None, stream_column: str | None = None):
+                 schema: Schema | str | None = None, *, options: EngineOptions | None = None,
+                 **option: Any):
     """One engine for several queries over one stream: the stream is decoded once and each
     distinct predicate evaluated once per batch; ``process`` yields ``(query name, complex
     event)`` pairs in stream order. ``queries``: a list (named "q0", "q1", ...) or a mapping
-    name -> query, compiled or as text (then ``schema`` is needed)."""
+    name -> query, compiled or as text (then ``schema`` is needed). Engine options as for
+    ``CompiledQuery.engine``."""
     from cercore.runtime.multi import MultiEngine
 
     named = dict(queries) if isinstance(queries, Mapping) else \
@@ -227,5 +224,4 @@ def multi_engine(queries: Sequence[CompiledQuery | str] | Mapping[str, CompiledQ
             if schema is None:
                 raise ConfigError("queries given as text need a schema")
             named[name] = compile(q, schema)
-    return MultiEngine(named, resolve_backend(backend), on_error, type_column, reorder_slack,
-                       stream_column)
+    return MultiEngine(named, EngineOptions.of(options, **option))

@@ -23,6 +23,7 @@ from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
 from cercore.input.columns import Columns, StringColumn
 from cercore.input.event import Event
+from cercore.input.options import checked_on_error
 from cercore.schema import Schema, did_you_mean
 from cercore.types import INT64_MAX, INT64_MIN, NOT_A_VALUE, AttrType, coerce, is_arrow_string
 
@@ -51,8 +52,7 @@ class EventDecoder:
     """Validates input events against the schema and lays them out as columns."""
 
     def __init__(self, schema: Schema, on_error: str = "raise") -> None:
-        if on_error not in ("raise", "skip"):
-            raise ValueError("on_error must be 'raise' or 'skip'")
+        checked_on_error(on_error)
         self.schema = schema
         self.on_error = on_error
         self.attr_types = schema.attribute_types()

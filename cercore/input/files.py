@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cercore.errors import CercoreError, EventError
+from cercore.input.options import checked_on_error
 from cercore.schema import Schema, did_you_mean
 from cercore.types import NOT_A_VALUE, AttrType, coerce, is_arrow_string
 
@@ -67,8 +68,7 @@ def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str
     with ``on_error="skip"`` skips that event and counts it as "unreadable in the file" (with
     ``"raise"``, it raises there), so positions still index the file's rows.
     """
-    if on_error not in ("raise", "skip"):
-        raise CercoreError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    checked_on_error(on_error)
     if format is None:
         if not isinstance(path, (str, os.PathLike)):
             raise CercoreError("read_events: give format= when reading from a file object")

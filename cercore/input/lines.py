@@ -35,6 +35,7 @@ from cercore.input.files import (
     _json_row,
     read_events,
 )
+from cercore.input.options import checked_on_error
 from cercore.schema import Schema, did_you_mean
 from cercore.types import AttrType
 
@@ -123,8 +124,7 @@ class LineEvents:
         if format not in LINE_FORMATS:
             raise CercoreError(f"cannot read {format!r} line by line; use one of "
                                + ", ".join(LINE_FORMATS))
-        if on_error not in ("raise", "skip"):
-            raise CercoreError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+        checked_on_error(on_error)
         self.schema = schema
         self.format = format
         self.type_column = type_column

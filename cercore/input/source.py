@@ -15,6 +15,7 @@ from cercore.errors import CercoreError, ConfigError, EventError
 from cercore.input.batch import Batch
 from cercore.input.decode import RAW, UNKNOWN_STREAM, EventDecoder, string_codes
 from cercore.input.event import Event
+from cercore.input.options import EngineOptions
 from cercore.input.order import ReorderBuffer, TimeOrder, records_of
 from cercore.input.skips import SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
@@ -45,21 +46,20 @@ class EventInput:
     ``cercore.input.order``); ``flush()`` releases the rest at the end of the stream.
     """
 
-    def __init__(self, schema: Schema, on_error: str = "raise", type_column: str = "event_type",
-                 stream_column: str | None = None, reorder_slack: int | None = None,
+    def __init__(self, schema: Schema, options: EngineOptions = EngineOptions.DEFAULT,
                  time_attribute: str | None = None, batch_size: int = BATCH_SIZE) -> None:
         self.schema = schema
-        self.decoder = EventDecoder(schema, on_error)
-        self.type_column = type_column
-        self.stream_column = stream_column
+        self.decoder = EventDecoder(schema, options.on_error)
+        self.type_column = options.type_column
+        self.stream_column = options.stream_column
         self.batch_size = int(batch_size)
         self.position = 0
         self.reorder: ReorderBuffer | None = None
-        if reorder_slack is not None:
+        if options.reorder_slack is not None:
             if time_attribute is None:
                 raise ConfigError("reorder_slack needs event time: the schema names no time "
                                  "attribute and the query has no time window")
-            self.reorder = ReorderBuffer(time_attribute, int(reorder_slack))
+            self.reorder = ReorderBuffer(time_attribute, options.reorder_slack)
 
     @property
     def skips(self) -> SkipLog:

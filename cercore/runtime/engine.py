@@ -4,6 +4,7 @@ complex events. One engine evaluates one compiled query over one stream.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +13,9 @@ import numpy as np
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import ConfigError, EventError
 from cercore.input import SKIPPED, Batch, EventInput, ReadsInput
+from cercore.input.options import EngineOptions
 from cercore.input.source import in_hand
+from cercore.runtime.backend import resolve_backend
 from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.constants import (
     CONSUME_ANY,
@@ -44,13 +47,13 @@ class Engine(ReadsInput):
     each event completes, as soon as it arrives.
     """
 
-    def __init__(self, query: CompiledPlan, backend: str = "python", on_error: str = "raise",
-                 type_column: str = "event_type", reorder_slack: int | None = None,
-                 stream_column: str | None = None) -> None:
+    def __init__(self, query: CompiledPlan, options: EngineOptions = EngineOptions.DEFAULT
+                 ) -> None:
         self.query = query
         self.analysed = query.analysed
         self.schema = query.schema
-        self.backend = backend
+        self.options = options
+        self.backend = backend = resolve_backend(options.backend)
         self.encoder = LetterEncoder(self.analysed, compiled=backend == "cython")
         self.window = self.analysed.window
         # NEXT/LAST/MAX under a window: the automaton ranks each start's runs and the engine
@@ -70,8 +73,7 @@ class Engine(ReadsInput):
         # time window on the schema's time attribute (late events are never accepted silently)
         self.order_attribute = self.time_attribute or self.report_time
         # stream_column: in tabular input, the column naming each event's stream
-        self.input = EventInput(self.schema, on_error, type_column, stream_column, reorder_slack,
-                                self.order_attribute)
+        self.input = EventInput(self.schema, options, self.order_attribute)
         self.time_order = (self.input.time_order(self.order_attribute)
                            if self.order_attribute is not None else None)
         self.checks_time = True  # False when a MultiEngine checks the shared time order
@@ -234,8 +236,6 @@ class Engine(ReadsInput):
         ("auto" | "python" | "cython"). This engine is left unchanged."""
         import pickle
 
-        from cercore.runtime.backend import resolve_backend
-
         backend = resolve_backend(backend)
         clone = pickle.loads(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL))
         if backend != clone.backend:
@@ -243,6 +243,7 @@ class Engine(ReadsInput):
             clone.evaluator = clone._make_evaluator(backend)
             clone.evaluator.from_state(state)
             clone.backend = backend
+            clone.options = dataclasses.replace(clone.options, backend=backend)
             clone.encoder.compiled = backend == "cython"
         return clone
 

@@ -9,6 +9,7 @@ end), each tagged with the name of its query.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 
 from cercore.errors import ConfigError, EventError
 from cercore.input import SKIPPED, Batch, EventInput
+from cercore.input.options import EngineOptions
 from cercore.input.order import TimeOrder
 from cercore.input.source import AsyncInput, checked_watermark, in_hand
 from cercore.runtime.backend import resolve_backend
@@ -58,26 +60,25 @@ class MultiEngine(AsyncInput):
     mapping name -> query, all over the same schema.
     """
 
-    def __init__(self, queries: Mapping[str, CompiledPlan], backend: str = "python",
-                 on_error: str = "raise", type_column: str = "event_type",
-                 reorder_slack: int | None = None, stream_column: str | None = None) -> None:
+    def __init__(self, queries: Mapping[str, CompiledPlan],
+                 options: EngineOptions = EngineOptions.DEFAULT) -> None:
         if not queries:
             raise ConfigError("a multi-query engine needs at least one query")
         first = next(iter(queries.values()))
         if any(q.schema != first.schema for q in queries.values()):
             raise ConfigError("queries evaluated together must share one schema")
         self.schema = first.schema
-        self.backend = resolve_backend(backend)
-        self.options = {"on_error": on_error, "type_column": type_column,
-                        "stream_column": stream_column}
+        self.backend = resolve_backend(options.backend)
+        # each query's engine reads as the shared input does, but for the reorder slack,
+        # which the shared input applies once for all of them
+        self.options = dataclasses.replace(options, backend=self.backend, reorder_slack=None)
         self.names: list[str] = []
         self.engines: list[Engine] = []
         self.time_orders: list[tuple[TimeOrder, list[Engine]]] = []
         # the attributes the queries' times are ordered by (as Engine.order_attribute)
         orders = {(q.analysed.window.attribute if q.analysed.window.kind in ("time", "attr")
                    else None) or self.schema.time_attribute for q in queries.values()} - {None}
-        self.input = EventInput(self.schema, on_error, type_column, stream_column,
-                                reorder_slack, next(iter(sorted(orders)), None))
+        self.input = EventInput(self.schema, options, next(iter(sorted(orders)), None))
         for name, q in queries.items():
             self._attach(name, q)
 
@@ -87,7 +88,7 @@ class MultiEngine(AsyncInput):
         query ordered by it reads (their own checks are off)."""
         if query.schema != self.schema:
             raise ConfigError("queries evaluated together must share one schema")
-        engine = Engine(query, self.backend, **self.options)
+        engine = Engine(query, self.options)
         engine.input.position = self.input.position
         attr = engine.order_attribute
         if attr is not None:

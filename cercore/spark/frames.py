@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from cercore.ceql import ast
 from cercore.ceql.parser import parse_query
 from cercore.errors import CercoreError
+from cercore.input.options import checked_on_error
 from cercore.schema import Schema, did_you_mean
 from cercore.spark.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
 from cercore.types import TIME_UNITS_PER_SECOND, AttrType, type_of_spark
@@ -160,8 +161,7 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
         if name is not None and name not in cols:
             raise CercoreError(f"the DataFrame has no {what} column {name!r}"
                                + did_you_mean(name, cols))
-    if on_error not in ("raise", "skip"):
-        raise CercoreError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    checked_on_error(on_error)
     inferred = schema is None
     exclude = tuple(c for c in (sequence, stream_column) if c is not None)
     if inferred:

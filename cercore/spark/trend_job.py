@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from cercore.errors import EventError
+from cercore.input.options import EngineOptions
 from cercore.spark.job import group_slices
 from cercore.spark.trend_rows import exact_value
 from cercore.trends.engine import TrendEngine
@@ -40,7 +41,8 @@ class TrendJob:
     chunk: int | None = None    # windows per run (None: one run, every window)
 
     def engine(self) -> TrendEngine:
-        return TrendEngine(self.query.plan, self.backend, type_column=self.type_column)
+        return TrendEngine(self.query.plan, EngineOptions(backend=self.backend,
+                                                          type_column=self.type_column))
 
     def engine_columns(self) -> list[str]:
         return [self.type_column, *self.query.plan.schema.attribute_types()]

@@ -33,6 +33,7 @@ from cercore.ceql import ast as ceql
 from cercore.ceql.normal import NAtom
 from cercore.errors import EventError
 from cercore.input import SKIPPED, EventInput, ReadsInput, skips
+from cercore.input.options import EngineOptions
 from cercore.input.source import in_hand
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.constants import NO_PARTITION
@@ -160,18 +161,17 @@ SMALL_BATCH = 16  # batches of at most this many events run event by event (_run
 class TrendEngine(ReadsInput):
     """Evaluates one compiled trend query over a stream, window by window."""
 
-    def __init__(self, plan: TrendPlan, backend: str = "auto", on_error: str = "raise",
-                 type_column: str = "event_type", reorder_slack: int | None = None,
-                 stream_column: str | None = None) -> None:
+    def __init__(self, plan: TrendPlan, options: EngineOptions = EngineOptions.DEFAULT
+                 ) -> None:
         self.plan = plan
         self.schema = plan.schema
         # backend_note: why the reference runs although Cython was available (else None)
-        self.backend, self.backend_note = trend_backend(plan, backend)
+        self.options = options
+        self.backend, self.backend_note = trend_backend(plan, options.backend)
         self.runner = make_runner(plan, self.backend)
         self.time_attribute = self.schema.time_attribute
-        self.type_column = type_column
-        self.input = EventInput(self.schema, on_error, type_column, stream_column, reorder_slack,
-                                self.time_attribute)
+        self.type_column = options.type_column
+        self.input = EventInput(self.schema, options, self.time_attribute)
         self.time_order = (self.input.time_order(self.time_attribute)
                            if self.time_attribute is not None else None)
         self.letters = variable_letters(plan, self.backend == "cython")

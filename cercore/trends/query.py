@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cercore.input.options import EngineOptions
 from cercore.schema import Schema
 from cercore.trends import ast
 from cercore.trends.analysis import SEMANTICS_TEXT, TrendPlan, analyse
@@ -32,20 +33,18 @@ class CompiledTrendQuery:
         head = ["window_start", "window_end"] if self.plan.window else []
         return head + list(self.plan.group_by) + [str(a) for a, _, _ in self.plan.aggregates]
 
-    def engine(self, backend: str = "auto", *, on_error: str = "raise",
-               type_column: str = "event_type", reorder_slack: int | None = None,
-               stream_column: str | None = None) -> TrendEngine:
+    def engine(self, backend: str | None = None, *, options: EngineOptions | None = None,
+               **option: Any) -> TrendEngine:
         """A fresh engine: ``process(events)`` yields rows as windows close, ``advance(t)``
         (a watermark) closes the windows ending by ``t``, ``flush()`` returns the rest.
-        ``backend``: "auto" | "python" | "cython"; ``on_error``, ``reorder_slack`` and
-        ``stream_column`` as for CEQL engines (``CompiledQuery.engine``)."""
-        return TrendEngine(self.plan, backend, on_error, type_column, reorder_slack,
-                           stream_column)
+        Engine options as for CEQL engines (``CompiledQuery.engine``)."""
+        return TrendEngine(self.plan, EngineOptions.of(options, backend=backend, **option))
 
-    def run(self, events: Any, *, backend: str = "auto", on_error: str = "raise",
-            reorder_slack: int | None = None) -> list[dict]:
-        """Every result row over ``events`` (the whole stream)."""
-        return self.engine(backend, on_error=on_error, reorder_slack=reorder_slack).run(events)
+    def run(self, events: Any, *, options: EngineOptions | None = None,
+            **option: Any) -> list[dict]:
+        """Every result row over ``events`` (the whole stream); engine options as for
+        ``engine``."""
+        return self.engine(options=options, **option).run(events)
 
     def explain(self, backend: str = "auto") -> str:
         """The automaton, the predicate classes, the window and the granularity choice."""
