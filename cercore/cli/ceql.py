@@ -1,6 +1,5 @@
-"""``cercore run`` and ``cercore explain``: a CEQL query -- or a trend aggregation query,
-handed to ``cercore.cli.trends`` -- over an event file, or a stream read line by line
-(stdin, ``--follow``: see ``cercore.cli.streaming``).
+"""``cercore run`` and ``cercore explain``: CEQL queries or a trend aggregation query over an
+event file, or a stream read line by line (stdin, ``--follow``: see ``cercore.cli.streaming``).
 
 QUERY and DECL are file paths or inline text (an existing path is read).
 """
@@ -18,8 +17,9 @@ from cercore.cli.common import PROG, add_backend
 from cercore.cli.streaming import EventSource
 from cercore.errors import CercoreError
 from cercore.input.files import text_or_file
-from cercore.io import INPUT_FORMATS, OUTPUT_FORMATS, write_complex_events
-from cercore.trends.parse import is_trend_query
+from cercore.input.options import EngineOptions
+from cercore.io import INPUT_FORMATS, OUTPUT_FORMATS, write_complex_events, write_rows
+from cercore.trends.query import CompiledTrendQuery
 
 
 def load_schema(args) -> cercore.Schema:
@@ -100,21 +100,23 @@ def query_names(paths: list[str]) -> list[str]:
 def cmd_run(args) -> int:
     schema = load_schema(args)
     texts = [text_or_file(q) for q in args.query]
-    if any(is_trend_query(t) for t in texts):  # trend aggregation (COGRA)
-        if len(texts) > 1:
-            raise CercoreError("a trend aggregation query runs alone: give one query")
-        from cercore.cli.trends import run_command
-        return run_command(args, texts[0], schema)
+    # cercore.compile gives either kind: a CEQL query or a trend aggregation (COGRA) query
     queries = {n: cercore.compile(t, schema) for n, t in zip(query_names(args.query), texts)}
+    trends = [q for q in queries.values() if isinstance(q, CompiledTrendQuery)]
+    if trends and len(queries) > 1:
+        raise CercoreError("a trend aggregation query runs alone: give one query")
     for name, query in queries.items():
-        for w in query.warnings:
+        for w in getattr(query, "warnings", ()):
             print(f"{PROG}: warning: {name}: {w}" if len(queries) > 1 else
                   f"{PROG}: warning: {w}", file=sys.stderr)
     source = EventSource(args, schema, args.stream_column)  # stdin and --follow: live
-    options = dict(backend=args.backend, on_error=args.on_error, type_column=args.type_column,
-                   reorder_slack=args.reorder_slack, stream_column=args.stream_column)
-    engine = (next(iter(queries.values())).engine(**options) if len(queries) == 1
-              else cercore.multi_engine(queries, **options))
+    options = EngineOptions(backend=args.backend, on_error=args.on_error,
+                            type_column=args.type_column, reorder_slack=args.reorder_slack,
+                            stream_column=args.stream_column)
+    engine = (next(iter(queries.values())).engine(options=options) if len(queries) == 1
+              else cercore.multi_engine(queries, options=options))
+    if trends:
+        return _run_trends(args, trends[0], engine, source)
 
     def everything():
         yield from source.feed(engine)
@@ -137,11 +139,31 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _run_trends(args, query: CompiledTrendQuery, engine, source: EventSource) -> int:
+    """The rest of ``cercore run`` for a trend query: one row per (window, group), written
+    as each window closes when the input is live."""
+
+    def everything():
+        yield from source.feed(engine)
+        if args.advance is not None:  # event time has reached it: the windows it closes
+            yield from engine.advance(args.advance)
+        yield from engine.flush()
+
+    with source.naming(engine):
+        n_rows = write_rows(everything(), query.columns, args.output, args.format,
+                            stream=source.live)
+    source.finish()
+    skipped = engine.skips.count
+    if skipped:
+        print(f"{PROG}: skipped {skipped} invalid event(s)", file=sys.stderr)
+    if args.stats:
+        print(f"{PROG}: events_read = {engine.events_read}", file=sys.stderr)
+        print(f"{PROG}: rows = {n_rows}", file=sys.stderr)
+        print(f"{PROG}: backend = {engine.backend}", file=sys.stderr)
+    return 0
+
+
 def cmd_explain(args) -> int:
-    text, schema = text_or_file(args.query), load_schema(args)
-    if is_trend_query(text):  # trend aggregation (COGRA)
-        from cercore.cli.trends import explain_command
-        return explain_command(args, text, schema)
-    query = cercore.compile(text, schema)
-    print(query.explain())
+    """Print how the query (CEQL or trend aggregation) is compiled."""
+    print(cercore.compile(text_or_file(args.query), load_schema(args)).explain())
     return 0

@@ -10,8 +10,8 @@
     cercore plan QUERY --network NET.json [...]
     cercore simulate QUERY --network NET.json (--traces TRACES | --generate DURATION) [...]
 
-The commands live in ``cercore.cli.ceql`` (run, explain; trend queries in
-``cercore.cli.trends``), ``cercore.cli.demo`` and ``cercore.cli.network`` (plan, simulate).
+The commands live in ``cercore.cli.ceql`` (run, explain: CEQL and trend queries alike),
+``cercore.cli.demo`` and ``cercore.cli.network`` (plan, simulate).
 Errors cercore raises on purpose are printed as one message on stderr with exit code 2;
 Ctrl-C (SIGINT) stops with exit code 130, leaving what was written flushed.
 """

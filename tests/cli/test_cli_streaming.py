@@ -25,11 +25,10 @@ import pytest
 
 import cercore
 from cercore.cli import main
-from cercore.cli.trends import write_rows
 from cercore.errors import CercoreError, EventError
 from cercore.input.decode import Rejected
 from cercore.input.lines import FollowedFile, LineEvents, stream_lines
-from cercore.io import read_events, write_complex_events
+from cercore.io import read_events, write_complex_events, write_rows
 
 HANG = 60.0  # seconds: a hang guard, not a timing requirement
 DECL = "CREATE STREAM S { EVENT A { id:int, v:double }, EVENT B { id:int, v:double } }"
@@ -521,3 +520,20 @@ def test_trend_rows_flush_one_by_one_when_streaming():
         assert out.flushed == out.getvalue()
         if fmt == "table":
             assert out.getvalue().split() == ["a", "b", "1", "x", "22222", "yy"]
+
+
+def test_trend_queries_take_the_reorder_slack_and_stream_column(tmp_path, capsys):
+    """``cercore run`` gives a trend query the engine options a CEQL query gets: events out
+    of order within the slack are reordered, and the stream column tags each event."""
+    schema = ("CREATE STREAM S { EVENT A { v:int, ts:primary_time } } "
+              "CREATE STREAM T { EVENT A { v:int, ts:primary_time } }")
+    query = "SELECT COUNT(*) FROM S WHERE A+ AS X WINDOW 10 SLIDE 10"
+    events = tmp_path / "events.csv"
+    events.write_text("event_type,v,ts,src\nA,1,1,S\nA,2,3,S\nA,3,2,S\nA,4,9,T\nA,5,4,S\n")
+    args = ["run", query, "--schema", schema, "--input", str(events), "--stream-column", "src"]
+    assert main(args) == 2  # S's time goes back from 3 to 2 (T's event at 9 is not read)
+    assert "time goes backwards" in capsys.readouterr().err
+    assert main(args + ["--reorder-slack", "5"]) == 0
+    # the four S events, in time order: 2^4 - 1 trends; T's event is in no trend
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == [
+        {"window_start": 0, "window_end": 10, "COUNT(*)": 15}]
