@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from cercore.errors import CercoreError
+from cercore.input.options import EngineOptions
 from cercore.query import CompiledQuery
 from cercore.schema import Schema
-from cercore.spark.frames import Prepared, prepare
+from cercore.spark.frames import Prepared, prepare, spark_options
 from cercore.spark.plan import (
     KEYED,
     SINGLE,
@@ -73,20 +74,22 @@ def require_watermark(watermark: str | None, what: str) -> None:
                            "order, and each waits until the watermark passes it")
 
 
-def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "auto",
-         type_column: str = "event_type", time: str | None = None,
-         sequence: str | None = None, time_unit: str | None = None, on_error: str = "raise",
-         stream_column: str | None = None, event_types: tuple[str, ...] = (),
-         plan: str = "auto", slice_advance: int | None = None,
-         num_partitions: int | None = None, watermark: str | None = None):
+def find(df, query: str, *, schema: Schema | str | None = None,
+         options: EngineOptions | None = None, time: str | None = None,
+         sequence: str | None = None, time_unit: str | None = None,
+         event_types: tuple[str, ...] = (), plan: str = "auto",
+         slice_advance: int | None = None, num_partitions: int | None = None,
+         watermark: str | None = None, **option: Any):
     """The complex events of ``query`` over the events in ``df`` (batch or streaming).
 
+    Engine options (``cercore.EngineOptions``: ``backend`` on the workers, ``on_error``,
+    ``type_column``, ``stream_column``; not ``reorder_slack``: Spark orders the events) come as
+    keywords, whole as ``options``, or both, as for a local engine.
     ``df`` has one row per event: the event type in ``type_column`` and one column per
     attribute. ``schema`` (a ``cercore.Schema`` or declaration text) is inferred from the
     columns when omitted (see ``cercore.spark.frames.infer_schema``). Events are evaluated in
     (``time``, ``sequence``) order — ``time`` defaults to the schema's time attribute; without
     ``sequence``, ties keep the order in which rows are read (batch) or arrive (streaming).
-    ``backend`` is the engine backend on the workers ("auto" | "python" | "cython").
     ``plan``: "auto" (see ``explain``) or a plan to force ("single" is always allowed;
     "tcer"/"keyed" only where exact; a stream runs T-CER, by event time, only when asked).
     ``slice_advance`` sets T-CER's WA (time units or positions). ``num_partitions`` (batch)
@@ -117,9 +120,8 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
     if slice_advance is not None and slice_advance < 1:  # both batch and streaming slice by it
         raise ValueError("slice_advance must be a positive integer")
     streaming = df.isStreaming
-    prep = prepare(df, query, schema, type_column=type_column, time=time, sequence=sequence,
-                   time_unit=time_unit, backend=backend, on_error=on_error,
-                   stream_column=stream_column, event_types=tuple(event_types),
+    prep = prepare(df, query, schema, options=spark_options(options, option), time=time,
+                   sequence=sequence, time_unit=time_unit, event_types=tuple(event_types),
                    streaming=streaming)
     compiled = prep.job.compiled()
     chosen = _plan_for(prep, compiled, plan, streaming)
@@ -144,27 +146,27 @@ def find(df, query: str, *, schema: Schema | str | None = None, backend: str = "
     return out
 
 
-def explain(df_or_schema: Any, query: str, *, type_column: str = "event_type",
+def explain(df_or_schema: Any, query: str, *, options: EngineOptions | None = None,
             time: str | None = None, sequence: str | None = None,
-            time_unit: str | None = None, on_error: str = "raise",
-            streaming: bool | None = None, slice_advance: int | None = None) -> str:
+            time_unit: str | None = None, streaming: bool | None = None,
+            slice_advance: int | None = None, **option: Any) -> str:
     """Which Spark plan ``find`` picks for ``query`` (T-CER / keyed / single pass) and why,
     the order events are evaluated in (by ``time``, then by ``sequence`` or by read order),
     the partitions, then the compiled query's own explanation. ``df_or_schema`` is a
     DataFrame (its schema is inferred as ``find`` would, without the ``sequence`` column) or a
     ``Schema`` / declaration text. The options mean what they mean for ``find``."""
+    options = spark_options(options, option)
     if isinstance(df_or_schema, (Schema, str)):
         schema = Schema.coerce(df_or_schema, **({"time_unit": time_unit} if time_unit else {}))
         compiled = CompiledQuery(query, schema)
         order = time or schema.time_attribute
         plan = choose_plan(compiled.analysed, order, streaming=bool(streaming),
-                           on_error=on_error)
+                           on_error=options.on_error)
         inferred = False
     else:
         streaming = df_or_schema.isStreaming if streaming is None else streaming
-        prep = prepare(df_or_schema, query, None, type_column=type_column, time=time,
-                       sequence=sequence, time_unit=time_unit, on_error=on_error,
-                       streaming=streaming)
+        prep = prepare(df_or_schema, query, None, options=options, time=time,
+                       sequence=sequence, time_unit=time_unit, streaming=streaming)
         compiled = prep.job.compiled()
         plan = _plan_for(prep, compiled, "auto", streaming)
         order = prep.time

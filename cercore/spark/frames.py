@@ -12,11 +12,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cercore.ceql import ast
 from cercore.ceql.parser import parse_query
-from cercore.errors import CercoreError
-from cercore.input.options import checked_on_error
+from cercore.errors import CercoreError, ConfigError
+from cercore.input.options import EngineOptions
 from cercore.schema import Schema, did_you_mean
 from cercore.spark.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
 from cercore.types import TIME_UNITS_PER_SECOND, AttrType, type_of_spark
@@ -124,18 +125,28 @@ class Columns:
         return out
 
 
-def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "event_type",
-            time: str | None = None, sequence: str | None = None,
-            time_unit: str | None = None, backend: str = "auto", on_error: str = "raise",
-            stream_column: str | None = None, event_types: tuple[str, ...] = (),
-            streaming: bool = False) -> Prepared:
+def spark_options(options: EngineOptions | None, given: dict[str, Any]) -> EngineOptions:
+    """The engine options of a Spark front door (``find``, ``explain``, ``aggregate``): as
+    for a local engine, but for the reorder slack -- Spark evaluates events in (time,
+    sequence) order, and a stream's allowed lateness is ``watermark=``."""
+    options = EngineOptions.of(options, **given)
+    if options.reorder_slack is not None:
+        raise ConfigError("reorder_slack does not apply on Spark: events are evaluated in "
+                          "(time, sequence) order whatever order they are read in; a stream's "
+                          "allowed lateness is watermark=")
+    return options
+
+
+def prepare(df, query: str, schema: Schema | str | None, *,
+            options: EngineOptions = EngineOptions.DEFAULT, time: str | None = None,
+            sequence: str | None = None, time_unit: str | None = None,
+            event_types: tuple[str, ...] = (), streaming: bool = False) -> Prepared:
     """Add the hidden columns (engine type, integer time, sequence, key, engine attributes)."""
     from pyspark.sql import functions as F
 
-    cols = hidden_columns(df.schema, query, schema, type_column=type_column, time=time,
-                          sequence=sequence, time_unit=time_unit, backend=backend,
-                          on_error=on_error, stream_column=stream_column,
-                          event_types=event_types, streaming=streaming)
+    cols = hidden_columns(df.schema, query, schema, options=options, time=time,
+                          sequence=sequence, time_unit=time_unit, event_types=event_types,
+                          streaming=streaming)
     out = df
     for name, sql in cols.hidden:
         out = out.withColumn(name, F.expr(sql))
@@ -143,13 +154,13 @@ def prepare(df, query: str, schema: Schema | str | None, *, type_column: str = "
 
 
 def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
-                   type_column: str = "event_type", time: str | None = None,
+                   options: EngineOptions = EngineOptions.DEFAULT, time: str | None = None,
                    sequence: str | None = None, time_unit: str | None = None,
-                   backend: str = "auto", on_error: str = "raise",
-                   stream_column: str | None = None, event_types: tuple[str, ...] = (),
-                   streaming: bool = False, ordered: bool = False) -> Columns:
+                   event_types: tuple[str, ...] = (), streaming: bool = False,
+                   ordered: bool = False) -> Columns:
     """The hidden columns for a DataFrame of Spark schema ``df_schema`` (see ``prepare``), as
     SQL. ``ordered``: the rows come in their order already (no sequence column is made)."""
+    type_column, stream_column = options.type_column, options.stream_column
     cols = {f.name: f.dataType for f in df_schema.fields}
     clash = [c for c in cols if c.startswith(PREFIX)]
     if clash:
@@ -161,7 +172,6 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
         if name is not None and name not in cols:
             raise CercoreError(f"the DataFrame has no {what} column {name!r}"
                                + did_you_mean(name, cols))
-    checked_on_error(on_error)
     inferred = schema is None
     exclude = tuple(c for c in (sequence, stream_column) if c is not None)
     if inferred:
@@ -219,8 +229,8 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
                                    f"does not hold the declared {t.value}")
             sources.append((attr, attr))
     hidden.append((KEY, _key_column(schema, query, _quote(type_source))))
-    job = EngineJob(query, schema, tuple(sources), tuple(df_schema.names), backend, on_error,
-                    stream_column, has_time=time is not None, type_source=type_source)
+    job = EngineJob(query, schema, tuple(sources), tuple(df_schema.names), options,
+                    has_time=time is not None, type_source=type_source)
     return Columns(job, schema, time, inferred, sequence, hidden)
 
 

@@ -6,6 +6,7 @@ tested) without a JVM.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cercore.input.options import EngineOptions
 from cercore.runtime.output import MatchArrays
 from cercore.schema import Schema
 from cercore.spark.match_id import match_ids
@@ -41,9 +43,7 @@ class EngineJob:
     schema: Schema
     engine_sources: tuple[tuple[str, str], ...]  # (attribute, prepared column holding it)
     event_columns: tuple[str, ...]  # the user's columns, nested into each complex event
-    backend: str = "auto"
-    on_error: str = "raise"
-    stream_column: str | None = None
+    options: EngineOptions = EngineOptions.DEFAULT  # the user's (type_column: their column)
     has_time: bool = True
     type_source: str = TYPE  # the column holding the event type (the user's, when usable)
     _compiled: Any = field(default=None, repr=False, compare=False)
@@ -60,9 +60,18 @@ class EngineJob:
             self._compiled = CompiledQuery(self.query, self.schema)
         return self._compiled
 
+    @property
+    def on_error(self) -> str:
+        return self.options.on_error
+
+    @property
+    def stream_column(self) -> str | None:
+        return self.options.stream_column
+
     def engine(self):
-        return self.compiled().engine(backend=self.backend, on_error=self.on_error,
-                                      type_column=TYPE, stream_column=self.stream_column)
+        # the engine reads the type from the prepared table's TYPE column (engine_table)
+        return self.compiled().engine(options=dataclasses.replace(self.options,
+                                                                  type_column=TYPE))
 
     def engine_table(self, table: pa.Table) -> pa.Table:
         """The columns the engine reads, named and typed as the schema declares them."""

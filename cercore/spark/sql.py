@@ -33,8 +33,9 @@ instance then fires, when its rows end, the deadlines before it, and the rows eq
 
 Arguments after the table: the query, the declaration (NULL: ``cer_find`` infers it from the
 table as ``find`` does), then by name (``time => 'ts'``): ``cer_find`` takes ``time``,
-``sequence``, ``type_column``, ``time_unit``, ``position``, ``advance``, ``backend``, ``on_error``;
-``cer_aggregate`` takes ``sequence``, ``type_column``, ``exact``, ``backend``. A malformed query
+``sequence``, ``time_unit``, ``position``, ``advance``; ``cer_aggregate`` takes ``sequence``,
+``exact``; both take the engine options ``backend``, ``on_error``, ``type_column`` and
+``stream_column`` (``cercore.EngineOptions``). A malformed query
 fails when Spark analyses the statement, with the CEQL error (line, column, caret) inside
 Spark's ``TABLE_VALUED_FUNCTION_FAILED_TO_ANALYZE_IN_PYTHON``.
 
@@ -58,7 +59,8 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
 
 from cercore.errors import CercoreError
-from cercore.spark.frames import _integer_time, _quote, hidden_columns
+from cercore.input.options import EngineOptions
+from cercore.spark.frames import _integer_time, _quote, hidden_columns, spark_options
 from cercore.spark.job import KEY, POS, PREFIX, SEQ, TYPE, EngineJob, GroupRun
 
 FIND = "cer_find"
@@ -87,6 +89,13 @@ def _text(arg: AnalyzeArgument | None, what: str, required: bool = False) -> str
     if arg.isTable or not arg.isConstantExpression or not isinstance(arg.value, str):
         raise CercoreError(f"{what} must be a constant string")
     return arg.value
+
+
+def _engine_options(**arguments: AnalyzeArgument | None) -> EngineOptions:
+    """Engine options given to a table function as named arguments (absent or NULL: the
+    option's default)."""
+    given = {name: _text(arg, name) for name, arg in arguments.items()}
+    return spark_options(None, {k: v for k, v in given.items() if v is not None})
 
 
 @dataclass
@@ -118,7 +127,7 @@ class CerFind(_Chunked):
     def analyze(table: AnalyzeArgument, query: AnalyzeArgument,
                 declaration: AnalyzeArgument | None = None, time=None, sequence=None,
                 type_column=None, time_unit=None, position=None, backend=None,
-                on_error=None, advance=None) -> FindAnalysis:
+                on_error=None, advance=None, stream_column=None) -> FindAnalysis:
         from cercore.spark.ceql import output_schema
 
         if not table.isTable:
@@ -131,12 +140,12 @@ class CerFind(_Chunked):
             if name is not None and name not in table.dataType.names:
                 raise CercoreError(f"the table has no {what} column {name!r}")
         events = StructType([f for f in fields if f.name not in (pos, until)])
+        options = _engine_options(backend=backend, on_error=on_error, type_column=type_column,
+                                  stream_column=stream_column)
         cols = hidden_columns(events, text, _text(declaration, "the declaration"),
-                              type_column=_text(type_column, "type_column") or "event_type",
-                              time=_text(time, "time"), sequence=_text(sequence, "sequence"),
-                              time_unit=_text(time_unit, "time_unit"),
-                              backend=_text(backend, "backend") or "auto",
-                              on_error=_text(on_error, "on_error") or "raise", ordered=True)
+                              options=options, time=_text(time, "time"),
+                              sequence=_text(sequence, "sequence"),
+                              time_unit=_text(time_unit, "time_unit"), ordered=True)
         cols.job.compiled()  # a query that cannot compile fails here, at analysis
         select = [SelectedColumn(_quote(f.name), alias=f.name) for f in events.fields]
         selected = list(events.fields)
@@ -216,7 +225,8 @@ class CerAggregate(_Chunked):
     @staticmethod
     def analyze(table: AnalyzeArgument, query: AnalyzeArgument,
                 declaration: AnalyzeArgument | None = None, sequence=None, type_column=None,
-                exact=None, backend=None) -> AggregateAnalysis:
+                exact=None, backend=None, on_error=None,
+                stream_column=None) -> AggregateAnalysis:
         from cercore.spark.trend_job import POSITION, TrendJob
         from cercore.spark.trend_rows import row_schema
         from cercore.spark.trends import trend_query
@@ -229,10 +239,12 @@ class CerAggregate(_Chunked):
         exact_mode = _text(exact, "exact") or "decimal"
         if exact_mode not in ("decimal", "string"):
             raise CercoreError("exact must be 'decimal' or 'string'")
-        tcol = _text(type_column, "type_column") or "event_type"
+        options = _engine_options(backend=backend, on_error=on_error, type_column=type_column,
+                                  stream_column=stream_column)
         seq = _text(sequence, "sequence")
         types = {f.name: f for f in table.dataType.fields}
-        wanted = [tcol, *q.plan.schema.attribute_types()]
+        wanted = [options.type_column, *q.plan.schema.attribute_types(),
+                  *([options.stream_column] if options.stream_column else [])]
         missing = [c for c in wanted + ([seq] if seq else []) if c not in types]
         if missing:
             raise CercoreError(f"the table has no column {', '.join(map(repr, missing))}")
@@ -242,7 +254,7 @@ class CerAggregate(_Chunked):
             select.append(SelectedColumn(f"CAST({_quote(seq)} AS BIGINT)", alias=POSITION))
             selected.append(StructField(POSITION, LongType()))
         out, exact_columns = row_schema(q, exact_mode)
-        job = TrendJob(q, _text(backend, "backend") or "auto", tcol, exact_mode,
+        job = TrendJob(q, options, exact_mode,
                        tuple(exact_columns))
         return AggregateAnalysis(schema=out, select=select, job=job,
                                  selected=StructType(selected), read=read_types(q.plan))
@@ -277,7 +289,7 @@ class CerAggregate(_Chunked):
                 range(self.count, self.count + batch.num_rows), pa.int64()))
             self.count += batch.num_rows
         job = self.analysis.job
-        keep = pc.is_in(batch.column(job.type_column), pa.array(self.analysis.read))
+        keep = pc.is_in(batch.column(job.options.type_column), pa.array(self.analysis.read))
         for a in job.query.plan.partition_attrs:  # events without a partition belong to none
             keep = pc.and_(keep, pc.is_valid(batch.column(a)))
         batch = batch.filter(pc.fill_null(keep, False))

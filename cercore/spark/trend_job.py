@@ -21,12 +21,12 @@ import pyarrow as pa
 
 from cercore.errors import EventError
 from cercore.input.options import EngineOptions
-from cercore.spark.job import group_slices
+from cercore.spark.job import PREFIX, group_slices
 from cercore.spark.trend_rows import exact_value
 from cercore.trends.engine import TrendEngine
 from cercore.trends.query import CompiledTrendQuery
 
-POSITION = "_cercore_pos"  # the input position: read order, or the user's sequence
+POSITION = PREFIX + "pos"  # the input position: read order, or the user's sequence
 
 
 @dataclass
@@ -34,18 +34,17 @@ class TrendJob:
     """What a worker needs to run the trend engine over its runs."""
 
     query: CompiledTrendQuery
-    backend: str
-    type_column: str
+    options: EngineOptions      # the user's engine options (reorder_slack: None on Spark)
     exact: str                  # "decimal" | "string": how exact integers leave
     exact_columns: tuple[str, ...]
     chunk: int | None = None    # windows per run (None: one run, every window)
 
     def engine(self) -> TrendEngine:
-        return TrendEngine(self.query.plan, EngineOptions(backend=self.backend,
-                                                          type_column=self.type_column))
+        return TrendEngine(self.query.plan, self.options)
 
     def engine_columns(self) -> list[str]:
-        return [self.type_column, *self.query.plan.schema.attribute_types()]
+        stream = [self.options.stream_column] if self.options.stream_column else []
+        return [self.options.type_column, *self.query.plan.schema.attribute_types(), *stream]
 
     def keeps(self, run: int, row: dict) -> bool:
         """Whether ``row`` belongs to a window of ``run`` (the other runs compute the rest)."""

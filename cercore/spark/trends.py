@@ -24,8 +24,10 @@ from functools import partial
 from typing import Any
 
 from cercore.errors import ConfigError
+from cercore.input.options import EngineOptions
 from cercore.schema import Schema
 from cercore.spark.batch import floor_div, into_partitions, slices_of
+from cercore.spark.frames import spark_options
 from cercore.spark.job import GROUP
 from cercore.spark.partitions import partition_cap
 from cercore.spark.session import parallelism as session_parallelism
@@ -33,8 +35,6 @@ from cercore.spark.trend_job import POSITION, TrendJob, run_trend_groups
 from cercore.spark.trend_rows import row_schema
 from cercore.trends.engine import read_types
 from cercore.trends.query import CompiledTrendQuery, compile_trend
-
-PREFIX = "_cercore_"
 
 
 def trend_query(query: CompiledTrendQuery | str, schema: Schema | str | None = None
@@ -52,17 +52,19 @@ def trend_query(query: CompiledTrendQuery | str, schema: Schema | str | None = N
 
 
 def aggregate(df: Any, query: CompiledTrendQuery | str, *,
-              schema: Schema | str | None = None, spark=None, backend: str = "auto",
-              type_column: str = "event_type", exact: str = "decimal",
-              watermark: str | None = None, sequence: str | None = None):
+              schema: Schema | str | None = None, spark=None,
+              options: EngineOptions | None = None, exact: str = "decimal",
+              watermark: str | None = None, sequence: str | None = None, **option: Any):
     """The result rows of ``query`` (a compiled trend query, or its text with ``schema``)
     over the events in ``df`` as a Spark DataFrame: ``window_start``, ``window_end`` (with a
     window), the GROUP BY attributes, then one column per aggregate named by its text
     (``COUNT(*)``, ``AVG(T.speed)``).
 
     ``df``: a Spark DataFrame in cercore's tabular format (``type_column`` plus one column
-    per attribute), whose read order breaks timestamp ties (a ``_cercore_pos`` column, when
+    per attribute), whose read order breaks timestamp ties (a ``__cer_pos`` column, when
     present, gives the order instead), or a pandas DataFrame (then ``spark=`` is needed).
+    Engine options (``backend``, ``on_error``, ``type_column``, ``stream_column``) as for
+    ``find``.
     Counts and integer sums are exact: ``exact="decimal"`` types them ``decimal(38,0)``, and a
     value beyond 38 digits fails the job with a message that names it; ``exact="string"``
     gives their decimal text, of any length. Other aggregates are ``bigint``/``double``.
@@ -77,6 +79,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
 
     if exact not in ("decimal", "string"):
         raise ConfigError("exact must be 'decimal' or 'string'")
+    options = spark_options(options, option)
+    type_column = options.type_column
     query = trend_query(query, schema)
     plan = query.plan
     schema = plan.schema
@@ -89,9 +93,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
 
         require_watermark(watermark, "aggregate")
         warn_default_state_partitions(df.sparkSession, "aggregate")
-        return run_streaming(query, df.filter(F.col(type_column).isin(read)),
-                             backend=backend, type_column=type_column, exact=exact,
-                             watermark=watermark, sequence=sequence)
+        return run_streaming(query, df.filter(F.col(type_column).isin(read)), options=options,
+                             exact=exact, watermark=watermark, sequence=sequence)
     if is_pandas:
         if spark is None:
             raise ConfigError("a pandas DataFrame needs the SparkSession: aggregate(pdf, q, "
@@ -104,11 +107,11 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
             df = df.withColumn(POSITION, F.col(sequence).cast("long"))
         elif POSITION not in df.columns:  # read order breaks timestamp ties
             df = df.withColumn(POSITION, F.monotonically_increasing_id())
-    return _run_batch(df.filter(F.col(type_column).isin(read)), query, backend=backend,
-                      type_column=type_column, exact=exact)
+    return _run_batch(df.filter(F.col(type_column).isin(read)), query, options=options,
+                      exact=exact)
 
 
-def _run_batch(df, query: CompiledTrendQuery, *, backend: str, type_column: str, exact: str):
+def _run_batch(df, query: CompiledTrendQuery, *, options: EngineOptions, exact: str):
     """The result rows of ``query`` over ``df`` (read types only, POSITION added)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -149,8 +152,8 @@ def _run_batch(df, query: CompiledTrendQuery, *, backend: str, type_column: str,
             df = into_partitions(df, n, F.pmod(F.col(GROUP) - F.lit(first_run), F.lit(n)))
     df = df.sortWithinPartitions(GROUP, tcol, POSITION)
     out_struct, exact_columns = row_schema(query, exact)
-    job = TrendJob(query, backend, type_column, exact, tuple(exact_columns), chunk)
-    columns = [type_column, POSITION, GROUP, *schema.attribute_types()]
+    job = TrendJob(query, options, exact, tuple(exact_columns), chunk)
+    columns = [POSITION, GROUP, *job.engine_columns()]
     df = df.select(*dict.fromkeys(c for c in columns if c in df.columns))
     arrow_schema = to_arrow_schema(out_struct,
                                    timezone=spark.conf.get("spark.sql.session.timeZone"))
@@ -159,13 +162,12 @@ def _run_batch(df, query: CompiledTrendQuery, *, backend: str, type_column: str,
 
 
 def aggregate_rows(df: Any, query: CompiledTrendQuery | str, *,
-                   schema: Schema | str | None = None, spark=None, backend: str = "auto",
-                   type_column: str = "event_type") -> list[dict]:
+                   schema: Schema | str | None = None, spark=None,
+                   options: EngineOptions | None = None, **option: Any) -> list[dict]:
     """Every result row of ``query`` over the events in ``df`` (see ``aggregate``), computed
     on Spark and collected: the same rows, in the same order, as ``query.run``."""
     query = trend_query(query, schema)
-    out = aggregate(df, query, spark=spark, backend=backend, type_column=type_column,
-                    exact="string")
+    out = aggregate(df, query, spark=spark, options=options, exact="string", **option)
     _, exact_columns = row_schema(query, "string")
     rows = []
     for r in out.collect():

@@ -25,7 +25,8 @@ from typing import Any
 
 from pyspark.sql import Row
 
-from cercore.errors import CercoreError
+from cercore.errors import CercoreError, ConfigError
+from cercore.input.options import EngineOptions
 from cercore.spark.job import GROUP, SEQ
 from cercore.spark.streaming import WatermarkBuffer, ms_after, with_event_time
 from cercore.spark.trend_rows import exact_value, row_schema
@@ -37,15 +38,14 @@ STATE_VERSION = 1
 class TrendProcessor(WatermarkBuffer):
     """The transformWithState processor of one trend query."""
 
-    def __init__(self, query, input_schema, *, backend: str, type_column: str,
-                 exact: str) -> None:
+    def __init__(self, query, input_schema, *, options: EngineOptions, exact: str) -> None:
         super().__init__(input_schema)
         self.query = query
         # the result rows' Spark schema, built here on the driver (it needs a SparkContext)
         self.out_schema, self.exact_columns = row_schema(query, exact)
         self.out_names = self.out_schema.names
-        self.backend = backend
-        self.type_column = type_column
+        self.options = options
+        type_column = options.type_column
         self.exact = exact
         schema = query.plan.schema
         names = input_schema.names
@@ -62,7 +62,7 @@ class TrendProcessor(WatermarkBuffer):
         ready, _ = self.release(watermark)
         engine = self._load()
         if engine is None:
-            engine = self.query.engine(self.backend, type_column=self.type_column)
+            engine = self.query.engine(options=self.options)
         rows: list[dict] = []
         if ready:
             ready.sort(key=lambda r: (r[self.i_time], r[self.i_seq]))
@@ -104,7 +104,7 @@ class TrendProcessor(WatermarkBuffer):
                                                           protocol=pickle.HIGHEST_PROTOCOL)))
 
 
-def run_streaming(query, df, *, backend: str, type_column: str, exact: str, watermark: str,
+def run_streaming(query, df, *, options: EngineOptions, exact: str, watermark: str,
                   sequence: str | None):
     """The result rows of ``query`` over the streaming DataFrame ``df`` (see
     ``cercore.spark.trends.aggregate``)."""
@@ -112,6 +112,9 @@ def run_streaming(query, df, *, backend: str, type_column: str, exact: str, wate
 
     plan = query.plan
     tattr = plan.schema.time_attribute
+    if options.stream_column is not None:  # the processor feeds the engine records
+        raise ConfigError("stream_column= is not supported by a streaming trend aggregation: "
+                          "filter the DataFrame to the query's stream instead")
     if plan.window is None:
         raise CercoreError("a streaming trend query needs WITHIN/WINDOW: without a window its "
                            "result would come only at the end of the stream")
@@ -124,7 +127,6 @@ def run_streaming(query, df, *, backend: str, type_column: str, exact: str, wate
     df = df.withColumn(GROUP, F.to_json(F.array(*[F.col(a).cast("string")
                                                   for a in plan.group_by])))
     df = with_event_time(df, tattr, plan.schema.time_unit, watermark)
-    processor = TrendProcessor(query, df.schema, backend=backend, type_column=type_column,
-                               exact=exact)
+    processor = TrendProcessor(query, df.schema, options=options, exact=exact)
     return df.groupBy(GROUP).transformWithState(processor, processor.out_schema, "Append",
                                                 "EventTime")
