@@ -1,9 +1,10 @@
 """Attribute types, what a value of each is, and time units: one home for every reader.
 
 A value is read as an attribute type when it *denotes a value of that type exactly* (DESIGN.md
-"Types"); every path into the engine -- Python records, Arrow/pandas columns, CSV, JSON lines,
-Parquet, Spark rows -- reads values through ``coerce`` (scalars) or the column forms here, so
-``7``, ``7.0`` and ``2**70 + 1`` mean the same thing wherever they come from:
+"Types"); every path into the engine -- Python records, JSON lines, Spark rows -- reads values
+through ``coerce`` (Arrow and pandas columns through its vectorised form,
+``cercore.input.decode.arrow_values``), so ``7``, ``7.0`` and ``2**70 + 1`` mean the same thing
+wherever they come from:
 
 - ``int``: an integer in int64, or a whole-number double in int64's range (JSON, pandas and
   Arrow write ints with nulls as doubles); never a bool;

@@ -12,8 +12,9 @@ import numpy as np
 
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import ConfigError, EventError
-from cercore.input import SKIPPED, Batch, EventInput, ReadsInput
+from cercore.input import SKIPPED, Batch, EventInput, ReadFilter, ReadsInput
 from cercore.input.options import EngineOptions
+from cercore.input.order import TimeOrder
 from cercore.input.source import in_hand
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.bindings import BindingSolver
@@ -246,6 +247,43 @@ class Engine(ReadsInput):
             clone.options = dataclasses.replace(clone.options, backend=backend)
             clone.encoder.compiled = backend == "cython"
         return clone
+
+    # ---- the per-batch contract: what a MultiEngine builds on ------------------------------
+    # The caller decodes the stream once (its own EventInput, positions kept in step with
+    # this engine's), may check time order once for several engines, and hands each engine
+    # the decoded batch or event; a batch's error is the caller's to raise, once every engine
+    # has evaluated the batch's good events.
+    @property
+    def reads(self) -> ReadFilter:
+        """Which events the query reads (event types, streams)."""
+        return self.encoder.reads
+
+    def share_time_order(self, order: TimeOrder) -> None:
+        """From now on ``order`` -- the check of this engine's order attribute -- is run by
+        the caller before each batch or event it hands over; the engine trusts it."""
+        if order.attribute != self.order_attribute:
+            raise ConfigError(f"time order on {order.attribute!r} handed to an engine ordered "
+                              f"by {self.order_attribute!r}")
+        self.time_order, self.checks_time = order, False
+
+    def evaluate_batch(self, batch: Batch, shared: dict | None = None
+                       ) -> Iterator[ComplexEvent]:
+        """The complex events of a decoded batch, as ``process`` evaluates it (refused while
+        another batch is half done; left unusable if abandoned half way); ``shared``: the
+        callers' per-batch cache of predicate results. The batch's error is not raised."""
+        return self._guarded(self._run(batch, shared, raises=False))
+
+    def evaluate_batch_arrays(self, batch: Batch, shared: dict | None = None) -> MatchArrays:
+        """``evaluate_batch`` in bulk (``process_arrays``)."""
+        self._usable()
+        return self._run_arrays(batch, shared, raises=False)
+
+    def evaluate_event(self, type_id: int, row: dict | None, stream: int,
+                       position: int) -> list | Iterator:
+        """The complex events of one decoded event (type id, SKIPPED for a skipped one) at
+        ``position``, as ``push`` evaluates it."""
+        self._usable()
+        return self._evaluate_one(type_id, row, stream, position)
 
     # ---- one event at a time (the record path) ----------------------------------------------
     def _record(self, typ: Any, attrs: Any, stream: int) -> list | Iterator:

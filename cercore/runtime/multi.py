@@ -99,7 +99,7 @@ class MultiEngine(AsyncInput):
                 self.time_orders.append(shared)
                 self.time_orders.sort(key=lambda ou: ou[0].attribute)
             shared[1].append(engine)
-            engine.time_order, engine.checks_time = shared[0], False
+            engine.share_time_order(shared[0])
         self.names.append(name)
         self.engines.append(engine)
 
@@ -172,7 +172,7 @@ class MultiEngine(AsyncInput):
         for batch in self.input.batches(events, stream):
             error, shared = self._check(batch)
             for name, engine in zip(self.names, self.engines):
-                parts[name].append(engine._run_arrays(batch, shared, raises=False))
+                parts[name].append(engine.evaluate_batch_arrays(batch, shared))
             self.input.consumed(batch, batch.n)
             if error is not None:
                 raise error
@@ -190,7 +190,7 @@ class MultiEngine(AsyncInput):
             for order, users in clone.time_orders:  # the copies share the stream's checks
                 users[:] = [moved[clone.engines.index(e)] for e in users]
                 for e in users:
-                    e.time_order = order
+                    e.share_time_order(order)
             clone.engines = moved
             clone.backend = backend
         return clone
@@ -206,19 +206,19 @@ class MultiEngine(AsyncInput):
     # ---- one event at a time --------------------------------------------------------------
     def _record(self, typ: Any, attrs: Any, stream: int) -> list[QueryMatch]:
         """One event for every query: decoded and time-checked once, then each query's
-        letter, partition and evaluator step (``Engine._evaluate_one``)."""
+        letter, partition and evaluator step (``Engine.evaluate_event``)."""
         inp = self.input
         pos = inp.position
         tid, row = inp.decoder.decode_one(typ, attrs, stream, pos)
         if tid != SKIPPED:
             for order, users in self.time_orders:
-                if any(e.encoder.reads.reads_one(tid, stream) for e in users) \
+                if any(e.reads.reads_one(tid, stream) for e in users) \
                         and not order.check_one(tid, row, pos):
                     tid, row = SKIPPED, None
                     break
         found: list[QueryMatch] = []
         for name, engine in zip(self.names, self.engines):
-            ces = engine._evaluate_one(tid, row, stream, pos)
+            ces = engine.evaluate_event(tid, row, stream, pos)
             if ces:
                 found.extend([QueryMatch(name, ce) for ce in ces])
         inp.position = pos + 1
@@ -232,7 +232,7 @@ class MultiEngine(AsyncInput):
         shared: dict = {}
         for order, users in self.time_orders:
             read = np.zeros(batch.n, dtype=bool)
-            for mask in {e.encoder.reads.key: e.encoder.reads for e in users}.values():
+            for mask in {e.reads.key: e.reads for e in users}.values():
                 read |= mask.mask(batch)
             n_ok, err = order.check(batch, read)
             if err is not None:
@@ -246,7 +246,7 @@ class MultiEngine(AsyncInput):
         runs = 0  # queries that found something: one run needs no merge
         for name, engine in zip(self.names, self.engines):
             n = len(found)
-            found.extend([QueryMatch(name, ce) for ce in engine._run(batch, shared, raises=False)])
+            found.extend([QueryMatch(name, ce) for ce in engine.evaluate_batch(batch, shared)])
             runs += len(found) > n
         self.input.consumed(batch, batch.n)
         if runs > 1:
