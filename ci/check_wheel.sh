@@ -126,7 +126,7 @@ if "$TOOLS/bin/python" -m zipfile -l "$PURE" | grep -E '\.(so|pyd)\b'; then
 fi
 
 step "twine check --strict (metadata and README rendering)"
-"$TOOLS/bin/python" -m twine check --strict --no-color "$DIST"/*.tar.gz "$DIST"/*.whl "$PURE"
+"$TOOLS/bin/python" -m twine --no-color check --strict "$DIST"/*.tar.gz "$DIST"/*.whl "$PURE"
 
 for py in $WHEEL_PYTHONS; do
     tag="$(cp_tag "$py")"
