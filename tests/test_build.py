@@ -35,13 +35,6 @@ def test_ruff_clean():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_pure_python_switch():
-    code = "import cercore; print(cercore.BACKEND)"
-    env = dict(os.environ, CERCORE_PURE_PYTHON="1")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    assert out.stdout.strip() == "python", out.stderr
-
-
 # --- packaging: what ci/check_wheel.sh and cibuildwheel build and test (no build here: slow) ---
 
 def _pyproject() -> dict:
@@ -132,3 +125,10 @@ def test_cibuildwheel_matrix():
     assert cibw["linux"]["archs"] == ["x86_64", "aarch64"]
     assert set(cibw["macos"]["archs"]) == {"x86_64", "arm64"}
     assert cibw["windows"]["archs"] == ["AMD64"]
+
+
+def test_pure_python_switch():
+    code = "import cercore; print(cercore.BACKEND)"
+    env = dict(os.environ, CERCORE_PURE_PYTHON="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "python", out.stderr
