@@ -100,9 +100,26 @@ def _regenerate_if_stale(src: str, pxd: str) -> None:
         os.remove(c_file)
 
 
+# Commands that only write metadata or collect sources (PEP 517's sdist and metadata hooks run
+# them): cythonizing for them would spend Cython's time and write C files into the source tree
+# for nothing. MANIFEST.in ships the .pyx/.pxd; no C file belongs in the sdist.
+SOURCE_ONLY_COMMANDS = {"egg_info", "dist_info", "sdist", "check", "--version", "--name"}
+BUILD_COMMANDS = {"build", "build_ext", "bdist", "bdist_wheel", "bdist_egg", "install",
+                  "develop", "editable_wheel"}
+
+
+def _source_only() -> bool:
+    """True when setup.py runs only commands that need no extension (``setup.py sdist``)."""
+    args = set(sys.argv[1:])
+    return bool(args & SOURCE_ONLY_COMMANDS) and not args & BUILD_COMMANDS
+
+
 def extensions() -> list:
+    """The extension modules to build (none when disabled, or for a source-only command)."""
     if DISABLE:
         _note("CERCORE_DISABLE_EXTENSION is set; building the pure-Python package only")
+        return []
+    if _source_only():
         return []
     modules = _modules()
     if not modules:

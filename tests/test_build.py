@@ -35,6 +35,98 @@ def test_ruff_clean():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+# --- packaging: what ci/check_wheel.sh and cibuildwheel build and test (no build here: slow) ---
+
+def _pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _smoke_wheel():
+    """ci/smoke_wheel.py as a module (ci/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("smoke_wheel", ROOT / "ci" / "smoke_wheel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _in_sdist(path: str) -> bool:
+    """Whether MANIFEST.in's include / recursive-include lines take ``path`` (relative, with
+    /) into the sdist; package modules (.py under a package) are taken by setuptools itself."""
+    from fnmatch import fnmatch
+
+    for line in (ROOT / "MANIFEST.in").read_text().splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if words[0] == "include" and any(fnmatch(path, w) for w in words[1:]):
+            return True
+        if words[0] == "recursive-include" and path.startswith(words[1].rstrip("/") + "/"):
+            if any(fnmatch(path.rsplit("/", 1)[-1], w) for w in words[2:]):
+                return True
+    return False
+
+
+def _package_files() -> list[str]:
+    """The non-Python source files of the two packages (what package data and the sdist must
+    carry), without build artefacts."""
+    artefacts = (".py", ".pyc", ".c", ".cpp", ".so", ".pyd", ".html")
+    return sorted(str(p.relative_to(ROOT)).replace(os.sep, "/")
+                  for pkg in ("cercore", "cercore_fast") for p in (ROOT / pkg).rglob("*")
+                  if p.is_file() and not p.name.endswith(artefacts)
+                  and "__pycache__" not in p.parts)
+
+
+def test_sdist_manifest_names_what_a_build_needs():
+    needed = ["README.md", "pyproject.toml", "setup.py", "ci/smoke_wheel.py",
+              "ci/check_wheel.sh", *_package_files()]
+    assert "cercore_fast/evaluator.pyx" in needed and "cercore/ceql/grammar.lark" in needed
+    assert [p for p in needed if not _in_sdist(p)] == []
+    # generated C and compiled modules never ship (setup.py regenerates them from the .pyx)
+    excluded = [line.split()[1:] for line in (ROOT / "MANIFEST.in").read_text().splitlines()
+                if line.startswith("global-exclude")]
+    assert excluded and {"*.c", "*.cpp", "*.so", "*.pyd"} <= set(excluded[0])
+
+
+def test_smoke_wheel_checks_all_package_data():
+    """ci/smoke_wheel.py's PACKAGE_DATA lists every data file of cercore, and pyproject's
+    package-data ships each of them in the wheel."""
+    from fnmatch import fnmatch
+
+    data = [p for p in _package_files() if p.startswith("cercore/")]
+    listed = sorted(f"{pkg.replace('.', '/')}/{name}"
+                    for pkg, names in _smoke_wheel().PACKAGE_DATA.items() for name in names)
+    assert listed == data
+    package_data = _pyproject()["tool"]["setuptools"]["package-data"]
+    for path in data:
+        package, name = path.rsplit("/", 1)
+        patterns = package_data.get(package.replace("/", "."), [])
+        assert any(fnmatch(name, pat) for pat in patterns), (path, patterns)
+
+
+def test_cibuildwheel_matrix():
+    """[tool.cibuildwheel] builds every CPython the classifiers name, requires the compiled
+    extension, and its test-command runs the smoke test that exists."""
+    config = _pyproject()
+    cibw = config["tool"]["cibuildwheel"]
+    assert cibw["environment"]["CERCORE_REQUIRE_EXTENSION"] == "1"
+    prefix = "Programming Language :: Python :: 3."
+    minors = [c[len(prefix):] for c in config["project"]["classifiers"]
+              if c.startswith(prefix) and c[len(prefix):].isdigit()]
+    assert minors and all(f"cp3{m}-*" in cibw["build"] for m in minors), (minors, cibw["build"])
+    assert config["project"]["requires-python"] == f">=3.{min(map(int, minors))}"
+    command = " && ".join(cibw["test-command"])
+    assert "cercore demo" in command
+    assert "{project}/ci/smoke_wheel.py --backend cython" in command
+    assert (ROOT / "ci" / "smoke_wheel.py").is_file()
+    assert cibw["linux"]["archs"] == ["x86_64", "aarch64"]
+    assert set(cibw["macos"]["archs"]) == {"x86_64", "arm64"}
+    assert cibw["windows"]["archs"] == ["AMD64"]
+
+
 def test_pure_python_switch():
     code = "import cercore; print(cercore.BACKEND)"
     env = dict(os.environ, CERCORE_PURE_PYTHON="1")
