@@ -61,15 +61,15 @@ def register(spark, *, find: str = "cer_find", aggregate: str = "cer_aggregate")
 
 def stop_query(query, timeout: float = 60.0) -> None:
     """Stop a streaming query without the ERRORs Spark logs for a cancelled micro-batch (see
-    ``cercore.spark.streaming.stop_query``)."""
-    from cercore.spark.streaming import stop_query as stop
+    ``cercore.spark.stream_lifecycle.stop_query``)."""
+    from cercore.spark.stream_lifecycle import stop_query as stop
 
     stop(query, timeout)
 
 
 def late_events(query_or_checkpoint, spark=None) -> int:
     """Late rows a streaming ``find`` counted over its whole life, restarts included, read
-    from its checkpoint (see ``cercore.spark.streaming.late_events``)."""
-    from cercore.spark.streaming import late_events as count
+    from its checkpoint (see ``cercore.spark.stream_lifecycle.late_events``)."""
+    from cercore.spark.stream_lifecycle import late_events as count
 
     return count(query_or_checkpoint, spark)

@@ -28,7 +28,8 @@ from pyspark.sql import Row
 from cercore.errors import CercoreError, ConfigError
 from cercore.input.options import EngineOptions
 from cercore.spark.job import GROUP, SEQ
-from cercore.spark.streaming import WatermarkBuffer, ms_after, with_event_time
+from cercore.spark.stream_processor import WatermarkBuffer, ms_after
+from cercore.spark.streaming import with_event_time
 from cercore.spark.trend_rows import exact_value, row_schema
 from cercore.types import TIME_UNITS_PER_SECOND
 

@@ -500,7 +500,8 @@ def test_processor_tcer_slices_with_absences(query, n, seed, delay, chunk, advan
     USER, seqs, slices_holding = tws.USER, tws.seqs, tws.slices_holding
     from cercore.spark.ceql import _body_fields
     from cercore.spark.frames import infer_schema
-    from cercore.spark.streaming import CerProcessor, eviction_span
+    from cercore.spark.stream_processor import CerProcessor
+    from cercore.spark.streaming import eviction_span
 
     schema = infer_schema(USER, query, time="ts", exclude=("seq",))
     job = EngineJob(query, schema, (("id", "id"), ("ts", TIME)), tuple(USER.names))

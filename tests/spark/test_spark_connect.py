@@ -120,7 +120,7 @@ def test_aggregate(connect):
 def test_streaming_find_late_events_stop_and_state_partitions(connect, tmp_path):
     """A keyed stream in two runs over one checkpoint equals the batch ``find``; the late row
     is counted (read from the checkpoint: a Connect query does not tell its location)."""
-    from cercore.spark.streaming import CONNECT_NO_CHECKPOINT
+    from cercore.spark.stream_lifecycle import CONNECT_NO_CHECKPOINT
 
     query = QUERIES["keyed"].replace("6 SECONDS", "6 [ts]")
     events = [(t, a.get("v"), a.get("w"), a.get("s"), a.get("b"), a.get("k"), a.get("g"),

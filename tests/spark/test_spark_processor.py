@@ -1,4 +1,4 @@
-"""The transformWithStateInPandas processor (``cercore.spark.streaming.CerProcessor``) under
+"""The transformWithStateInPandas processor (``cercore.spark.stream_processor.CerProcessor``) under
 pyspark's ``TwsTester``: no JVM, so these are fast. Rows arrive out of order in chunks, the
 watermark moves, and the complex events emitted must be the local engine's over the accepted
 (non-late) events in (time, seq) order; late rows are counted in state; state is evicted once
@@ -34,12 +34,8 @@ from cercore.spark.job import (  # noqa: E402
     EngineJob,
     table_from_bytes,
 )
-from cercore.spark.streaming import (  # noqa: E402
-    LATE_STATE,
-    STATE_VERSION,
-    CerProcessor,
-    input_layout,
-)
+from cercore.spark.stream_processor import LATE_STATE, STATE_VERSION, CerProcessor  # noqa: E402
+from cercore.spark.streaming import input_layout  # noqa: E402
 
 USER = StructType([StructField("event_type", StringType()), StructField("id", LongType()),
                    StructField("ts", LongType()), StructField("seq", LongType())])
