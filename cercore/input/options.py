@@ -57,7 +57,9 @@ class EngineOptions:
         if self.stream_column is not None and not isinstance(self.stream_column, str):
             raise ConfigError(f"stream_column must name a column, not {self.stream_column!r}")
         if self.reorder_slack is not None:
-            try:  # any integer (numpy's too), kept as a Python int
+            try:  # any integer (numpy's too, not a bool), kept as a Python int
+                if isinstance(self.reorder_slack, bool):
+                    raise TypeError
                 slack = operator.index(self.reorder_slack)
             except TypeError:
                 raise ConfigError(f"reorder_slack must be a whole number of time units, not "

@@ -74,11 +74,16 @@ class EngineJob:
                                                                   type_column=TYPE))
 
     def engine_table(self, table: pa.Table) -> pa.Table:
-        """The columns the engine reads, named and typed as the schema declares them."""
-        types = self.schema.attribute_types()
+        """The columns the engine reads, named as the schema declares them."""
         cols = {TYPE: table.column(self.type_source)}
         for attr, src in self.engine_sources:
-            cols[attr] = table.column(src).cast(types[attr].arrow_type())
+            col = table.column(src)
+            if pa.types.is_decimal(col.type):  # the decoder reads ints and doubles
+                col = col.cast(pa.float64())
+            # the engine's decoder reads the values by cercore.types' rule, as it reads any
+            # table: a double that is no whole number in an int attribute is a wrong-type
+            # event (raised or skipped), not a failed cast
+            cols[attr] = col
         if self.stream_column is not None:
             cols[self.stream_column] = table.column(self.stream_column)
         return pa.table(cols)

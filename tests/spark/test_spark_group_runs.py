@@ -16,6 +16,7 @@ from test_spark_tcer_slices import ARROW, ATTRS, out_schema
 
 import cercore
 from cercore.ceql import printer
+from cercore.input.options import EngineOptions
 from cercore.spark.job import GROUP, KEY, POS, TIME, TYPE, EngineJob, GroupRun, run_sorted_groups
 
 
@@ -33,7 +34,7 @@ def job_for(query: str, schema, on_error: str = "raise") -> EngineJob:
     declared = schema.attribute_types()
     return EngineJob(query, schema, tuple((a, TIME if a == "ts" else a) for a in ATTRS
                                           if a in declared), ("event_type", *ATTRS),
-                     on_error=on_error)
+                     EngineOptions(on_error=on_error))
 
 
 def batched_complex_events(query: str, schema, events, cut: int, on_error: str = "raise"

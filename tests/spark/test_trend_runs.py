@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from trends_strategies import SCHEMA, cases, query_text
 
 from cercore.errors import EventError
+from cercore.input.options import EngineOptions
 from cercore.spark.job import GROUP
 from cercore.spark.trend_job import POSITION, TrendJob, run_trend_groups
 from cercore.spark.trend_rows import row_schema
@@ -49,7 +50,7 @@ def spark_rows(q, events, *, chunk: int | None, cut: int, backend: str,
             p = hash((group, run)) % partitions if plan.group_by or plan.window else 0
             parts[p].append((run, attrs["t"], pos, etype, attrs))
     _, exact_columns = row_schema(q, "string")
-    job = TrendJob(q, backend, "event_type", "string", tuple(exact_columns),
+    job = TrendJob(q, EngineOptions(backend=backend), "string", tuple(exact_columns),
                    None if plan.window is None else chunk)
     rows = []
     for rows_in in parts:
@@ -100,7 +101,7 @@ def test_an_event_error_names_the_input_position():
     position (read order or sequence), as the local engine does."""
     q = compile_trend("RETURN SUM(A.v) PATTERN A+", SCHEMA)
     _, exact_columns = row_schema(q, "string")
-    job = TrendJob(q, "python", "event_type", "string", tuple(exact_columns))
+    job = TrendJob(q, EngineOptions(backend="python"), "string", tuple(exact_columns))
     table = pa.table({GROUP: [0, 0, 0], POSITION: [40, 41, 42], "event_type": ["A"] * 3,
                       "v": pa.array([1, None, 3], pa.int64()), "g": [0] * 3, "h": [0] * 3,
                       "t": [0, 1, 2]})
