@@ -1,4 +1,4 @@
-"""Absence and counted iteration on Spark (issue 24, item 5).
+"""Absence and counted iteration on Spark.
 
 ``A ; ABSENT(B) ; C`` and ``A{n,m}`` live in the automaton, so every plan that runs the local
 engine on groups of events handles them as any other formula. A deadline at the end of a

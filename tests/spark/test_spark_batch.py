@@ -131,7 +131,7 @@ def test_every_plan_agrees_on_one_query(spark):
 @settings(max_examples=8, **SETTINGS)
 @given(data=st.data())
 def test_predicates_between_events_keyed_and_tcer(spark, data):
-    """A predicate between events never makes a plan wrong (issue 17): each engine checks the
+    """A predicate between events never makes a plan wrong: each engine checks the
     complex events it finds, keyed or in T-CER slices."""
     partitioned = data.draw(st.booleans())
     schema = SCHEMAS["seconds"]
