@@ -29,8 +29,7 @@ from cercore.schema import AttrType
 
 # CERCORE_FUZZ_SCALE=k multiplies the campaign (CI runs k = 1; a release campaign k = 100)
 SCALE = int(os.environ.get("CERCORE_FUZZ_SCALE", "1"))
-FUZZ = settings(max_examples=250 * SCALE, deadline=None, derandomize=SCALE == 1,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(max_examples=250 * SCALE, deadline=None, derandomize=SCALE == 1)
 # a campaign (k > 1, on a quiet machine) also fails a query whose compile and explain take more
 # than 2 s -- a hang; CI (k = 1) shares its machine, so it times nothing
 QUERY_FUZZ = settings(FUZZ, deadline=None if SCALE == 1 else 2000)

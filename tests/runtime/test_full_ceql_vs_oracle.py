@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported, stream_of
 from strategies import bindable, queries, queries_between_events, schemas, streams
@@ -22,9 +22,7 @@ from strategies import bindable, queries, queries_between_events, schemas, strea
 import cercore
 from cercore.ceql import ast, parser, printer
 
-SETTINGS = dict(deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
+SETTINGS = dict(deadline=None)
 
 
 def per_end(compiled, events, backend: str, with_bindings: bool = False):
