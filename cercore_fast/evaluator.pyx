@@ -32,10 +32,11 @@ from libc.stdlib cimport free, malloc
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
+from cercore_fast.constants cimport BOTTOM, NIL, NO_STATE, OUTPUT, UNION, window_start
 from cercore_fast.output cimport make_view
 from cercore_fast.tecs cimport (
-    BOTTOM, NIL, OUTPUT, UNION, Arena, Node, UList, arena_free, arena_reserve, compact, extend,
-    new_bottom, ul_insert, ul_merge,
+    Arena, Node, UList, arena_free, arena_from_array, arena_reserve, arena_to_array, compact,
+    extend, new_bottom, ul_insert, ul_merge,
 )
 
 import numpy as np
@@ -44,17 +45,16 @@ from cercore.runtime.state import STATE_FORMAT, WORK_KEYS, EvaluatorState, check
 
 from cercore.runtime import constants
 
-# the shared numbers, read once from their one definition (cercore.runtime.constants)
+# the shared numbers, read once from their one definition (cercore.runtime.constants); C
+# globals, so the loops read them as C
 MIN_COMPACTION = constants.MIN_COMPACTION
 UNBOUNDED_PAST = constants.UNBOUNDED_PAST
 cdef int64_t C_UNBOUNDED_PAST = constants.UNBOUNDED_PAST
-cdef int64_t INT64_MIN = constants.INT64_MIN
 cdef int CONSUME_NONE = constants.CONSUME_NONE
 cdef int CONSUME_ANY = constants.CONSUME_ANY
+cdef int32_t MISSING = constants.MISSING  # transition table: not computed yet
 OUTPUT_CAP = 1 << 16  # positions buffered before returning to Python
 
-cdef int32_t NO_STATE = -1
-cdef int32_t MISSING = -2  # transition table: not computed yet
 cdef size_t MAX_SPARE_LISTS = 4096  # emptied union lists kept for reuse (bounds the pool)
 
 cdef enum:
@@ -338,12 +338,7 @@ cdef class CythonEvaluator:
                 return DONE
             k = self.b_active[self.b_i]
             t = self.b_times[k]
-            if not self.b_windowed:
-                tau = C_UNBOUNDED_PAST
-            elif t < INT64_MIN + self.b_epsilon:  # t - epsilon would wrap: saturate
-                tau = INT64_MIN
-            else:
-                tau = t - self.b_epsilon
+            tau = window_start(t, self.b_epsilon) if self.b_windowed else C_UNBOUNDED_PAST
             pos = self.b_first + k
             rc = self.step(self.b_pids[k], self.b_letters[k], pos, t, tau)
             if rc == 1:
@@ -422,30 +417,20 @@ cdef class CythonEvaluator:
         """Work done so far, in operations: the keys and meanings of the reference
         ``cercore.runtime.evaluator.PythonEvaluator.work_counts`` (equal counts for the same
         query and stream)."""
-        return {"events": self.w_events, "transitions": self.w_transitions,
-                "determinisation_misses": self.w_misses, "nodes_bottom": self.w_events,
-                "nodes_output": self.w_outputs,
-                "nodes_union": self.w_created - self.w_events - self.w_outputs,
-                "union_list_inserts": self.w_inserts, "union_list_merges": self.w_merges,
-                "step_work_max": self.w_step_max, "enumerated": self.w_enumerated,
-                "enumerated_positions": self.w_positions, "enumeration_nodes": self.w_visited}
+        # in WORK_KEYS order; one bottom node per step, and the union nodes are the rest
+        return dict(zip(WORK_KEYS, (
+            self.w_events, self.w_transitions, self.w_misses, self.w_events, self.w_outputs,
+            self.w_created - self.w_events - self.w_outputs, self.w_inserts, self.w_merges,
+            self.w_step_max, self.w_enumerated, self.w_positions, self.w_visited)))
 
     def reset_work_counts(self, counts=None):
         """Set every work counter to 0, or to ``counts`` (keys of ``work_counts``)."""
-        c = {k: 0 for k in WORK_KEYS}
-        if counts:
-            c.update(counts)
-        self.w_events = c["events"]
-        self.w_created = c["nodes_bottom"] + c["nodes_output"] + c["nodes_union"]
-        self.w_transitions = c["transitions"]
-        self.w_misses = c["determinisation_misses"]
-        self.w_outputs = c["nodes_output"]
-        self.w_inserts = c["union_list_inserts"]
-        self.w_merges = c["union_list_merges"]
-        self.w_step_max = c["step_work_max"]
-        self.w_enumerated = c["enumerated"]
-        self.w_positions = c["enumerated_positions"]
-        self.w_visited = c["enumeration_nodes"]
+        c = counts or {}
+        # in WORK_KEYS order, as work_counts gives them
+        (self.w_events, self.w_transitions, self.w_misses, bottoms, self.w_outputs, unions,
+         self.w_inserts, self.w_merges, self.w_step_max, self.w_enumerated, self.w_positions,
+         self.w_visited) = [c.get(k, 0) for k in WORK_KEYS]
+        self.w_created = bottoms + self.w_outputs + unions
 
     # ---- Algorithm 1 --------------------------------------------------------------------------
     cdef int step(self, int64_t pid, int32_t letter, int64_t pos, int64_t time,
@@ -708,22 +693,8 @@ cdef class CythonEvaluator:
     # ---- state (backend-neutral, see cercore.runtime.state) -----------------------------------
     def to_state(self):
         """A backend-neutral ``EvaluatorState`` (numpy arrays; partitions sorted by id)."""
-        cdef int64_t i, n = self.arena.size
         cdef size_t e, j
         cdef Table* tbl
-        kind = np.empty(n, dtype=np.int8)
-        pos = np.empty(n, dtype=np.int64)
-        maxs = np.empty(n, dtype=np.int64)
-        left = np.empty(n, dtype=np.int64)
-        right = np.empty(n, dtype=np.int64)
-        cdef int8_t[::1] vk = kind
-        cdef int64_t[::1] vp = pos, vm = maxs, vl = left, vr = right
-        for i in range(n):
-            vk[i] = self.arena.nodes[i].kind
-            vp[i] = self.arena.nodes[i].pos
-            vm[i] = self.arena.nodes[i].maxs
-            vl[i] = self.arena.nodes[i].left
-            vr[i] = self.arena.nodes[i].right
         pids = sorted(kv.first for kv in self.partitions)
         part_offsets = [0]
         entry_states = []
@@ -746,7 +717,7 @@ cdef class CythonEvaluator:
                     vt[r, c, k] = self.trans[(r * self.trans_cols + c) * 3 + k]
         pre_ids = sorted(kv.first for kv in self.pre)
         return EvaluatorState(
-            kind=kind, pos=pos, maxs=maxs, left=left, right=right,
+            **EvaluatorState.pack_nodes(arena_to_array(&self.arena)),
             part_ids=np.array(pids, dtype=np.int64),
             part_offsets=np.array(part_offsets, dtype=np.int64),
             entry_states=np.array(entry_states, dtype=np.int32),
@@ -760,23 +731,8 @@ cdef class CythonEvaluator:
     def from_state(self, state):
         """Load a backend-neutral ``EvaluatorState`` (replaces the arena, tables and counters)."""
         state.validate()
-        cdef int64_t i, n = len(state.kind)
-        cdef const int8_t[::1] vk = np.ascontiguousarray(state.kind, dtype=np.int8)
-        cdef const int64_t[::1] vp = np.ascontiguousarray(state.pos, dtype=np.int64)
-        cdef const int64_t[::1] vm = np.ascontiguousarray(state.maxs, dtype=np.int64)
-        cdef const int64_t[::1] vl = np.ascontiguousarray(state.left, dtype=np.int64)
-        cdef const int64_t[::1] vr = np.ascontiguousarray(state.right, dtype=np.int64)
         cdef Table* tbl
-        arena_free(&self.arena)
-        if arena_reserve(&self.arena, n) < 0:
-            raise MemoryError("cercore_fast: tECS arena")
-        for i in range(n):
-            self.arena.nodes[i].kind = vk[i]
-            self.arena.nodes[i].pos = vp[i]
-            self.arena.nodes[i].maxs = vm[i]
-            self.arena.nodes[i].left = vl[i]
-            self.arena.nodes[i].right = vr[i]
-        self.arena.size = n
+        arena_from_array(&self.arena, state.nodes())
         self.partitions.clear()
         for pid, entries in state.partitions().items():
             tbl = &self.partitions[<int64_t>pid]
@@ -815,3 +771,9 @@ cdef class CythonEvaluator:
 
     def __reduce__(self):
         return (_new_evaluator, (), self.__getstate__())
+
+
+def compiled_window_start(int64_t time, int64_t epsilon):
+    """``window_start`` as the kernels compile it (cercore_fast/constants.pxd), for the test
+    that compares it with ``cercore.runtime.constants.window_start``."""
+    return window_start(time, epsilon)

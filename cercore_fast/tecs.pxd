@@ -4,7 +4,8 @@
 The layout mirrors ``cercore.runtime.tecs.NodeArena`` (the pure-Python reference): the same
 three constructors, the same union gadgets (Figure 5 (a)-(d)), the same union-list insert and
 merge (Figure 5 (e)), and the same compaction rule, so both backends build identical node
-arrays from identical operations.
+arrays from identical operations. ``Node`` is ``cercore.runtime.state.NODE_DTYPE`` (checked when
+``cercore_fast.tecs`` is imported), so the arena is saved and loaded as one numpy array.
 
 Allocation: ``arena_reserve`` grows the array (doubling, ``realloc``) ahead of a batch of
 constructor calls; the constructors themselves never allocate, so they are ``noexcept nogil``
@@ -14,14 +15,9 @@ and cannot fail. Callers reserve an upper bound on the nodes they may create.
 from libc.stdint cimport int8_t, int64_t
 from libcpp.vector cimport vector
 
-cdef enum:
-    BOTTOM = 0
-    OUTPUT = 1
-    UNION = 2
+from cercore_fast.constants cimport BOTTOM, NIL, OUTPUT, UNION
 
-cdef enum:
-    NIL = -1
-
+# field order and types: cercore.runtime.state.NODE_DTYPE
 cdef struct Node:
     int64_t pos     # BOTTOM: start position; OUTPUT: marked position; UNION: -1
     int64_t maxs    # max-start: largest start time of any complex event below
@@ -40,6 +36,8 @@ ctypedef vector[int64_t] UList
 cdef int arena_reserve(Arena* a, int64_t extra) noexcept nogil
 cdef void arena_free(Arena* a) noexcept nogil
 cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau) noexcept nogil
+cdef object arena_to_array(Arena* a)
+cdef int arena_from_array(Arena* a, object nodes) except -1
 
 
 # ---- constructors (callers must have reserved room) ------------------------------------------

@@ -12,7 +12,15 @@ from libcpp.vector cimport vector
 
 import numpy as np
 
+from cercore.runtime.state import NODE_DTYPE, NODE_FIELDS
+
 cdef int64_t MIN_CAPACITY = 1024
+
+# Node must be NODE_DTYPE, field for field and byte for byte: the arena is copied as one array
+cdef Node _layout_probe
+if np.asarray(<Node[:1]> &_layout_probe).dtype != NODE_DTYPE:
+    raise ImportError("cercore_fast.tecs: the Node struct does not match "
+                      "cercore.runtime.state.NODE_DTYPE; rebuild the extension")
 
 
 cdef int arena_reserve(Arena* a, int64_t extra) noexcept nogil:
@@ -108,6 +116,25 @@ cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau) noexcept nogil:
     return 0
 
 
+cdef object arena_to_array(Arena* a):
+    """A copy of the arena's nodes, as one NODE_DTYPE array."""
+    if a.size == 0:
+        return np.empty(0, dtype=NODE_DTYPE)
+    return np.asarray(<Node[:a.size]> a.nodes).copy()
+
+
+cdef int arena_from_array(Arena* a, object nodes) except -1:
+    """Replace the arena's nodes with ``nodes`` (a NODE_DTYPE array)."""
+    cdef int64_t n = len(nodes)
+    arena_free(a)
+    if arena_reserve(a, n) < 0:
+        raise MemoryError("cercore_fast: tECS arena")
+    if n:
+        np.asarray(<Node[:n]> a.nodes)[:] = nodes
+    a.size = n
+    return 0
+
+
 cdef UList _to_ulist(list ul):
     cdef UList out
     for x in ul:
@@ -176,42 +203,11 @@ cdef class NodeArena:
         for i in range(cl.size()):
             lists[i][:] = cl[i]
 
-    def _field(self, int which):
-        cdef int64_t i
-        out = np.empty(self.arena.size, dtype=np.int64)
-        cdef int64_t[::1] v = out
-        for i in range(self.arena.size):
-            if which == 0:
-                v[i] = self.arena.nodes[i].kind
-            elif which == 1:
-                v[i] = self.arena.nodes[i].pos
-            elif which == 2:
-                v[i] = self.arena.nodes[i].maxs
-            elif which == 3:
-                v[i] = self.arena.nodes[i].left
-            else:
-                v[i] = self.arena.nodes[i].right
-        return out
-
-    @property
-    def kind(self):
-        return self._field(0).tolist()
-
-    @property
-    def pos(self):
-        return self._field(1).tolist()
-
-    @property
-    def maxs(self):
-        return self._field(2).tolist()
-
-    @property
-    def left(self):
-        return self._field(3).tolist()
-
-    @property
-    def right(self):
-        return self._field(4).tolist()
+    def __getattr__(self, name):
+        """A node field as a list (``kind``, ``pos``, ... as the reference has them)."""
+        if name in NODE_FIELDS:
+            return arena_to_array(&self.arena)[name].tolist()
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def capacity(self):

@@ -39,6 +39,8 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 from cercore.ceql import ast as ceql
+from cercore.runtime.constants import INT64_MAX as _INT64_MAX
+from cercore.runtime.constants import INT64_MIN as _INT64_MIN
 from cercore.runtime.constants import NO_PARTITION as _NO_PARTITION
 from cercore.schema import AttrType
 from cercore.trends import reference
@@ -85,8 +87,6 @@ cdef extern from *:
 _OPS = {"<": 0, "<=": 1, ">": 2, ">=": 3, "==": 4, "!=": 5}
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _MAX_EXACT = 2 ** 53
-_INT64_MIN = -2 ** 63
-_INT64_MAX = 2 ** 63 - 1
 
 
 def _clause(plan, adj):

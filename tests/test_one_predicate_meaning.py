@@ -1,4 +1,4 @@
-"""One meaning for a predicate, whichever query kind evaluates it (issue 26).
+"""One meaning for a predicate, whichever query kind evaluates it.
 
 The same predicate texts -- nulls, int beside double, division and modulo by zero, integer
 division of negative numbers, LIKE, IN, NOT, comparisons between attributes -- are evaluated

@@ -230,10 +230,6 @@ class _Analyser:
             visible.update(self.schema.streams[s].event_types)
         return visible
 
-    def streams_of(self, event_type: str) -> list[str]:
-        names = self.q.streams or tuple(self.schema.streams)
-        return [s for s in names if event_type in self.schema.streams[s].event_types]
-
     def resolve_window(self) -> WindowSpec:
         return self.window_spec(self.q.within)
 

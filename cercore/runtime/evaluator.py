@@ -14,24 +14,29 @@ import numpy as np
 
 from cercore.automata.determinize import NO_STATE, LazyDeterminiser
 from cercore.runtime.constants import (
+    BOTTOM,
     CONSUME_ANY,
     CONSUME_NONE,
     MIN_COMPACTION,
+    NIL,
+    OUTPUT,
     UNBOUNDED_PAST,
     window_start,
 )
 from cercore.runtime.interface import EvaluatorInput
 from cercore.runtime.letters import LetterEncoder
 from cercore.runtime.output import ComplexEvent
-from cercore.runtime.tecs import BOTTOM, NIL, OUTPUT, NodeArena
+from cercore.runtime.state import (
+    NODE_FIELDS,
+    STATE_FORMAT,
+    WORK_KEYS,
+    EvaluatorState,
+    check_pickled,
+)
+from cercore.runtime.tecs import NodeArena
 
 # work counter (``work_counts`` key) -> the attribute the hot loop increments
-_WORK_ATTRIBUTES = {"events": "w_events", "transitions": "w_transitions",
-                    "determinisation_misses": "w_misses", "nodes_bottom": "w_bottoms",
-                    "nodes_output": "w_outputs", "nodes_union": "w_unions",
-                    "union_list_inserts": "w_inserts", "union_list_merges": "w_merges",
-                    "step_work_max": "w_step_max", "enumerated": "w_enumerated",
-                    "enumerated_positions": "w_positions", "enumeration_nodes": "w_visited"}
+_WORK_ATTRIBUTES = {key: "w_" + key for key in WORK_KEYS}
 
 
 class PythonEvaluator:
@@ -143,7 +148,7 @@ class PythonEvaluator:
         else:
             row.extend([None] * (letter + 1 - len(row)))
         tr = row[letter] = self.det.successors(sid, self.encoder.atom_masks[letter])
-        self.w_misses += 1
+        self.w_determinisation_misses += 1
         return tr
 
     # ---- work counters --------------------------------------------------------------------------
@@ -242,15 +247,15 @@ class PythonEvaluator:
         # union nodes are what the step created beyond its one bottom and its output nodes
         created = len(arena.kind) - size0
         self.w_events += 1
-        self.w_bottoms += 1
+        self.w_nodes_bottom += 1
         self.w_transitions += n_trans
-        self.w_outputs += n_out
-        self.w_unions += created - 1 - n_out
-        self.w_inserts += n_ins
-        self.w_merges += n_merge
+        self.w_nodes_output += n_out
+        self.w_nodes_union += created - 1 - n_out
+        self.w_union_list_inserts += n_ins
+        self.w_union_list_merges += n_merge
         work = n_trans + created + n_ins + n_merge
-        if work > self.w_step_max:
-            self.w_step_max = work
+        if work > self.w_step_work_max:
+            self.w_step_work_max = work
         return finals
 
     # ---- Algorithm 2 --------------------------------------------------------------------------
@@ -273,10 +278,10 @@ class PythonEvaluator:
                     while path is not None:
                         out.append(path[0])
                         path = path[1]
-                    self.w_visited += visited
+                    self.w_enumeration_nodes += visited
                     visited = 0
                     self.w_enumerated += 1
-                    self.w_positions += len(out)
+                    self.w_enumerated_positions += len(out)
                     yield pos[n], tuple(out)
                     break
                 if k == OUTPUT:
@@ -286,7 +291,7 @@ class PythonEvaluator:
                     if r != NIL and maxs[r] >= tau:
                         stack.append((r, path))
                 n = left[n]
-        self.w_visited += visited
+        self.w_enumeration_nodes += visited
 
     # ---- memory -------------------------------------------------------------------------------
     def reclaim(self, tau: int) -> None:
@@ -329,13 +334,9 @@ class PythonEvaluator:
     # ---- state (backend-neutral, see cercore.runtime.state) -------------------------------------
     def to_state(self):
         """A backend-neutral ``EvaluatorState`` (numpy arrays; partitions sorted by id)."""
-        from cercore.runtime.state import EvaluatorState
-
         a = self.arena
         return EvaluatorState(
-            kind=np.array(a.kind, dtype=np.int8), pos=np.array(a.pos, dtype=np.int64),
-            maxs=np.array(a.maxs, dtype=np.int64), left=np.array(a.left, dtype=np.int64),
-            right=np.array(a.right, dtype=np.int64),
+            **EvaluatorState.pack_nodes({f: getattr(a, f) for f in NODE_FIELDS}),
             **EvaluatorState.pack_partitions(self.partitions),
             **EvaluatorState.pack_pre(self.pre),
             table=EvaluatorState.pack_table(self.table), compact_at=self.compact_at,
@@ -346,9 +347,8 @@ class PythonEvaluator:
         """Load a backend-neutral ``EvaluatorState`` (replaces the arena, tables and counters)."""
         state.validate()
         arena = self.arena = NodeArena()
-        arena.kind, arena.pos, arena.maxs = (state.kind.tolist(), state.pos.tolist(),
-                                             state.maxs.tolist())
-        arena.left, arena.right = state.left.tolist(), state.right.tolist()
+        for f in NODE_FIELDS:
+            setattr(arena, f, getattr(state, f).tolist())
         self.partitions = state.partitions()
         self.pre = state.pre_map()
         self.table = state.table_rows()
@@ -357,14 +357,10 @@ class PythonEvaluator:
         self.reset_work_counts(state.work)
 
     def __getstate__(self) -> dict:
-        from cercore.runtime.state import STATE_FORMAT
-
         return {"format": STATE_FORMAT, "backend": "python", "det": self.det,
                 "encoder": self.encoder, "evaluator": self.to_state().to_dict()}
 
     def __setstate__(self, d: dict) -> None:
-        from cercore.runtime.state import EvaluatorState, check_pickled
-
         check_pickled(d)
         self.det, self.encoder = d["det"], d["encoder"]
         self.reported = 0

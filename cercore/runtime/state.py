@@ -3,8 +3,8 @@ backend loads into the other.
 
 An ``EvaluatorState`` is the evaluator's whole mutable state as numpy arrays:
 
-- the tECS arena, struct-of-arrays: ``kind`` (int8), ``pos``, ``maxs``, ``left``, ``right``
-  (int64), node ids as in ``cercore.runtime.tecs``;
+- the tECS arena, struct-of-arrays: one array per field of ``NODE_DTYPE`` (``kind`` int8,
+  ``pos``, ``maxs``, ``left``, ``right`` int64), node ids as in ``cercore.runtime.tecs``;
 - the partition tables in CSR form: partition ``part_ids[i]`` owns entries
   ``part_offsets[i]:part_offsets[i + 1]``; entry ``e`` is det state ``entry_states[e]`` with the
   union list ``list_nodes[entry_offsets[e]:entry_offsets[e + 1]]``. Entries keep their table's
@@ -31,18 +31,27 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from cercore.runtime.constants import MISSING
+
 STATE_FORMAT = 2
-MISSING = -2  # transition not computed yet
+
+# The tECS node, described once for both backends: the fields of the Cython arena's ``Node``
+# struct (cercore_fast/tecs.pxd) in its order and with its C alignment, so the arena copies
+# to and from one NODE_DTYPE array in a block (cercore_fast.tecs checks the layout at import);
+# in a state, one array per field.
+NODE_DTYPE = np.dtype([("pos", np.int64), ("maxs", np.int64), ("left", np.int64),
+                       ("right", np.int64), ("kind", np.int8)], align=True)
+NODE_FIELDS: tuple[str, ...] = NODE_DTYPE.names
 
 # Work counters, identical on both backends (documented in PythonEvaluator.work_counts).
 WORK_KEYS = ("events", "transitions", "determinisation_misses", "nodes_bottom", "nodes_output",
              "nodes_union", "union_list_inserts", "union_list_merges", "step_work_max",
              "enumerated", "enumerated_positions", "enumeration_nodes")
 
-_ARRAYS = {"kind": np.int8, "pos": np.int64, "maxs": np.int64, "left": np.int64,
-           "right": np.int64, "part_ids": np.int64, "part_offsets": np.int64,
-           "entry_states": np.int32, "entry_offsets": np.int64, "list_nodes": np.int64,
-           "table": np.int32, "pre_ids": np.int64, "pre_states": np.int32}
+_ARRAYS = {**{f: NODE_DTYPE[f] for f in NODE_FIELDS}, "part_ids": np.int64,
+           "part_offsets": np.int64, "entry_states": np.int32, "entry_offsets": np.int64,
+           "list_nodes": np.int64, "table": np.int32, "pre_ids": np.int64,
+           "pre_states": np.int32}
 
 
 def check_pickled(d: dict) -> None:
@@ -55,6 +64,8 @@ def check_pickled(d: dict) -> None:
 
 @dataclass
 class EvaluatorState:
+    """One evaluator's whole mutable state, the same for both backends (see the module)."""
+
     kind: np.ndarray
     pos: np.ndarray
     maxs: np.ndarray
@@ -92,7 +103,7 @@ class EvaluatorState:
         for name, dtype in _ARRAYS.items():
             setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=dtype))
         n = len(self.kind)
-        if not (len(self.pos) == len(self.maxs) == len(self.left) == len(self.right) == n):
+        if any(len(getattr(self, f)) != n for f in NODE_FIELDS):
             raise ValueError("evaluator state: node arrays of different lengths")
         if len(self.part_offsets) != len(self.part_ids) + 1 \
                 or len(self.entry_offsets) != len(self.entry_states) + 1:
@@ -120,6 +131,19 @@ class EvaluatorState:
         return self
 
     # ---- converters -----------------------------------------------------------------------------
+    @staticmethod
+    def pack_nodes(nodes) -> dict[str, np.ndarray]:
+        """The node arrays of a state from anything indexed by ``NODE_FIELDS`` (a NODE_DTYPE
+        array, a reference arena's lists by name)."""
+        return {f: np.array(nodes[f], dtype=NODE_DTYPE[f]) for f in NODE_FIELDS}
+
+    def nodes(self) -> np.ndarray:
+        """The node arrays as one NODE_DTYPE array (the Cython arena's memory layout)."""
+        out = np.empty(len(self.kind), dtype=NODE_DTYPE)
+        for f in NODE_FIELDS:
+            out[f] = getattr(self, f)
+        return out
+
     @staticmethod
     def pack_pre(pre: dict[int, int]) -> dict[str, np.ndarray]:
         ids = sorted(pre)

@@ -15,8 +15,7 @@ first one a non-union node.
 
 from __future__ import annotations
 
-BOTTOM, OUTPUT, UNION = 0, 1, 2
-NIL = -1
+from cercore.runtime.constants import BOTTOM, NIL, OUTPUT, UNION
 
 
 class NodeArena:

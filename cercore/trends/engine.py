@@ -266,11 +266,6 @@ class TrendEngine(ReadsInput):
                 for row in self._guarded(self._run_batch(batch))]
         return rows + self._rows(self.runner.finish())
 
-    def aggregate_window(self, events: list) -> list:
-        """The aggregate vector of one window of one partition given all its events
-        ``(time, vars, attrs)`` at once, in time order (by the reference aggregators)."""
-        return reference.aggregate_with(reference.Aggregators(self.plan), events)
-
     @property
     def stats(self) -> dict[str, Any]:
         """Counters: events received, skipped (with reasons), the backend (and

@@ -21,12 +21,10 @@ updates are applied (COGRA §2.1 assumes a strict order; its example of a variab
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from itertools import groupby
+from collections.abc import Sequence
 
 from cercore.trends.analysis import Field, TrendPlan
 
-Event = tuple  # (time, vars: tuple[int, ...], attrs: dict)
 Group = list   # [(vars, attrs), ...] at one timestamp
 
 
@@ -80,12 +78,6 @@ class Vectors:
             else:
                 out.append(x if p is None or x > p else p)
         return out
-
-
-def timestamp_groups(events: Sequence[Event]) -> Iterator[Group]:
-    """``(time, vars, attrs)`` events in time order -> their timestamp groups."""
-    for _, group in groupby(events, key=lambda e: e[0]):
-        yield [(vs, attrs) for _, vs, attrs in group]
 
 
 def _adjacent_ok(plan: TrendPlan, u: int, uattrs: dict, v: int, attrs: dict) -> bool:
@@ -293,10 +285,3 @@ class Aggregators:
     def prepare(self, group: Group) -> Group:
         return group
 
-
-def aggregate_with(factory, events: Sequence[Event]) -> list:
-    """The aggregate vector of one window of one partition given all its events at once."""
-    state = factory.new()
-    for group in timestamp_groups(events):
-        state.update(factory.prepare(group))
-    return state.result()

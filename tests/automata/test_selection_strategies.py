@@ -137,8 +137,8 @@ def test_limit_counts_the_selected_complex_events(abc_schema, backend):
 
 @pytest.mark.parametrize("strategy", ["NEXT", "LAST", "MAX"])
 def test_strategies_keep_reporting_on_long_partitioned_streams(strategy, backend):
-    # issue 17: NEXT used to keep each key's first match forever, so a key stopped reporting
-    # once that match left the window, and every key kept ranking state forever.
+    # NEXT must not keep each key's first match forever: a key would stop reporting once that
+    # match left the window, and every key would keep ranking state forever.
     schema = cercore.Schema.parse(
         "CREATE STREAM S { EVENT SELL { name:string, ts:int }, EVENT BUY { name:string, ts:int } }",
         time_attribute="ts")

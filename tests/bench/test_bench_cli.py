@@ -111,14 +111,6 @@ def test_plugin_protocol(tmp_path, monkeypatch, capsys):
     assert "Count to N: a fake experiment." in capsys.readouterr().out
 
 
-def test_entry_point_is_benchcli():
-    done = subprocess.run([sys.executable, "-c", "import sys; from cercore.benchcli import "
-                           "main; sys.exit(main(['suite', '--workload', 'P99']))"],
-                          capture_output=True, text=True)
-    assert done.returncode == 2 and "unknown workload" in done.stderr
-    assert "Traceback" not in done.stderr
-
-
 def test_check_equal_detects_a_disagreement(monkeypatch):
     table = datasets.stock_trace(2_000)
     (w,) = workloads.select("stocks", ["P3"])

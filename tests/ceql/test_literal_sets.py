@@ -1,4 +1,4 @@
-"""Big IN lists (issue 28, item 4): a set of constants is lexed as one LITERAL_SET token and
+"""Big IN lists: a set of constants is lexed as one LITERAL_SET token and
 its items read with one regex, so an allow-list of 100,000 items compiles in a fraction of a
 second instead of going through the LALR parser token by token (about 50 us an item). The
 token must build exactly the AST the token-by-token rules build -- values, ranges, negative

@@ -1,4 +1,4 @@
-"""A file with a few bad rows (issue 16, item 15): with ``on_error="skip"`` (``cercore run
+"""A file with a few bad rows: with ``on_error="skip"`` (``cercore run
 --on-error skip``) only those rows' events are skipped -- counted as "unreadable in the file",
 positions still indexing the file's rows -- and the rest of the file is evaluated; with
 "raise" the first bad row stops the run with its line and column."""
@@ -75,7 +75,7 @@ def test_cli_on_error_skip_skips_cells_not_files(bad_file, capsys):
     assert code == 2 and "cannot read '2x' as int" in err and "Traceback" not in err
 
 
-# ---- issue 28, items 2 and 3 ---------------------------------------------------------------
+# ---- bytes that are not UTF-8, and a byte order mark -----------------------------------------
 # a byte that is not UTF-8 (0xff) on line 2 of a JSON Lines file, and a BOM before line 1
 NOT_UTF8 = (b'\xef\xbb\xbf{"event_type": "A", "id": 1, "v": 2.0}\n'
             b'{"event_type": "B", "id": 2, "v": "\xff"}\n{"event_type": "B", "id": 3, "v": 1.0}\n')

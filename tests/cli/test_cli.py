@@ -232,7 +232,7 @@ def test_run_parquet_with_dictionary_strings(tmp_path, capsys):
     ("bad.csv", b"event_type,id,v\nA,1,\xff\n", "cannot read"),
 ])
 def test_hostile_files_are_clear_errors(tmp_path, capsys, name, data, message):
-    """Issue 16 item 12: bad bytes, deep JSON, huge numbers and a broken CSV header are one
+    """Bad bytes, deep JSON, huge numbers and a broken CSV header are one
     clear error line (exit 2), never a traceback."""
     query = QUERY
     if data is None:  # the query file itself is not UTF-8

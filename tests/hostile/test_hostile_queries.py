@@ -1,4 +1,4 @@
-"""Hostile query text (issue 16): every limit is checked before the work it limits, each a
+"""Hostile query text: every limit is checked before the work it limits, each a
 positioned CEQL error naming the limit; integer arithmetic in filters is exact."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def semantic_error(text: str, schema=SCHEMA) -> cercore.CEQLError:
 
 @pytest.mark.parametrize("k", [22, 26, 60])
 def test_filter_alternatives_are_counted_before_they_are_built(k):
-    """Item 1: 2^k alternatives used to be built before the limit was checked (k = 60 would
-    never finish, nor fit in memory, if they still were)."""
+    """The 2^k alternatives are counted, not built, before the limit is checked (k = 60 would
+    never finish, nor fit in memory, if they were built first)."""
     f = " AND ".join(f"(a[x > {i}] OR b[x > {i}])" for i in range(k))
     err = semantic_error(f"SELECT * FROM S WHERE A AS a ; B AS b FILTER {f}")
     assert "alternatives (more than 256)" in err.message and err.line == 1
@@ -39,8 +39,8 @@ def test_filter_alternatives_are_counted_before_they_are_built(k):
     ("SELECT * FROM S WHERE A ; B LIMIT 9223372036854775808", "LIMIT is too large"),
 ])
 def test_window_and_limit_ranges_are_checked_at_compile_time(text, limit):
-    """Items 7 and 8: they compiled, then the Cython backend overflowed on the first event (or
-    the compiler overflowed)."""
+    """Refused when compiled, not left to overflow the Cython backend on the first event (or
+    the compiler)."""
     err = semantic_error(text)
     assert limit in err.message and str(INT64_MAX) in err.message
     keyword = "LIMIT" if "LIMIT" in limit else "WITHIN"
@@ -74,7 +74,8 @@ def test_trend_windows_are_checked_too(text):
     ("w % 99999999999999999999999 > 1", [1, 2, -3, 0, INT64_MAX, INT64_MIN]),
 ])
 def test_filter_arithmetic_is_exact(backend, condition, expected):
-    """Item 6 (int64 wrap) and item 14 (% of a huge literal raised AttributeError)."""
+    """No int64 wrap-around, and % of a literal beyond int64 is exact (not an
+    AttributeError)."""
     xs = [1, 2, -3, 0, INT64_MAX, INT64_MIN]
     events = [("A", {"x": x, "w": 1.5, "s": "", "ts": i}) for i, x in enumerate(xs)]
     q = f"SELECT * FROM S WHERE A AS a FILTER a[{condition}]"
@@ -93,7 +94,7 @@ def test_regular_expressions_that_overflow_are_query_errors():
     ("SELECT * FROM S WHERE A ; B LIMIT -1", "-1"),
 ])
 def test_errors_point_at_the_name(text, name):
-    """Item 16: the caret was at line 1, column 1."""
+    """The caret is at the offending name, not at line 1, column 1."""
     err = semantic_error(text)
     line = text.splitlines()[err.line - 1]
     assert line[err.column - 1:].startswith(name), (err.line, err.column)
@@ -112,7 +113,7 @@ NESTED = [
 
 @pytest.mark.parametrize("text", NESTED, ids=range(len(NESTED)))
 def test_deep_nesting_is_a_syntax_error_not_a_crash(text):
-    """Items 12 and 13: RecursionError / lark VisitError, in compile and in explain."""
+    """Not a RecursionError or a lark VisitError, in compile and in explain."""
     with pytest.raises(cercore.CEQLSyntaxError, match="nested too deeply") as info:
         cercore.compile(text, SCHEMA)
     assert str(MAX_TREE_DEPTH) in info.value.message and info.value.line == 1
@@ -124,7 +125,7 @@ def test_nesting_below_the_limit_compiles_and_explains():
         assert cercore.compile(text, SCHEMA).explain()
 
 
-# ---- issue 28, item 5: an empty or blank text is located like every other syntax error ------
+# ---- an empty or blank text is located like every other syntax error -------------------------
 BLANK = ["", "   ", "\n", "\n\t \n", "-- only a comment", "/* c */\n"]
 
 

@@ -1,5 +1,5 @@
 """Bad values at the input edge become EventErrors (or counted skips) at their own row, never
-a silently wrong number, a raw Python exception, or a lost batch (issue 16, items 3, 9-11)."""
+a silently wrong number, a raw Python exception, or a lost batch."""
 
 from __future__ import annotations
 

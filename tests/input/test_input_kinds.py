@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import SCHEMAS, queries, streams
 from support import compiled_or_discarded
@@ -55,7 +55,7 @@ def outputs(engine, events) -> list[tuple]:
             for ce in engine.process(events)]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_every_input_kind_equals_records(backend, data):
     schema = data.draw(st.sampled_from(list(SCHEMAS.values())))

@@ -1,4 +1,4 @@
-"""A stray value in a pandas column (issue 28, item 1): a frame Arrow cannot convert as a whole
+"""A stray value in a pandas column: a frame Arrow cannot convert as a whole
 (an object column mixing types, an int beyond int64) is read row by row, and that reading must
 give what the columnar path gives on the frame without the bad rows -- whole-number doubles in
 int attributes accepted, cells of attributes the row's type does not declare ignored, the
@@ -42,7 +42,7 @@ def complex_events(q, events, backend: str, on_error: str = "skip", **kw):
     return out, engine.stats["skipped"]
 
 
-# ---- the reproducers of the issue ------------------------------------------------------------
+# ---- a mixed object column, an int beyond int64 ----------------------------------------------
 def stocks_frame() -> pd.DataFrame:
     return pd.DataFrame({"event_type": ["SELL", "BUY", "BUY"],
                          "id": pd.Series([1, "abc", 3], dtype=object), "name": ["A", "B", "C"],

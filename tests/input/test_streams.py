@@ -96,7 +96,7 @@ def test_non_event_record_with_a_reorder_slack_is_an_event_error():
         list(q.engine("python", reorder_slack=1).process([5]))
 
 
-# ---- stream-qualified names wherever a variable is named (issue 17 item 2) -----------------
+# ---- stream-qualified names wherever a variable is named ------------------------------------
 @pytest.mark.parametrize("query, events, expected", [
     # S>A[...] filters the A events read from S; the T-tagged A is read by T>A, unfiltered
     ("SELECT * FROM S, T WHERE S>A ; T>A FILTER S>A[v > 0]",

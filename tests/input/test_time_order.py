@@ -98,7 +98,7 @@ def test_slack_needs_event_time():
                                   "SELECT * FROM S WHERE A ; B WITHIN 3 EVENTS"])
 def test_backwards_time_without_a_time_window_is_never_silent(backend, text):
     """The schema names event time: a query without a time window still refuses (or counts)
-    an event that goes back in time (issue 16 item 17)."""
+    an event that goes back in time."""
     events = [("A", {"k": 0, "ts": 5}), ("B", {"k": 0, "ts": 3}), ("B", {"k": 0, "ts": 6})]
     q = cercore.compile(text, SCHEMA)
     with pytest.raises(cercore.EventError, match="event 1: time goes backwards: ts = 3"):
@@ -155,7 +155,7 @@ def test_multi_engine_advance(backend):
         multi.push("B", {"k": 0, "ts": 6})
 
 
-# ---- a read type without the window's attribute (issue 16, item 4) ----------------------
+# ---- a read type without the window's attribute ---------------------------------------------
 PARTIAL = "CREATE STREAM S { EVENT A { x:int, v:int }, EVENT B { x:int }, EVENT C { v:int } }"
 
 

@@ -117,7 +117,7 @@ def test_equality_predicates_become_partition_by():
 
 
 def test_predicates_between_events_become_pairwise_predicates():
-    # issue 17: CEQL's x.a op y.b maps to PrePP's pairwise predicates instead of a refusal;
+    # CEQL's x.a op y.b maps to PrePP's pairwise predicates (it is not refused);
     # one-type comparisons and literals fold into the type's filter
     q = query_from_ceql("SELECT * FROM S WHERE A AS a ; B AS b ; C AS c FILTER a.id = b.id "
                         "AND b.x < c.x AND 10 < c.x AND c.id >= c.x WITHIN 30 [t]", DECL)

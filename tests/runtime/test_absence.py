@@ -17,7 +17,7 @@ import itertools
 import pickle
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported
 from strategies import bindable, deadline_queries, schemas, streams
@@ -26,8 +26,7 @@ from support import BACKENDS
 import cercore
 from cercore.ceql import ast, printer
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                      HealthCheck.filter_too_much])
+SETTINGS = dict(deadline=None)
 DECL = """CREATE STREAM S {
   EVENT A { v:int, k:int, ts:primary_time },
   EVENT B { v:int, k:int, ts:primary_time },

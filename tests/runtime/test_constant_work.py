@@ -1,12 +1,12 @@
-"""Constant work per event (issue 13, item 5): Algorithm 1's update work per event is bounded by
-a constant of the query, whatever the stream length and the window; Algorithm 2's work is linear
-in the output. Checked on operation counts (``evaluator.work_counts()``), never on timings, on
+"""Constant work per event: Algorithm 1's update work per event is bounded by a constant of
+the query, whatever the stream length and the window; Algorithm 2's work is linear in the
+output. Checked on operation counts (``evaluator.work_counts()``), never on timings, on
 both backends, which must count the same operations.
 
 Streams: a block of the bundled stock trace repeated with its times shifted (so the stream stays
 in time order and every copy sees the same events), N, 4N and 16N events; windows T, 4T, 16T.
 
-The push path (issue 23, item 2), at the end: events pushed one at a time cost exactly the
+The push path (``Engine.push``), at the end: events pushed one at a time cost exactly the
 operations they cost in bulk, and under WITHIN the event store, partition index, tECS arena and
 reorder buffer stay bounded by constants of the query, window and store over 10x longer pushed
 streams (sizes counted after every push).
@@ -205,7 +205,7 @@ def test_enumeration_is_output_linear(backend, name):
         assert n_out <= counts["enumeration_nodes"] <= 2 * (n_out + n_pos), (window, counts)
 
 
-# ---- the push path (issue 23, item 2) -----------------------------------------------------------
+# ---- the push path ------------------------------------------------------------------------------
 # The same streams pushed one event at a time (``Engine.push``, the record path): the same work,
 # event for event, as in bulk -- hence the same bounds -- and, under WITHIN, an event store,
 # partition index and reorder buffer whose sizes do not grow with the stream (counted, never

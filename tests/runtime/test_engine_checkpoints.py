@@ -1,4 +1,4 @@
-"""Checkpoints are consistent or refused (issue 16, item 5): an engine whose ``process()``
+"""Checkpoints are consistent or refused: an engine whose ``process()``
 generator is suspended in the middle of a batch refuses to be pickled, moved to another
 backend, fed, advanced or flushed; one whose generator was closed mid-batch refuses further use;
 between batches a pickle restores to exactly the uninterrupted run."""

@@ -10,7 +10,7 @@ report each complex event when its last event arrives, and accept every generate
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import evaluate
 from strategies import (
@@ -26,9 +26,7 @@ import cercore
 from cercore.ceql import ast, parser, printer
 from cercore.runtime.backend import CYTHON_AVAILABLE
 
-SETTINGS = dict(deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
+SETTINGS = dict(deadline=None)
 
 
 def engine_output(compiled, events, backend: str) -> dict[int, set[tuple[int, tuple[int, ...]]]]:

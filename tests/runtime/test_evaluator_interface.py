@@ -1,6 +1,7 @@
 """The engine <-> evaluator contract (cercore.runtime.interface): both backends satisfy it, the
-engine uses nothing else, and window arithmetic cannot wrap at the ends of int64 (issue 16,
-item 2: times near INT64_MIN, and runs starting far in the past without a window)."""
+engine uses nothing else, and window arithmetic cannot wrap at the ends of int64 (times near
+INT64_MIN, and runs starting far in the past without a window, must neither overflow nor open
+a window that wrongly contains them)."""
 
 from __future__ import annotations
 

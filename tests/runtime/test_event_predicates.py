@@ -1,4 +1,4 @@
-"""Predicates between events (issue 17 item 3): ``b.price > s.price``, ``l.v < NEXT(l).v``.
+"""Predicates between events in a FILTER: ``b.price > s.price``, ``l.v < NEXT(l).v``.
 
 A complex event satisfies them iff some valuation producing it makes each hold for every
 combination of events bound to its variables (Foundations §3; NEXT(l): consecutive events bound
@@ -93,7 +93,7 @@ FALLING = sets({0, 1, 4}, {0, 2, 4}, {0, 3, 4}, {0, 1, 2, 4}, {0, 1, 3, 4}, {0, 
     ("SELECT * FROM Stock WHERE BUY AS b ; SELL+ AS l ; BUY AS c "
      "FILTER l.price < NEXT(l).price", sets({0, 1, 4}, {0, 2, 4}, {0, 3, 4})),
 ])
-def test_issue_query_forms(query, expected, backend):
+def test_comparisons_arithmetic_and_next_between_bound_events(query, expected, backend):
     assert agrees_with_oracle(query, STOCK_DECL, STOCKS, backend) == expected
 
 

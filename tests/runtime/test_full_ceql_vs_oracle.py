@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported, stream_of
 from strategies import bindable, queries, queries_between_events, schemas, streams
@@ -22,9 +22,7 @@ from strategies import bindable, queries, queries_between_events, schemas, strea
 import cercore
 from cercore.ceql import ast, parser, printer
 
-SETTINGS = dict(deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
+SETTINGS = dict(deadline=None)
 
 
 def per_end(compiled, events, backend: str, with_bindings: bool = False):
@@ -135,7 +133,7 @@ def test_full_ceql_cython(partitioned, data):
 @settings(max_examples=300, **SETTINGS)
 @given(data=st.data())
 def test_strategies_under_windows(backend, data):
-    """NEXT / LAST / MAX select among the complex events that fit the window (issue 17)."""
+    """NEXT / LAST / MAX select among the complex events that fit the window."""
     check(*data.draw(cases(windowed=True, strategies=("NEXT", "LAST", "MAX"))), backend=backend)
 
 
@@ -150,6 +148,6 @@ def cases_between_events(draw, **query_options):
 @settings(max_examples=400, **SETTINGS)
 @given(data=st.data())
 def test_predicates_between_events(backend, data):
-    """b.price > s.price, l.v < NEXT(l).v: every valuation's combinations of bound events
-    (issue 17 item 3), under every strategy, window, partitioning and LIMIT."""
+    """b.price > s.price, l.v < NEXT(l).v hold for every combination of the events a valuation
+    binds to the variables, under every strategy, window, partitioning and LIMIT."""
     check(*data.draw(cases_between_events()), backend=backend)

@@ -4,7 +4,7 @@ events its own engine gives, merged in stream order, and evaluates shared predic
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import SCHEMAS, queries, streams
 from support import compiled_or_discarded
@@ -18,7 +18,7 @@ def key(ce) -> tuple:
     return ce.start, ce.end, ce.positions, tuple((e.type, e.attributes) for e in ce.events)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=80, deadline=None)
 @given(data=st.data())
 def test_each_query_gets_what_its_own_engine_finds(backend, data):
     schema = data.draw(st.sampled_from(list(SCHEMAS.values())))

@@ -1,4 +1,4 @@
-"""Nothing held back (issue 23, item 3): over a live source, ``process`` and ``aprocess`` hand
+"""Nothing held back: over a live source, ``process`` and ``aprocess`` hand
 out each complex event before they ask the source for the next event.
 
 The source is a generator (or an async generator) that appends ``("asked", k)`` to a log each
@@ -43,7 +43,7 @@ import random
 from functools import partial
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import SCHEMAS, STREAMS, TYPES, bindable, queries, schemas, streams
 from support import BACKENDS
@@ -57,7 +57,7 @@ from cercore.schema import EventType, Schema, Stream
 from cercore.trends import compile_trend
 from cercore.types import AttrType
 
-SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = dict(deadline=None)
 HOW = ["sync", "async"]
 MAX_OUTPUT = 500  # random queries can have exponentially many complex events: keep small ones
 

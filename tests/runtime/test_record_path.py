@@ -12,7 +12,7 @@ import itertools
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import bindable, queries, queries_between_events, schemas, streams
 from support import BACKENDS
@@ -22,7 +22,7 @@ from cercore.ceql import ast, printer
 from cercore.query import CompiledQuery
 from cercore.types import AttrType
 
-SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = dict(deadline=None)
 ARROW_TYPES = {AttrType.INT: pa.int64(), AttrType.DOUBLE: pa.float64(),
                AttrType.STRING: pa.string(), AttrType.BOOL: pa.bool_()}
 

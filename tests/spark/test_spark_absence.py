@@ -1,4 +1,4 @@
-"""Absence and counted iteration on Spark (issue 24, item 5).
+"""Absence and counted iteration on Spark.
 
 ``A ; ABSENT(B) ; C`` and ``A{n,m}`` live in the automaton, so every plan that runs the local
 engine on groups of events handles them as any other formula. A deadline at the end of a
@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pytest
 import test_spark_processor as tws  # the streaming processor's harness (TwsTester: no JVM)
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from spark_helpers import (
     DDL,
@@ -45,10 +45,7 @@ from cercore.ceql import ast, printer
 from cercore.spark.job import COORD, GROUP, KEY, POS, TIME, TYPE, EngineJob, run_sorted_groups
 from cercore.spark.plan import KEYED, SINGLE, TCER, choose_plan
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                       HealthCheck.data_too_large,
-                                                       HealthCheck.filter_too_much,
-                                                       HealthCheck.function_scoped_fixture])
+SETTINGS = dict(deadline=None)
 
 
 # ---- random deadline queries: strategies.deadline_queries ---------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from spark_helpers import DDL, event_rows, local_complex_events, spark_complex_events
 from strategies import SCHEMAS, queries, queries_between_events, streams
@@ -25,10 +25,7 @@ from cercore.spark.frames import prepare
 
 pytestmark = pytest.mark.spark
 
-SETTINGS = dict(deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much,
-                                       HealthCheck.function_scoped_fixture])
+SETTINGS = dict(deadline=None, derandomize=True)
 
 
 def named_types(q) -> set[str]:
@@ -131,7 +128,7 @@ def test_every_plan_agrees_on_one_query(spark):
 @settings(max_examples=8, **SETTINGS)
 @given(data=st.data())
 def test_predicates_between_events_keyed_and_tcer(spark, data):
-    """A predicate between events never makes a plan wrong (issue 17): each engine checks the
+    """A predicate between events never makes a plan wrong: each engine checks the
     complex events it finds, keyed or in T-CER slices."""
     partitioned = data.draw(st.booleans())
     schema = SCHEMAS["seconds"]

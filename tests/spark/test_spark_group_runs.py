@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pyarrow as pa
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from spark_helpers import local_complex_events
 from strategies import SCHEMAS, queries, queries_between_events, streams
@@ -49,8 +49,7 @@ def batched_complex_events(query: str, schema, events, cut: int, on_error: str =
     return Counter((r["start"], r["end"], tuple(r["positions"])) for r in rows)
 
 
-@settings(max_examples=300, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_a_group_fed_batch_by_batch_equals_the_local_engine(data):
     """Every query shape (strategies, CONSUME BY, LIMIT, with and without WITHIN, predicates

@@ -114,7 +114,7 @@ def trades(n: int, seed: int) -> list[tuple]:
     return out
 
 
-def test_the_issue_example_partitioned_by_a_column(sql):
+def test_cer_find_partitioned_by_a_column(sql):
     """``PARTITION BY name ORDER BY (ts, seq)``: the complex events of ``find``, positions
     counted per name; the query's text and declaration as SQL literals, schema inferred
     when the declaration is NULL."""

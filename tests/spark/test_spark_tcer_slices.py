@@ -15,7 +15,7 @@ import dataclasses
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from spark_helpers import local_complex_events
 from strategies import SCHEMAS, queries, streams
@@ -25,9 +25,7 @@ from cercore.ceql import ast, printer
 from cercore.spark.job import COORD, GROUP, KEY, POS, TIME, TYPE, EngineJob, run_sorted_groups
 from cercore.spark.plan import TCER, choose_plan
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                       HealthCheck.data_too_large,
-                                                       HealthCheck.filter_too_much])
+SETTINGS = dict(deadline=None)
 ATTRS = ("v", "w", "s", "b", "k", "g", "ts")
 ARROW = {"v": pa.int64(), "w": pa.float64(), "s": pa.string(), "b": pa.bool_(),
          "k": pa.int64(), "g": pa.int64(), "ts": pa.int64()}
