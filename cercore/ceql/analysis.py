@@ -160,14 +160,25 @@ class _Analyser:
         implied = self.implied_partition(event_predicates)
         if implied is not None:
             partition += (implied,)
-        elif self.absent_predicates:
-            c = self.absent_predicates[0]
-            named = sorted({e.var for e in _event_attrs(c)} & _absent_only(self.q.formula))
-            raise self.error(f"a predicate between events names {named[0]!r}, which only an "
-                             "ABSENT(...) reads: it is supported when equalities (x.a = y.b) "
-                             "tie every event of the pattern, the absent ones included, to one "
-                             "key", c, "add the missing equalities, or scope the absence with "
-                             "PARTITION BY [attribute]")
+        # the implied partition decides which absent events count exactly as its tying
+        # equalities do; any other predicate naming a variable an ABSENT reads would have to
+        # be checked on each event in the gap, which the automaton has already ruled out
+        unexact = [c for c in self.absent_predicates if implied is None or not _ties(c)]
+        if unexact:
+            c = unexact[0]
+            named = sorted({e.var for e in _event_attrs(c)} & _absent_read(self.q.formula))
+            only = _absent_only(self.q.formula)
+            x = next((v for v in named if v in only), named[0])
+            reads = "which only an ABSENT(...) reads" if x in only else \
+                "which an ABSENT(...) also reads (it says which of the absent events count)"
+            hint = "add the missing equalities, or scope the absence with PARTITION BY " \
+                "[attribute]"
+            if x not in only:
+                hint = (f"name the present {x} events with AS and compare those: the "
+                        f"predicate then does not read the absent ones; or " + hint)
+            raise self.error(f"a predicate between events names {x!r}, {reads}: it is "
+                             "supported only as equalities (x.a = y.b) that tie every event of "
+                             "the pattern, the absent ones included, to one key", c, hint)
         if window.kind is None:
             self.warnings.append("no WITHIN clause: memory grows with the stream "
                                  "(nothing can be reclaimed)")
@@ -501,9 +512,10 @@ class _Analyser:
                                  "event bound to its variables")
         if not found:
             return ()
-        absent = _absent_only(self.q.formula)
-        # a predicate naming an absent variable says which events count; it is exact when its
-        # equalities tie every event, the absent ones included, to one key (checked in run)
+        absent = _absent_read(self.q.formula)
+        # a predicate naming a variable an ABSENT reads (its own, or a name it shares with the
+        # present elements, as an event type) says which events count; it is exact when it is
+        # an equality that ties every event, the absent ones included, to one key (run)
         self.absent_predicates = [c for c in found if {e.var for e in _event_attrs(c)} & absent]
         where = found[0]
         if self.q.projection != "*":
@@ -559,13 +571,11 @@ class _Analyser:
         key: dict[str, str] = {}  # event type -> its key attribute
         bindable = _bindable(body)
         absent_vars = _absent_only(body)
-        to_absent: list[tuple[str, str]] = []  # (absent variable, present variable)
+        read = _absent_read(body)
+        to_absent: list[tuple[str, str]] = []  # (variable an ABSENT reads, present variable)
         for c in predicates:
-            if c.op != "==" or not all(isinstance(e, ast.EventAttr) and not e.next
-                                       for e in (c.left, c.right)):
-                continue
-            if c.left.var == c.right.var:
-                continue  # x.a = x.b compares each event of x with itself, never two events
+            if not _ties(c):
+                continue  # (x.a = x.b compares each event of x with itself, never two events)
             for e in (c.left, c.right):
                 for t in bindable.get(e.var, ()):
                     if key.setdefault(t, e.attr) != e.attr:
@@ -578,6 +588,10 @@ class _Analyser:
             elif sides == (False, True):
                 to_absent.append((c.right.var, c.left.var))
             # (two absent variables: they bind nothing, so they tie nothing)
+            # a name an ABSENT shares with present elements ties its absent atoms too
+            for x, y in ((c.left.var, c.right.var), (c.right.var, c.left.var)):
+                if x in read and sides == (False, False):
+                    to_absent.append((x, y))
         present = [(t, names) for t, names, absent, _ in atoms if not absent]
         if parent:
             component = {root(v) for v in parent}
@@ -807,13 +821,28 @@ def _sequence(f: ast.Formula) -> list[ast.Formula]:
     return [f]
 
 
-def _absent_only(f: ast.Formula) -> set[str]:
-    """The variables that only ABSENT(...) elements read (they bind no event)."""
+def _absent_read(f: ast.Formula) -> set[str]:
+    """The variables ABSENT(...) elements read: ψ's own, and the names ψ shares with the
+    present elements (``B ; ABSENT(B) ; C`` reads B in both). Filters on them say which
+    absent events count."""
     inside: set[str] = set()
     for g in _subformulas(f):
         if isinstance(g, ast.Absent):
             inside |= set(_bindable(g.formula))
-    return inside - set(_bindable(f, absent=False))
+    return inside
+
+
+def _absent_only(f: ast.Formula) -> set[str]:
+    """The variables that only ABSENT(...) elements read (they bind no event)."""
+    return _absent_read(f) - set(_bindable(f, absent=False))
+
+
+def _ties(c: ast.Compare) -> bool:
+    """Is ``c`` an equality ``x.a = y.b`` between two variables (no NEXT): one that can tie
+    their events to one key?"""
+    sides = (c.left, c.right)
+    return c.op == "==" and all(isinstance(e, ast.EventAttr) and not e.next for e in sides) \
+        and c.left.var != c.right.var
 
 
 def _event_attrs(e) -> list[ast.EventAttr]:

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import itertools
 import pickle
+import re
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported
-from strategies import bindable, deadline_queries, schemas, streams
+from strategies import absent_read, bindable, deadline_queries, schemas, streams
 from support import BACKENDS
 
 import cercore
-from cercore.ceql import ast, printer
+from cercore.ceql import ast, parser, printer
 
 SETTINGS = dict(deadline=None)
 DECL = """CREATE STREAM S {
@@ -255,6 +256,11 @@ KEYED = [  # equalities tie every event, the absent one included, to k: an impli
     "ABSENT(B AS b) WITHIN 2 SECONDS ; A AS a ; C AS c FILTER a.k = b.k AND c.k = a.k",
     "(A AS a ; ABSENT(B AS b) ; C AS c) ; ABSENT(C AS d) WITHIN 1 SECONDS "
     "FILTER b.k = a.k AND c.k = a.k AND d.k = c.k",
+    # the absent B events are also B's: the equality naming B ties them too
+    "A ; ABSENT(B) ; B FILTER A.k = B.k",
+    "B+ ; ABSENT(B) ; C AS c FILTER B.k = c.k",
+    "ABSENT(C) WITHIN 2 SECONDS ; C ; A AS a FILTER C.k = a.k",
+    "C AS c ; A ; ABSENT(A) WITHIN 2 SECONDS FILTER A.k = c.k",
 ]
 
 
@@ -287,11 +293,105 @@ def test_predicates_naming_an_absent_variable_equal_the_oracle(text, events, wat
     "b.k = a.k",  # c is tied to nothing
     "b.k = a.k AND c.k = b.k",  # b binds nothing: it cannot tie a to c
     "b.k = a.k AND c.v = a.v",  # two keys
+    # keyed, but b.v < a.v says which B events count too, which the automaton cannot decide
+    "b.k = a.k AND c.k = a.k AND b.v < a.v",
 ])
 def test_a_predicate_naming_an_absent_variable_needs_the_key_to_tie_every_event(where):
     with pytest.raises(cercore.CEQLSemanticError, match="names 'b', which only an ABSENT"):
         cercore.compile(f"SELECT * FROM S WHERE A AS a ; ABSENT(B AS b) ; C AS c "
                         f"FILTER {where}", DECL)
+
+
+def test_a_predicate_naming_a_type_an_absence_also_reads_is_refused_unless_it_ties():
+    """Found by hypothesis (test_full_ceql_vs_oracle.py::test_predicates_between_events): the
+    engine read B.k < NEXT(B).v on the present B events only, so every B in the gap ruled the
+    match out; but S>B binds B inside the ABSENT too, and a FILTER on a variable ψ reads says
+    which absent events count (DESIGN.md, Absence) -- each B between 0..3 and 5 would break
+    B.k < NEXT(B).v, so none counts and the oracle reports (0..4, 5). The automaton cannot
+    decide that at its constant cost: a located error (in the analysis, before either
+    backend), not (4, 5) alone."""
+    from strategies import SCHEMAS
+
+    schema = SCHEMAS["untimed"]
+    text = ("SELECT * WHERE (B+ ; ABSENT((S>A OR S>B) AS x) ; B{1})+ "
+            "FILTER B.k < NEXT(B).v")
+    events = [("B", {"v": v, "w": -2.5, "s": "", "k": 0, "ts": 0})
+              for v in (0, 0, 0, 0, 0, 1, 0)]
+    assert {end: sorted(found) for end, found in evaluate_with_bindings(
+        parser.parse_query(text), schema, events).items()} == {
+        5: [(0, (0, 5)), (1, (1, 5)), (2, (2, 5)), (3, (3, 5)), (4, (4, 5))]}
+    with pytest.raises(cercore.CEQLSemanticError,
+                       match=r"names 'B', which an ABSENT\(\.\.\.\) also reads") as err:
+        cercore.compile(text, schema)
+    assert (err.value.line, err.value.column) == (1, 64)  # at B.k
+    assert "B events with AS" in str(err.value)
+    # (the same refusal when ψ names B plainly, and with one B around the gap)
+    with pytest.raises(cercore.CEQLSemanticError, match="names 'B', which an ABSENT"):
+        cercore.compile("SELECT * FROM S WHERE A ; ABSENT(B) ; B FILTER A.v < B.v", DECL)
+
+
+def test_an_equality_naming_a_type_an_absence_also_reads_scopes_it(backend):
+    """A ; ABSENT(B) ; B FILTER A.k = B.k: only the B events of the A's key count (the absent
+    ones are B's too), which the implied PARTITION BY [k] decides; it used to count them all."""
+    q = cercore.compile("SELECT * FROM S WHERE A ; ABSENT(B) ; B FILTER A.k = B.k", DECL)
+    assert q.analysed.implied_partition == ("k",)
+    stream = [ev("A", 0, k=0), ev("B", 1, k=1), ev("B", 2, k=0), ev("B", 3, k=0)]
+    assert ces(q.engine(backend).process(stream)) == [(0, 2, (0, 2))]
+
+
+@st.composite
+def absence_predicate_cases(draw):
+    """φ1 ; ABSENT(ψ) ; φ2 [; φ3] with predicates between events of which at least one names
+    what ψ reads -- its own variable b, or an event type ψ shares with the present elements --
+    often equalities on k (which may tie everything to one key), else comparisons on v."""
+    def present() -> ast.Formula:
+        f: ast.Formula = ast.EventAtom(draw(st.sampled_from("ABC")))
+        if draw(st.booleans()):
+            f = ast.Iter(f)
+        if draw(st.booleans()):
+            f = ast.As(f, draw(st.sampled_from(["a", "c"])))
+        return f
+
+    psi: ast.Formula = ast.EventAtom(draw(st.sampled_from("ABC")))
+    if draw(st.booleans()):
+        psi = ast.As(psi, "b")
+    formula = ast.Seq(ast.Seq(present(), ast.Absent(psi)), present())
+    if draw(st.booleans()):
+        formula = ast.Seq(formula, present())
+    read, bound = sorted(absent_read(formula)), sorted(bindable(formula))
+
+    def predicate(x: str) -> ast.EventPredicate:
+        y = draw(st.sampled_from(sorted(set(read) | set(bound))))
+        if draw(st.integers(0, 2)):
+            return ast.EventPredicate(ast.Compare("==", ast.EventAttr(x, "k"),
+                                                  ast.EventAttr(y, "k")))
+        nxt = x == y and draw(st.booleans())
+        return ast.EventPredicate(ast.Compare(draw(st.sampled_from(["<", "<=", "!="])),
+                                              ast.EventAttr(x, "v"), ast.EventAttr(y, "v", nxt)))
+
+    fe: ast.FilterExpr = predicate(draw(st.sampled_from(read)))
+    for _ in range(draw(st.integers(0, 2))):
+        fe = ast.FilterAnd(fe, predicate(draw(st.sampled_from(sorted(set(read) | set(bound))))))
+    return ast.Query(ast.Filter(formula, fe), streams=("S",))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(absence_predicate_cases(), keyed_streams())
+def test_predicates_naming_what_an_absence_reads_equal_the_oracle_or_are_refused(q, events):
+    """A predicate between events that names a variable ψ reads (its own or one it shares with
+    the present elements) also says which absent events count: the engine either gets that
+    exactly (equalities tying every event to one key) or refuses the query, located."""
+    schema = cercore.Schema.parse(DECL)
+    text = printer.format_query(q)
+    try:
+        compiled = cercore.compile(text, schema)
+    except cercore.CEQLSemanticError as e:
+        assert re.search(r"names '\w+', which (only an|an) ABSENT", str(e)), (text, str(e))
+        return
+    expected = {(s, end, ps) for end, found in evaluate_with_bindings(
+        compiled.analysed.query, schema, events).items() for s, ps in found}
+    for backend in BACKENDS:
+        assert set(ces(compiled.engine(backend).process(events))) == expected, (backend, text)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
