@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import assume, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import SCHEMAS, queries, streams
 from support import compiled_or_discarded
@@ -27,7 +27,9 @@ def outputs(engine, events) -> list[tuple]:
     return [(end, sorted(ces)) for end, ces in out]
 
 
-@settings(max_examples=400, deadline=None)
+# filter_too_much: the assumes keep only the examples where inert events were really left
+# unstepped (the point of the test); with some schemas most drawn queries cannot skip
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_skipping_inert_events_changes_nothing(backend, data):
     schema = data.draw(st.sampled_from(list(SCHEMAS.values())))
