@@ -158,3 +158,17 @@ def test_layers_contract_fails_when_a_lower_layer_imports_a_higher_one(tmp_path)
     done = _lint_imports(tmp_path, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
     assert done.returncode != 0
     assert "cercore.types is not allowed to import cercore.runtime" in done.stdout, done.stdout
+
+
+def test_smoke_test_knows_the_pure_mode_modules():
+    """ci/smoke_wheel.py checks that every compiled module is compiled: the ones setup.py
+    builds from pure-Python-mode files (its PURE_MODE) must be the ones it names."""
+    import ast
+
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    pure = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                and any(getattr(t, "id", None) == "PURE_MODE" for t in node.targets))
+    smoke = (ROOT / "ci" / "smoke_wheel.py").read_text()
+    named = next(node.value for node in ast.parse(smoke).body if isinstance(node, ast.Assign)
+                 and any(getattr(t, "id", None) == "PURE_MODE_MODULES" for t in node.targets))
+    assert {k.value for k in pure.keys} == set(ast.literal_eval(named))
