@@ -148,9 +148,21 @@ def prepare(df, query: str, schema: Schema | str | None, *,
                           sequence=sequence, time_unit=time_unit, event_types=event_types,
                           streaming=streaming)
     out = df
-    for name, sql in cols.hidden:
-        out = out.withColumn(name, F.expr(sql))
+    for step in dependency_steps(cols.hidden):  # each step one projection Spark analyses once
+        out = out.withColumns({name: F.expr(sql) for name, sql in step})
     return Prepared(out, cols.job, cols.schema, cols.time, cols.inferred, cols.sequence)
+
+
+def dependency_steps(hidden: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """``hidden`` (name, SQL) in as few consecutive steps as possible where no SQL names a
+    column made in its own step (the key's SQL may read the hidden event type): a chain of
+    ``withColumn`` costs the driver one analysis of the whole plan per column."""
+    steps: list[list[tuple[str, str]]] = []
+    for name, sql in hidden:
+        if not steps or any(_quote(made) in sql for made, _ in steps[-1]):
+            steps.append([])
+        steps[-1].append((name, sql))
+    return steps
 
 
 def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
