@@ -168,7 +168,10 @@ class LookbackIndex:
     events. A complex event of φ that starts at position s, at time ts, is ruled out when the
     last ψ event of its partition before s has time >= ts - T (times never go back, so the
     last one is the latest). With a window ε, a complex event reported from now on starts at or
-    after now - ε, so entries older than now - ε - T go: memory bounded by the window."""
+    after now - ε, so entries older than now - ε - T go: memory bounded by the window, whatever
+    the number of partitions -- ``expire_all`` drops them in every partition, also in those
+    that see no ψ event again (``arrivals``: every kept entry's (time, partition), in time
+    order, so each goes in O(1) amortised)."""
 
     def __init__(self, span: int, window: int | None) -> None:
         self.span = span
@@ -176,6 +179,13 @@ class LookbackIndex:
         self.positions: dict[int, list[int]] = {}
         self.times: dict[int, list[int]] = {}
         self.heads: dict[int, int] = {}  # per partition, its first entry still kept
+        self.arrivals: deque[tuple[int, int]] = deque()
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if "arrivals" not in state:  # pickled before ``arrivals`` existed
+            self.arrivals = deque(sorted((t, pid) for pid, times in self.times.items()
+                                         for t in times[self.heads[pid]:]))
 
     def add(self, pid: int, position: int, time: int) -> None:
         """A ψ event of partition ``pid``."""
@@ -183,6 +193,18 @@ class LookbackIndex:
             self.positions[pid], self.times[pid], self.heads[pid] = [], [], 0
         self.positions[pid].append(position)
         self.times[pid].append(time)
+        if self.window is not None:
+            self.arrivals.append((time, pid))
+
+    def expire_all(self, now: int) -> None:
+        """Event time has reached ``now``: drop, in every partition, the entries no complex
+        event reported from then on can look back to."""
+        arrivals = self.arrivals
+        if not arrivals or arrivals[0][0] >= now - self.window - self.span:
+            return  # (the common case, without a loop)
+        horizon = now - self.window - self.span
+        while arrivals and arrivals[0][0] < horizon:
+            self.expire(arrivals.popleft()[1], now)
 
     def expire(self, pid: int, now: int) -> None:
         """Drop partition ``pid``'s entries no complex event reported from time ``now`` on

@@ -317,7 +317,11 @@ class Engine(ReadsInput):
         if not passed:
             return []
         spans = self.spans
-        out = self._span_due(order.last) if spans else []
+        out = []
+        if spans:
+            out = self._span_due(order.last)
+            if self.lookback is not None:
+                self.lookback.expire_all(order.last)
         epsilon, windowed, limit, by_tick = self._one_args
         if by_tick:
             t = self.tick
@@ -383,7 +387,6 @@ class Engine(ReadsInput):
                 self.deadlines.drop(pid)
             if mask & self.lookback_bits:
                 self.lookback.add(pid, pos, now)
-                self.lookback.expire(pid, now)
         return pid
 
     def _span_found(self, found, pid: int, view, now: int, out: list) -> None:
@@ -490,8 +493,8 @@ class Engine(ReadsInput):
     def _lookback_batch(self, batch: Batch, args: EvaluatorInput, found: Iterator,
                         view) -> list:
         """A batch under ``ABSENT(ψ) WITHIN T ; φ``: its ψ events recorded (they are looked up
-        by position, so all at once), then φ's complex events that none rules out; then the
-        partitions that received ψ events expire what no later complex event needs."""
+        by position, so all at once), then φ's complex events that none rules out; then every
+        partition drops the entries no later complex event needs."""
         lookback = self.lookback
         first = batch.first_position
         times = batch.columns.values[self.analysed.lookback.attribute]
@@ -499,17 +502,14 @@ class Engine(ReadsInput):
         read = letters != NOT_READ
         satisfying = np.append(self.encoder.letters_satisfying(self.lookback_bits), False)
         psi = np.flatnonzero((pids != NO_PARTITION) & satisfying[np.where(read, letters, -1)])
-        touched = set()
         for k, pid, t in zip(psi.tolist(), pids[psi].tolist(), times[psi].tolist()):
             lookback.add(pid, first + k, t)
-            touched.add(pid)
         attr = self.analysed.lookback.attribute
         out = [ce for ce in found if not lookback.rules_out(
             int(pids[ce.end - first]), ce.start, view.time_of(ce.start, attr))]
         last_read = np.flatnonzero(read)[-1:]
         if len(last_read):
-            for pid in touched:
-                lookback.expire(pid, int(times[last_read[0]]))
+            lookback.expire_all(int(times[last_read[0]]))
         return out
 
     def _deadline_batch(self, batch: Batch, args: EvaluatorInput, found: Iterator) -> list:

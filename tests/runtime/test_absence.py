@@ -220,6 +220,55 @@ def test_process_arrays_refuses_a_look_back():
         q.engine().process_arrays(STREAM)
 
 
+LOOK_BACK = ("SELECT * FROM S WHERE ABSENT(B) WITHIN 2 SECONDS ; A ; C PARTITION BY [k] "
+             "WITHIN 3 SECONDS")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("path", ["push", "process"])
+def test_look_back_memory_stays_flat_over_many_partitions(backend, path):
+    """Each of 2,000 keys sees one ψ (B) and never another; the stream goes on in one other
+    key. Entries older than ε + T go in every partition, not only when that partition's next
+    ψ comes, so the look back and the partitions it keeps alive stay bounded (they grew with
+    every key ever seen), and the complex events are the oracle's."""
+    e = cercore.compile(LOOK_BACK, DECL).engine(backend)
+    stream = [ev("B", t, k=t) for t in range(2000)]
+    stream += [ev("A" if t % 2 else "C", t, k=-1) for t in range(2000, 4000)]
+    stream.insert(2500, ev("B", 2499, k=-1))  # rules out the complex events of the A at 2501
+    sizes, found = [], []
+    for i in range(0, len(stream), 100):
+        part = stream[i:i + 100]
+        if path == "push":
+            for name, attrs in part:
+                found += e.push(name, attrs)
+        else:
+            found += e.process(part)
+        sizes.append((len(e.lookback.positions), len(e.lookback.arrivals)))
+    assert max(sizes[-10:]) <= (1, 1) and max(sizes) <= (100 + 6, 100 + 6)
+    e.compact()  # reclaims now what a full arena would: the keys nothing needs are forgotten
+    assert len(e.partitions) == 1
+    q = cercore.compile(LOOK_BACK, DECL)
+    expected = {(s, end, ps) for end, got in evaluate_with_bindings(
+        q.analysed.query, q.schema, stream).items() for s, ps in got}
+    # 1,997 pairs A ; C within 3 s in key -1, less the 2 that start at the A right after its B
+    assert len(expected) == 1995
+    assert set(ces(found)) == expected and len(found) == len(expected)
+
+
+def test_a_look_back_pickled_without_its_arrivals_still_expires():
+    """An engine state saved before ``arrivals`` existed (a streaming checkpoint) is read
+    back with them rebuilt from the kept entries."""
+    e = cercore.compile(LOOK_BACK, DECL).engine()
+    list(e.process([ev("B", t, k=t) for t in range(5)]))
+    index = e.lookback
+    state = {k: v for k, v in index.__dict__.items() if k != "arrivals"}
+    old = type(index).__new__(type(index))
+    old.__setstate__(state)
+    assert list(old.arrivals) == [(t, t) for t in range(5)]
+    old.expire_all(3 + 3 + 2)  # horizon 3: the entries at 0, 1, 2 go
+    assert sorted(old.positions) == [3, 4] and len(old.arrivals) == 2
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_pending_deadlines_are_visible_to_a_caller_that_knows_time(backend):
     """What Spark's plans read: the next deadline, the oldest pending start, and firing at a
