@@ -224,8 +224,8 @@ def test_spark_experiment_compares_each_plan_with_the_local_engine(tmp_path):
     assert [line.split(" | ")[0] for line in lines[1:]] == [
         "| keyed", "| tcer", "| single", "| trends", "| trends-ungrouped"]
     floors = [line for line in done.stdout.splitlines() if line.startswith("- floor")]
-    assert len(floors) == 4 and all("local[1] " in line for line in floors)
-    assert "exchange" in floors[2] and "statistics job" in floors[3]
+    assert len(floors) == 5 and all("local[1] " in line for line in floors)
+    assert "exchange" in floors[2] and "statistics job" in floors[3] and "in place" in floors[4]
     assert floors[1].endswith("÷ identity floor on local[1]: 1.00×")
     rows = json.loads(out.read_text())
     assert all(r["results"] > 0 and r["local[1]"]["wall"] > 0 and r["vs_floor"] > 0
