@@ -363,7 +363,9 @@ _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 def _json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) per non-blank line; an EventError in place of the object
     for a malformed line (the caller raises it, or keeps the row as rejected)."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    # lines end at "\n" only (JSON Lines): ``str.splitlines`` also breaks at U+2028, U+0085
+    # and others, which JSON strings may hold as they are
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         bad = _ESCAPED_BYTE.search(line)

@@ -5,6 +5,7 @@ number), and one column per attribute."""
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Hashable
 from pathlib import Path
@@ -51,9 +52,9 @@ def _rows(path: Path) -> list[dict]:
     except OSError as exc:
         raise NetworkError(f"cannot read {path}: {exc}") from None
     if path.suffix.lower() == ".csv":
-        return list(csv.DictReader(text.splitlines()))
+        return list(csv.DictReader(io.StringIO(text, newline="")))  # (not splitlines: U+2028)
     try:
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return [json.loads(line) for line in text.split("\n") if line.strip()]  # JSON Lines
     except json.JSONDecodeError as exc:
         raise NetworkError(f"{path}: not JSON lines ({exc})") from None
 

@@ -127,6 +127,25 @@ def test_jsonl_int_accepts_integral_float_and_double_accepts_int(tmp_path, schem
         {"event_type": "BUY", "id": 4, "price": 3.0}]
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_line_separators_json_and_csv_allow_inside_a_value(tmp_path, schema, suffix):
+    """JSON Lines ends a line at "\n" only, and a JSON string may hold U+2028, U+2029 and
+    U+0085 as they are (CSV too, unquoted): such a value is read whole, on its own line."""
+    names = ["a\u2028b", "c\u2029d", "e\x85f", "g\x1ch"]
+    path = tmp_path / f"e{suffix}"
+    if suffix == ".jsonl":
+        path.write_text("".join(json.dumps({"event_type": "BUY", "id": i, "name": n},
+                                           ensure_ascii=False) + "\n"
+                                for i, n in enumerate(names)), encoding="utf-8")
+    else:
+        path.write_text("event_type,id,name\n" + "".join(f"BUY,{i},{n}\n"
+                                                         for i, n in enumerate(names)),
+                        encoding="utf-8")
+    table = read_events(path, schema)
+    assert table.column("name").to_pylist() == names
+    assert table.column("id").to_pylist() == [0, 1, 2, 3]
+
+
 @pytest.mark.parametrize("suffix,writer", [(".csv", write_csv), (".jsonl", write_jsonl),
                                            (".parquet", write_parquet)])
 def test_unknown_column(tmp_path, schema, suffix, writer):

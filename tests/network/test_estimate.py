@@ -96,6 +96,14 @@ def test_cli_plan_and_simulate(tmp_path, capsys):
     path = tmp_path / "traces.jsonl"
     write_traces(path, traces)
     assert read_traces(path, Network.load(net)) == traces
+    # a value may hold U+2028 as it is (JSON Lines and CSV end lines at "\n" only)
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text(json.dumps({"node": 1, "event_type": "A", "t": 5, "tag": "x\u2028y"},
+                              ensure_ascii=False) + "\n", encoding="utf-8")
+    assert read_traces(odd, Network.load(net))[1][0].attrs == {"tag": "x\u2028y"}
+    csv_path = tmp_path / "odd.csv"
+    csv_path.write_text('node,event_type,t,tag\n1,A,5,"x\u2028y"\n', encoding="utf-8")
+    assert read_traces(csv_path, Network.load(net))[1][0].attrs == {"tag": "x\u2028y"}
     assert main(["simulate", query, "--network", str(net), "--traces", str(path),
                  "--estimate-from", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
