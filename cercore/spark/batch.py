@@ -35,13 +35,21 @@ from cercore.spark.job import (
     KEY,
     LOW_BITS,
     POS,
+    PREFIX,
     SEQ,
     TIME,
     run_sorted_groups,
 )
 from cercore.spark.partitions import bucket_values, partition_cap, partition_count
 from cercore.spark.plan import KEYED, TCER, SparkPlan
-from cercore.spark.read_order import SUMMARY_DDL, ReadLayout, layout, summarise
+from cercore.spark.read_order import (
+    SUMMARY_DDL,
+    ReadLayout,
+    layout,
+    read_columns,
+    summarise,
+    summarise_read,
+)
 from cercore.spark.session import parallelism as session_parallelism
 
 RID = "__cer_rid"   # read order: the last tie-breaker when a sequence column may tie
@@ -84,11 +92,15 @@ def measure(prep: Prepared, *, buckets: int) -> tuple[Extent, ReadLayout]:
     none = F.lit(None).cast("long")
     second = SEQ if prep.time is not None and prep.sequence is not None else None
     latest = read_time(prep)
-    cols = [F.monotonically_increasing_id().alias("r"),
-            F.col(ordering_column(prep)).cast("long").alias("a"),
-            (F.col(second).cast("long") if second else none).alias("b"),
-            (none if latest is None else latest).alias("c")]
-    summaries = prep.df.select(*cols).mapInArrow(summarise, SUMMARY_DDL).collect()
+    cols = [F.monotonically_increasing_id().alias(f"{PREFIX}r"),
+            F.col(ordering_column(prep)).cast("long").alias(f"{PREFIX}a"),
+            (F.col(second).cast("long") if second else none).alias(f"{PREFIX}b"),
+            (none if latest is None else latest).alias(f"{PREFIX}c")]
+    body = summarise
+    if latest is not None and prep.job.on_error != "raise":  # skipped events pass no deadline
+        cols += [F.col(c) for c in read_columns(prep.job)]
+        body = partial(summarise_read, job=prep.job)
+    summaries = prep.df.select(*cols).mapInArrow(body, SUMMARY_DDL).collect()
     lay = layout([r.asDict() for r in summaries], buckets)
     cuts = tuple(sorted(set(lay.quantiles) - {lay.lo, None}))  # bucket 0 not empty
     if prep.time is None:  # a null sequence value sorts first, in bucket 0
@@ -100,7 +112,9 @@ def read_time(prep: Prepared):
     """Under a deadline (``φ ; ABSENT(ψ) WITHIN T``): a column holding each row's time on the
     deadline's attribute where the query reads the row and its type carries that attribute
     (null elsewhere) -- the rows whose time the local engine's event time follows, so its
-    maximum is how far event time gets over the whole input. None without a deadline."""
+    maximum is how far event time gets over the whole input. None without a deadline. (When
+    the engine skips bad events, the statistics pass also leaves out the rows its decoder
+    skips: ``read_order.summarise_read``.)"""
     from pyspark.sql import functions as F
 
     job = prep.job

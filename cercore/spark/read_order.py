@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from cercore.spark.job import LOW_BITS
+from cercore.input.batch import SKIPPED
+from cercore.spark.job import LOW_BITS, TYPE, EngineJob
 
 SAMPLE = 64  # order statistics each partition returns (bucket bounds, when a sort is needed)
 
@@ -83,6 +85,36 @@ def summarise(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         "last_t": int(t[-1]), "last_s": int(s[-1]) if has_second else None,
         "first_run": int(runs[0]), "last_run": int(runs[-1]), "tied": int(runs[runs >= 2].sum()),
         "latest": latest, "sample": sample}], schema=SUMMARY_SCHEMA)
+
+
+def summarise_read(batches: Iterator[pa.RecordBatch], job: EngineJob
+                   ) -> Iterator[pa.RecordBatch]:
+    """``summarise``, when the engine skips bad events (``on_error="skip"``): the batches
+    also carry the columns the engine reads (``read_columns``), and the read time (the fourth
+    column) counts only the rows the engine's own decoder accepts -- a skipped event passes no
+    deadline in the local engine either."""
+    def accepted(batches):
+        decoder = job.engine().input.decoder
+        stream = job.stream_column
+        for rb in batches:
+            table = job.engine_table(pa.Table.from_batches([rb]))
+            skipped = decoder.from_arrow(table, 0, TYPE, (stream,) if stream else ()
+                                         ).type_ids == SKIPPED
+            read_time = rb.column(3)
+            if skipped.any():
+                read_time = pc.if_else(pa.array(skipped), pa.nulls(len(skipped), pa.int64()),
+                                       read_time)
+            yield pa.RecordBatch.from_arrays([*rb.columns[:3], read_time],
+                                             names=rb.schema.names[:4])
+    yield from summarise(accepted(batches))
+
+
+def read_columns(job: EngineJob) -> list[str]:
+    """The prepared columns the engine decodes (what ``EngineJob.engine_table`` reads)."""
+    cols = [job.type_source, *(src for _, src in job.engine_sources)]
+    if job.stream_column is not None:
+        cols.append(job.stream_column)
+    return list(dict.fromkeys(cols))
 
 
 @dataclass(frozen=True)

@@ -318,6 +318,28 @@ def test_another_keys_event_fires_a_deadline(spark):
 
 
 @pytest.mark.spark
+def test_a_skipped_event_does_not_pass_a_deadline(spark):
+    """With on_error="skip" the local engine skips key 2's C at 14 (v = 0.5 is no int), so
+    event time never passes key 1's deadline (13) and nothing is reported: the input's latest
+    read time on Spark counts only the events the engine reads, not the skipped ones."""
+    from cercore.spark import find
+
+    rows = [(t, i, float(v), ts, seq) for t, i, v, ts, seq in TWO_KEYS]
+    rows[-1] = ("C", 2, 0.5, 14, 4)
+    events = [(t, {"id": i, "v": v, "ts": ts}) for t, i, v, ts, _ in rows]
+    engine = cercore.compile(HEARTBEAT, DECL).engine(on_error="skip")
+    assert list(engine.process(events)) == [] and engine.stats["skipped"] == 1
+    df = spark.createDataFrame(rows, ROWS_DDL.replace("v long", "v double"))
+    for plan in ("keyed", "single"):
+        found = find(df, HEARTBEAT, schema=DECL, sequence="seq", on_error="skip", plan=plan)
+        assert found.collect() == [], plan
+    # the C at 14 with a good value passes it, as locally
+    rows[-1] = ("C", 2, 0.0, 14, 4)
+    df = spark.createDataFrame(rows, ROWS_DDL.replace("v long", "v double"))
+    assert find(df, HEARTBEAT, schema=DECL, sequence="seq", on_error="skip").count() == 1
+
+
+@pytest.mark.spark
 def test_a_deadline_on_spark_connect(connect):
     """The latest read time comes from the same aggregate on a Spark Connect session."""
     from cercore.spark import find
