@@ -45,7 +45,12 @@ def _expr(e: ast.Expr, cols: Columns) -> tuple[object, object]:
         return cols.values[e.name], cols.valid[e.name]
     if isinstance(e, ast.Neg):
         v, ok = _expr(e.operand, cols)
-        return -np.asarray(v) if not np.isscalar(v) else -v, ok
+        if np.isscalar(v):
+            return -v, ok
+        v = np.asarray(v)
+        if v.dtype.kind in "iu":  # exactly, as 0 - v: -INT64_MIN leaves int64
+            return _int_op("-", np.zeros_like(v), v), ok
+        return -v, ok
     a, oka = _expr(e.left, cols)
     b, okb = _expr(e.right, cols)
     a, b = _plain(a), _plain(b)

@@ -122,6 +122,33 @@ def test_trend_query(text, expected, backend):
         assert all(r["COUNT(*)"] == 1 for r in rows)
 
 
+# the int64 edges: exact on every path (push evaluates one event in Python integers, a batch in
+# numpy, which wraps -(-2**63) to -2**63 unless it falls back to Python integers)
+EDGE_EVENTS = [{"id": i, "t": i, "x": x, "y": None, "d": None, "s": None}
+               for i, x in enumerate([-2**63, 5, 2**63 - 1])]
+EDGE_CASES = [("-A.x > 0", {0}), ("-A.x = 9223372036854775808", {0}), ("-A.x < 0", {1, 2}),
+              ("-A.x / 2 > 0", {0}), ("-(-A.x) < 0", {0}), ("A.x - 1 < 0", {0}),
+              ("A.x + 1 > 0", {1, 2}), ("A.x * -1 > 0", {0}), ("0 - A.x > 0", {0})]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("text", "expected"), EDGE_CASES, ids=[c[0] for c in EDGE_CASES])
+def test_int64_edges_mean_the_same_on_every_path(text, expected, backend):
+    q = cercore.compile(f"SELECT * FROM S WHERE A FILTER A[{ceql_form(text)}]", SCHEMA)
+    engine = q.engine(backend)
+    pushed = [p for e in EDGE_EVENTS for ce in engine.push("A", e) for p in ce.positions]
+    records = [("A", e) for e in EDGE_EVENTS]
+    table = pa.Table.from_pylist([{"event_type": "A", **e} for e in EDGE_EVENTS])
+    for events in (records, table):
+        found = [p for ce in q.run(events, backend=backend) for p in ce.positions]
+        assert ids_of(EDGE_EVENTS, found) == expected, events is table
+    assert ids_of(EDGE_EVENTS, pushed) == expected
+    trend = cercore.compile(f"RETURN id, COUNT(*) PATTERN A WHERE {text} GROUP-BY id", SCHEMA)
+    for events in (records, table):
+        rows = trend.run(events, backend=backend)
+        assert {r["id"] for r in rows if r["COUNT(*)"]} == expected
+
+
 def net_events(rows: list[dict], types: str = "A") -> list[NetEvent]:
     return [NetEvent(e["id"], types[k % len(types)], e["t"], None,
                      {a: v for a, v in e.items() if a not in ("t",) and v is not None})
