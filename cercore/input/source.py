@@ -5,6 +5,7 @@ queries at once) reads its events through an ``EventInput``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -79,15 +80,21 @@ class EventInput:
         self.position = batch.first_position + n
 
     # ---- one event at a time ----------------------------------------------------------------
+    @functools.cached_property
+    def stream_ids(self) -> dict[str, int]:
+        """``schema.stream_ids``, built once (``push`` may name a stream with every event)."""
+        return self.schema.stream_ids
+
     def stream_code(self, stream: str | None) -> int:
         """The id of the stream that tags a whole input (-1: None); an unknown name is an
         EventError, as for ``batches``."""
         if stream is None:
             return -1
-        if stream not in self.schema.streams:
+        sid = self.stream_ids.get(stream)
+        if sid is None:
             raise EventError(f"unknown stream {stream!r}"
                              + did_you_mean(str(stream), self.schema.streams), field="stream")
-        return self.schema.stream_ids[stream]
+        return sid
 
     def live(self, events: Any, stream: str | None = None) -> Iterator[tuple[Any, Any, int]]:
         """The events of ``events`` one at a time, each asked for only when the one before it
