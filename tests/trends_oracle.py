@@ -13,7 +13,8 @@ import operator
 import re
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-       "=": operator.eq, "!=": operator.ne}
+       "=": operator.eq, "!=": operator.ne,
+       "IN": lambda x, values: x in values, "NOT IN": lambda x, values: x not in values}
 
 
 def atoms(p):

@@ -70,8 +70,10 @@ def cases(draw, max_events: int = 8, values=SMALL_VALUES):
     preds = draw(st.sampled_from(["none", "local", "adjacent", "both"]))
     local, theta = [], []
     if preds in ("local", "both"):
-        local.append((draw(st.sampled_from(var_names)), "v", draw(st.sampled_from(CMP)),
-                      draw(st.integers(0, 3))))
+        op = draw(st.sampled_from(CMP + ["IN", "NOT IN"]))
+        const = (tuple(draw(st.lists(st.integers(0, 3), min_size=1, max_size=3)))
+                 if op.endswith("IN") else draw(st.integers(0, 3)))
+        local.append((draw(st.sampled_from(var_names)), "v", op, const))
     if preds in ("adjacent", "both") and follow:
         u, v = draw(st.sampled_from(sorted(follow)))
         theta.append((u, "v", draw(st.sampled_from(CMP)), v, "v"))
@@ -87,13 +89,18 @@ def cases(draw, max_events: int = 8, values=SMALL_VALUES):
                 form=draw(st.sampled_from(["cogra", "ceql"])))
 
 
+def literal(k) -> str:
+    """A local condition's constant as text: a number, or the set of an IN."""
+    return "{" + ", ".join(map(str, k)) + "}" if isinstance(k, tuple) else str(k)
+
+
 AGGS = "COUNT(*), COUNT({x}), SUM({x}.v), MIN({x}.v), MAX({x}.v), AVG({x}.v)"
 SEM = {"any": "skip-till-any-match", "next": "skip-till-next-match",
        "contiguous": "contiguous"}
 
 
 def query_text(c) -> str:
-    conds = [f"{v}.{a} {op} {k}" for v, a, op, k in c["local"]]
+    conds = [f"{v}.{a} {op} {literal(k)}" for v, a, op, k in c["local"]]
     conds += [f"{u}.{a} {op} NEXT({v}).{b}" for u, a, op, v, b in c["theta"]]
     group = "g, " if c["group"] else ""
     aggs = AGGS.format(x=c["target"])

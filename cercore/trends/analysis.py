@@ -10,6 +10,7 @@ every consecutive pair ``(u, v)`` has ``u in preds[v]``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -229,6 +230,31 @@ class _Analyser:
                     raise self.error(f"arithmetic needs numbers: {condition_text(sub)}", sub,
                                      hint=self.symbol_hint(sub))
             return "num"
+        if isinstance(node, ceql.Like):
+            if self.typecheck(node.operand) != "str":
+                raise self.error(f"LIKE needs a string, not {condition_text(node.operand)}",
+                                 node)
+            try:
+                re.compile(node.pattern)
+            except (re.error, OverflowError, RecursionError) as e:  # x{99999999999}: overflow
+                raise self.error(f"invalid regular expression {node.pattern!r}: {e}",
+                                 node) from None
+            return "cond"
+        if isinstance(node, ceql.InSet):
+            t = self.typecheck(node.operand)
+            for item in node.items:
+                bounds = (item.lo, item.hi) if isinstance(item, ceql.Range) else (item,)
+                for b in bounds:
+                    if self.typecheck(b) != t or (len(bounds) == 2 and t != "num"):
+                        raise self.error(f"IN {'range' if len(bounds) == 2 else 'list'} "
+                                         f"mixes {condition_text(node.operand)} ({t}) with "
+                                         f"{condition_text(b)}", item)
+            return "cond"
+        if isinstance(node, ceql.InRange):
+            for b in (node.operand, node.lo, node.hi):
+                if self.typecheck(b) != "num":
+                    raise self.error(f"IN RANGE needs numbers, not {condition_text(b)}", node)
+            return "cond"
         if isinstance(node, ceql.Compare):
             lt, rt = self.typecheck(node.left), self.typecheck(node.right)
             if lt != rt:
@@ -296,6 +322,11 @@ class _Analyser:
             if not nxt:
                 p.local.append(c)
                 continue
+            one_event = _one_event_leaf(c)
+            if one_event is not None:
+                raise self.error(f"{condition_text(one_event)}: LIKE and IN read one event",
+                                 one_event, hint="relate adjacent events with a comparison, "
+                                 "e.g. L.cpu < NEXT(L).cpu")
             s = self.var(next(iter(nxt)), c)
             if p.id not in preds[s.id]:
                 raise self.error(
@@ -430,3 +461,14 @@ def choose_granularity(plan: TrendPlan) -> None:
             plan.reason = ("skip-till-any-match without predicates on adjacent events: every "
                            "earlier matched event of a predecessor variable is adjacent to a "
                            "new event (Thm 4.2), so one aggregate per variable suffices")
+
+
+def _one_event_leaf(cond):
+    """The first LIKE / IN / IN RANGE leaf of ``cond`` (None: only comparisons)."""
+    if isinstance(cond, (ceql.Like, ceql.InSet, ceql.InRange)):
+        return cond
+    if isinstance(cond, (ceql.PredAnd, ceql.PredOr)):
+        return _one_event_leaf(cond.left) or _one_event_leaf(cond.right)
+    if isinstance(cond, ceql.PredNot):
+        return _one_event_leaf(cond.operand)
+    return None

@@ -37,8 +37,9 @@ class PPlus(Node):
 
 
 # ---- conditions ----------------------------------------------------------------------------
-# Conditions are CEQL predicates (``cercore.ceql.ast``: Compare, BinOp, Neg, Literal, and
-# EventAttr for ``V.attr`` / ``NEXT(V).attr``, joined by PredAnd / PredOr / PredNot), evaluated by
+# Conditions are CEQL predicates (``cercore.ceql.ast``: Compare, Like, InSet, InRange, BinOp, Neg,
+# Literal, and EventAttr for ``V.attr`` / ``NEXT(V).attr``, joined by PredAnd / PredOr / PredNot),
+# evaluated by
 # the one predicate layer (``cercore.predicates``). Only the syntax that is the trend
 # language's own has a node here: bare identifiers and ``[attr, ...]``.
 @dataclass(frozen=True)
@@ -66,7 +67,8 @@ def condition_text(node: Any) -> str:
         return str(node)
     if isinstance(node, Symbol):
         return node.value
-    if isinstance(node, (ceql.PredAnd, ceql.PredOr, ceql.PredNot, ceql.PredConst, ceql.Compare)):
+    if isinstance(node, (ceql.PredAnd, ceql.PredOr, ceql.PredNot, ceql.PredConst, ceql.Compare,
+                         ceql.Like, ceql.InSet, ceql.InRange)):
         return format_pred(node)
     return format_expr(node)
 

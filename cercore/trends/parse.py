@@ -102,6 +102,11 @@ class _ToTrendAst(transform.ToAst):
     def trend_query(self, meta, ch):
         return ch[0]
 
+    def _expr(self, x, context: str = "arithmetic"):
+        """A value in a condition may also read an event (``V.attr``, ``NEXT(V).attr``):
+        the operands of LIKE, IN and IN RANGE."""
+        return x if isinstance(x, ceql.EventAttr) else super()._expr(x, context)
+
     def _query(self, form, meta, ch):
         kw: dict = {}
         pattern = None

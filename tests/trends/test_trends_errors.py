@@ -56,6 +56,14 @@ def test_colon_is_not_trend_syntax():
     ("RETURN COUNT(*) PATTERN SEQ(A, C) GROUP-BY v", "'v' is missing from C"),
     ("RETURN COUNT(*) PATTERN A WHERE A.v > 1 OR [v]", "equivalence predicates go"),
     ("RETURN COUNT(*) PATTERN A WITHIN 2.5 SLIDE 1", "whole numbers"),
+    ("RETURN COUNT(*) PATTERN A WHERE A.v LIKE 'x'", "LIKE needs a string, not A.v"),
+    ("RETURN COUNT(*) PATTERN A WHERE A.s LIKE '(('", "invalid regular expression"),
+    ("RETURN COUNT(*) PATTERN A WHERE A.s IN {1, 'a'}", "IN list mixes A.s"),
+    ("RETURN COUNT(*) PATTERN A WHERE A.v IN {1..'b'}", "IN range mixes A.v"),
+    ("RETURN COUNT(*) PATTERN A WHERE A.s IN RANGE(1, 2)", "IN RANGE needs numbers"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.v IN RANGE(NEXT(A).v, 9)", "LIKE and IN read one"),
+    ("RETURN COUNT(*) PATTERN A+ WHERE A.v IN {1} OR A.v < NEXT(A).v", "LIKE and IN read one"),
+    ("RETURN COUNT(*) PATTERN SEQ(A, B) WHERE A.v IN {1} OR B.v > 0", "need not be adjacent"),
 ])
 def test_semantic_errors(text, message):
     with pytest.raises(CEQLSemanticError, match=message):
