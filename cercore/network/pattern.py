@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from lark import Token, v_args
 
+from cercore.ceql import ast as ceql
 from cercore.ceql import grammar
 from cercore.ceql.parser import parse_text
 from cercore.ceql.printer import format_literal, format_name
 from cercore.errors import CEQLSemanticError
 from cercore.network.errors import NetworkError
 from cercore.network.query import MIRRORED, Leaf, NetQuery, Node, Op, Predicate
-from cercore.trends import ast as tast
-from cercore.trends.parse import _LEADING, _ToTrendAst, _TrendErrorReport
+from cercore.trends.parse import LEADING, ToTrendAst, TrendErrorReport
 
 FORM = "PATTERN SEQ(A a, AND(B b, C)) WHERE a.x = b.x WITHIN 30"
 _OPERATORS = ("SEQ", "AND", "OR")
@@ -54,10 +54,10 @@ def net_query(query: NetQuery | str, schema=None) -> NetQuery:
 
 def _blank(text: str) -> bool:
     """Only whitespace and comments."""
-    return _LEADING.match(text).end() == len(text)
+    return LEADING.match(text).end() == len(text)
 
 
-class _PatternErrorReport(_TrendErrorReport):
+class _PatternErrorReport(TrendErrorReport):
     """Syntax errors in PATTERN text: the trend report (expected tokens in source form),
     with the notation's form as the hint."""
 
@@ -70,7 +70,7 @@ class _PatternErrorReport(_TrendErrorReport):
 
 
 @v_args(meta=True)
-class _ToPattern(_ToTrendAst):
+class _ToPattern(ToTrendAst):
     """The pattern and condition rules -> (pattern, condition, window): patterns as network
     operators, conditions as trend conditions (``cercore.trends.ast``)."""
 
@@ -127,17 +127,17 @@ class _Builder:
         filters: dict[str, list[str]] = {}
         for c in self.conjuncts(condition):
             left, right = c.left, c.right
-            if isinstance(left, tast.Const) and isinstance(right, tast.Ref):
+            if isinstance(left, ceql.Literal) and isinstance(right, ceql.EventAttr):
                 left, right, op = right, left, MIRRORED[c.op]
             else:
                 op = c.op
-            if not isinstance(left, tast.Ref) or left.next or not isinstance(
-                    right, tast.Ref | tast.Const) or getattr(right, "next", False) or getattr(
-                    right, "symbol", False):
+            if not isinstance(left, ceql.EventAttr) or left.next or not isinstance(
+                    right, ceql.EventAttr | ceql.Literal) or getattr(right, "next", False) \
+                    or getattr(right, "symbol", False):
                 raise self.error("PrePP conditions compare V.attr with V.attr or a literal",
                                  c)
             lt, la = self.ref(left)
-            if isinstance(right, tast.Ref):
+            if isinstance(right, ceql.EventAttr):
                 rt, ra = self.ref(right)
                 if lt == rt:
                     filters.setdefault(lt, []).append(
@@ -159,9 +159,9 @@ class _Builder:
         out, stack = [], [condition] if condition is not None else []
         while stack:
             c = stack.pop()
-            if isinstance(c, tast.And):
+            if isinstance(c, ceql.PredAnd):
                 stack += [c.right, c.left]
-            elif isinstance(c, tast.Compare):
+            elif isinstance(c, ceql.Compare):
                 out.append(c)
             else:
                 raise self.error("PrePP conditions are comparisons joined by AND", c)
@@ -183,7 +183,7 @@ class _Builder:
             self.alias[key] = str(name)
         return Leaf(str(name))
 
-    def ref(self, r: tast.Ref) -> tuple[str, str]:
+    def ref(self, r: ceql.EventAttr) -> tuple[str, str]:
         if r.var not in self.alias:
             raise self.error(f"unknown event or alias {r.var}; known: "
                              f"{', '.join(sorted(self.alias))}", r)

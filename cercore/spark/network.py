@@ -60,8 +60,9 @@ def events_dataframe(traces: dict[Hashable, list[NetEvent]], *, spark,
 
 def apply_filters(events, query: NetQuery, *, backend: str = "auto"):
     """``events`` (a DataFrame) without the rows that fail their type's single-type filter,
-    evaluated on the executors by the cercore engine (``passes_filters``); rows of unfiltered
-    types pass."""
+    evaluated on the executors by cercore's predicate layer over each batch's events, decoded
+    as the engine decodes them (``passes_filters``; ``backend`` is passed on, and needs no
+    engine); rows of unfiltered types pass."""
     from pyspark.sql import functions as F
 
     from cercore.network.evaluate import passes_filters

@@ -73,11 +73,6 @@ def condition_text(node: Any) -> str:
     return format_expr(node)
 
 
-# The condition nodes under their former names, for readers not yet moved to cercore.ceql.ast
-# (cercore.network.pattern).
-Ref, Const, Arith, Negate = ceql.EventAttr, ceql.Literal, ceql.BinOp, ceql.Neg
-Compare, And, Or, Not = ceql.Compare, ceql.PredAnd, ceql.PredOr, ceql.PredNot
-
 
 # ---- the query -----------------------------------------------------------------------------
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from cercore.ceql import diagnostics, grammar, transform
 from cercore.ceql.parser import parse_text
 from cercore.trends import ast
 
-__all__ = ["parse_trend_query", "is_trend_query"]
+__all__ = ["LEADING", "ToTrendAst", "TrendErrorReport", "is_trend_query", "parse_trend_query"]
 
 
 def trend_parser() -> Lark:
@@ -26,7 +26,7 @@ def trend_parser() -> Lark:
     return grammar.grammar_parser("trend_query")
 
 
-_LEADING = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)
+LEADING = re.compile(r"(?:\s+|--[^\n]*|/\*.*?\*/)*", re.S)  # blanks and comments
 _AGG_SELECT = re.compile(
     r"select\s+(?:(?:[A-Za-z_]\w*|`(?:[^`]|``)+`)\s*,\s*)*(?:count|sum|min|max|avg)\s*\(", re.I)
 
@@ -34,14 +34,14 @@ _AGG_SELECT = re.compile(
 def is_trend_query(text: str) -> bool:
     """True when ``text`` is a trend aggregation query: it starts with RETURN, or with
     SELECT and aggregates (``SELECT COUNT(*) ...``, ``SELECT g, SUM(T.x) ...``)."""
-    rest = text[_LEADING.match(text).end():]
+    rest = text[LEADING.match(text).end():]
     return bool(re.match(r"return\b", rest, re.I) or _AGG_SELECT.match(rest))
 
 
 def parse_trend_query(text: str) -> ast.TrendQuery:
     """Parse one trend aggregation query; raises CEQLSyntaxError on bad text."""
-    return parse_text(text, "trend_query", parser=trend_parser(), report=_TrendErrorReport,
-                      transformer=_ToTrendAst)
+    return parse_text(text, "trend_query", parser=trend_parser(), report=TrendErrorReport,
+                      transformer=ToTrendAst)
 
 
 _SOURCE = {"DOT": ".", "TREND_SEMANTICS": "skip-till-any-match", "GROUP_BY": "GROUP BY",
@@ -50,7 +50,7 @@ _SOURCE = {"DOT": ".", "TREND_SEMANTICS": "skip-till-any-match", "GROUP_BY": "GR
            "AVG": "AVG"}
 
 
-class _TrendErrorReport(diagnostics.ErrorReport):
+class TrendErrorReport(diagnostics.ErrorReport):
     """The CEQL error report, with the trend parser's expected tokens and trend hints."""
 
     def __init__(self, e, ip, tokens, text, start):
@@ -95,7 +95,7 @@ def _p(meta) -> dict:
 
 
 @v_args(meta=True)
-class _ToTrendAst(transform.ToAst):
+class ToTrendAst(transform.ToAst):
     """Trend rules -> cercore.trends.ast; names, comparison operators, FROM, PARTITION BY
     groups and time spans are read by the CEQL transformer it extends."""
 
