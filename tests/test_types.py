@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import cercore
+from cercore.input import REJECT_COLUMN
 from cercore.io import read_events
 from cercore.types import (
     INT64_MAX,
@@ -97,3 +98,35 @@ def test_every_path_reads_a_value_alike(tmp_path, attr, value, backend):
     except cercore.EventError:
         read = []
     assert read == ([(0,)] if accepted else []), "jsonl"
+
+
+# a CSV cell and what it is for each attribute type (None: not a value of the type)
+CSV_CELLS = [("i", "7", 7), ("i", "+7", 7), ("i", "7.0", 7), ("i", "1e3", 1000),
+             ("i", " 7 ", 7), ("i", "007", 7), ("i", "0x10", 16), ("i", "-7", -7),
+             ("i", "7.5", None), ("i", "abc", None), ("i", "1_000", None),
+             ("i", "\u0667", None), ("i", "9223372036854775808", None), ("i", "inf", None),
+             ("d", "7", 7.0), ("d", "+1.5", 1.5), ("d", ".5", 0.5), ("d", "7.", 7.0),
+             ("d", "1E3", 1000.0), ("d", "-inf", -math.inf), ("d", "Infinity", math.inf),
+             ("d", "1_0", None), ("d", "0x10", None), ("d", "abc", None)]
+
+
+@pytest.mark.parametrize("attr, cell, expected", CSV_CELLS)
+def test_a_csv_cell_means_one_thing_whichever_path_reads_it(tmp_path, attr, cell, expected):
+    """Arrow's CSV reader reads a file when it can; a cell it cannot read (``+7`` in an int
+    column) sends the whole file through the csv module's reader. A cell must read the same
+    both ways, with ``on_error`` raise or skip: alone in its file, and beside a row that only
+    the csv module reads."""
+    other = "d" if attr == "i" else "i"
+    row = {attr: cell, other: "1"}
+    alone = f"event_type,i,d\nA,{row['i']},{row['d']}\n"
+    beside = alone + "A,+7,1\n"  # Arrow refuses +7 for an int64: the slow path reads all
+    for text in (alone, beside):
+        path = tmp_path / "events.csv"
+        path.write_text(text)
+        for on_error in ("raise", "skip"):
+            try:
+                got = read_events(path, SCHEMA, on_error=on_error).to_pylist()[0]
+            except cercore.EventError:
+                got = None
+            value = None if got is None or got.get(REJECT_COLUMN) else got[attr]
+            assert value == expected, (text, on_error)

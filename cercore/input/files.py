@@ -135,20 +135,17 @@ def _read_csv(path, types: dict[str, AttrType], type_column: str, lenient: bool 
     read = pacsv.ReadOptions(column_names=header, skip_rows=1)
     try:
         return pacsv.read_csv(io.BytesIO(data), read_options=read, convert_options=convert)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        if lenient:
-            return _rows_table(_csv_rows(data, header, types, type_column, where), header,
-                               types, type_column)
-        _diagnose_csv(data, header, types, type_column, where)
-        raise EventError(f"{where}: {exc}") from None
-
-
-def _diagnose_csv(data: bytes, header: list[str], types: dict[str, AttrType], type_column: str,
-                  where: str) -> None:
-    """Find the first bad cell with the csv module (slow path, only after Arrow failed)."""
-    for _, problem in _csv_rows(data, header, types, type_column, where):
-        if problem is not None:
-            raise problem
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # the cells Arrow's fast path does not read (``+7``, ``7.0`` for an int): the csv
+        # module reads every row, by the cell readers below, whatever ``on_error`` says --
+        # raising at the first bad row, or keeping bad rows as rejected
+        rows = _csv_rows(data, header, types, type_column, where)
+        if not lenient:
+            rows = list(rows)
+            problem = next((p for _, p in rows if p is not None), None)
+            if problem is not None:
+                raise problem from None
+        return _rows_table(rows, header, types, type_column)
 
 
 def _csv_header(line: str, types: dict[str, AttrType], type_column: str,
@@ -209,19 +206,30 @@ def _csv_line_rows(lines: Iterable[str], header: list[str], types: dict[str, Att
         yield values, problem
 
 
+# The numbers a cell may write (ASCII, no digit separators, blanks around): every form Arrow's
+# CSV reader (the fast path) reads -- so a cell means the same whichever path reads its file --
+# and more: an integer (decimal, or 0x hexadecimal as Arrow reads it), a decimal, an exponent,
+# inf, infinity, nan.
+_INT_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*", re.ASCII)
+_HEX_TEXT = re.compile(r"\s*0[xX][0-9a-fA-F]+\s*", re.ASCII)
+_FLOAT_TEXT = re.compile(r"\s*[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                         r"|inf(?:inity)?|nan)\s*", re.ASCII | re.IGNORECASE)
+
+
 def _int_cell(cell: str) -> Any:
-    # integer literals only, as Arrow's CSV reader (the fast path) reads an int64 column
-    try:
+    """The number the cell writes, read as an int attribute reads any number
+    (``cercore.types.coerce``: ``7.0`` and ``1e3`` are whole numbers, ``7.5`` is not)."""
+    if _INT_TEXT.fullmatch(cell):
         return coerce(int(cell), AttrType.INT)
-    except ValueError:
-        return NOT_A_VALUE
+    if _HEX_TEXT.fullmatch(cell):
+        return coerce(int(cell, 16), AttrType.INT)
+    if _FLOAT_TEXT.fullmatch(cell):
+        return coerce(float(cell), AttrType.INT)
+    return NOT_A_VALUE
 
 
 def _double_cell(cell: str) -> Any:
-    try:
-        return float(cell)
-    except ValueError:
-        return NOT_A_VALUE
+    return float(cell) if _FLOAT_TEXT.fullmatch(cell) else NOT_A_VALUE
 
 
 def _bool_cell(cell: str) -> Any:
