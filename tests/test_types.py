@@ -4,12 +4,15 @@ table and a JSON-lines file, which must accept and reject alike."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cercore
 from cercore.input import REJECT_COLUMN
@@ -130,3 +133,30 @@ def test_a_csv_cell_means_one_thing_whichever_path_reads_it(tmp_path, attr, cell
                 got = None
             value = None if got is None or got.get(REJECT_COLUMN) else got[attr]
             assert value == expected, (text, on_error)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(
+    st.from_regex(r"[ \t]?[+-]?(0[xX][0-9a-fA-F]{1,3}|[0-9]{0,3}\.?[0-9]{0,3}"
+                  r"([eE][+-]?[0-9]{1,2})?|inf|nan|Infinity)[ \t]?", fullmatch=True),
+    st.text(alphabet="0123456789+-.eExXabcdfinINFty \t", min_size=1, max_size=8)))
+def test_the_csv_module_reads_every_cell_arrow_reads_as_arrow_does(cell):
+    """What makes the test above hold for any cell: each cell Arrow's CSV reader reads as an
+    int64 or a double, the csv module's cell readers read as the same value."""
+    import pyarrow.csv as pacsv
+
+    from cercore.input.files import _double_cell, _int_cell
+
+    for arrow_type, read in ((pa.int64(), _int_cell), (pa.float64(), _double_cell)):
+        options = pacsv.ConvertOptions(column_types={"x": arrow_type}, null_values=[""])
+        try:
+            table = pacsv.read_csv(io.BytesIO(f"x\n{cell}\n".encode()),
+                                   convert_options=options)
+        except pa.ArrowInvalid:
+            continue  # Arrow refuses it: the csv module's reading is the only one
+        if table.num_rows == 0 or table.column(0)[0].as_py() is None:
+            continue  # a blank line or cell
+        arrow = table.column(0)[0].as_py()
+        mine = read(cell)
+        assert mine is not BAD and (mine == arrow or math.isnan(arrow) and math.isnan(mine)), \
+            (arrow_type, cell, arrow, mine)
