@@ -243,12 +243,14 @@ class _Analyser:
         if isinstance(node, ceql.InSet):
             t = self.typecheck(node.operand)
             for item in node.items:
-                bounds = (item.lo, item.hi) if isinstance(item, ceql.Range) else (item,)
-                for b in bounds:
-                    if self.typecheck(b) != t or (len(bounds) == 2 and t != "num"):
-                        raise self.error(f"IN {'range' if len(bounds) == 2 else 'list'} "
-                                         f"mixes {condition_text(node.operand)} ({t}) with "
-                                         f"{condition_text(b)}", item)
+                if isinstance(item, ceql.Range):
+                    if t != "num" or any(self.typecheck(b) != "num" for b in (item.lo, item.hi)):
+                        raise self.error(f"a range needs numbers: {condition_text(item.lo)}.."
+                                         f"{condition_text(item.hi)} for "
+                                         f"{condition_text(node.operand)} ({t})", item)
+                elif self.typecheck(item) != t:
+                    raise self.error(f"IN list mixes {condition_text(node.operand)} ({t}) "
+                                     f"with {condition_text(item)}", item)
             return "cond"
         if isinstance(node, ceql.InRange):
             for b in (node.operand, node.lo, node.hi):
