@@ -76,6 +76,8 @@ CASES = [
     ("A.d IN {2, 1.5}", {0, 3, 5}),                # an int literal against a double
     ("A.s NOT IN {'abc', ''}", {1, 2, 4, 6}),      # null: false, NOT IN too
     ("A.x NOT IN {7}", {0, 4, 5, 6}),
+    ("A.x IN {}", set()),                          # the empty set (the grammar, not a token)
+    ("A.x NOT IN {}", {0, 1, 2, 4, 5, 6}),
 ]
 IDS = [c[0] for c in CASES]
 

@@ -26,6 +26,11 @@ def test_syntax_errors_are_located(text, line, column, expected):
     assert "^" in e.value.snippet
 
 
+def test_set_items_in_a_condition_are_constants():
+    with pytest.raises(CEQLSyntaxError, match="set items must be constants"):
+        compile_trend("RETURN COUNT(*) PATTERN A WHERE A.v IN {v, 2}", SCHEMA)
+
+
 def test_unknown_pattern_operator():
     with pytest.raises(CEQLSyntaxError, match="unknown pattern operator 'FOO'"):
         compile_trend("RETURN COUNT(*) PATTERN FOO(A, B)", SCHEMA)
