@@ -19,6 +19,7 @@ from itertools import product
 from cercore.ceql import ast
 from cercore.ceql.guards import Guard, guard_and, guard_of
 from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq, atoms_of
+from cercore.ceql.terms import event_terms
 from cercore.errors import CEQLSemanticError
 from cercore.schema import Schema, did_you_mean
 from cercore.types import INT64_MAX, AttrType, window_length
@@ -166,7 +167,7 @@ class _Analyser:
         unexact = [c for c in self.absent_predicates if implied is None or not _ties(c)]
         if unexact:
             c = unexact[0]
-            named = sorted({e.var for e in _event_attrs(c)} & _absent_read(self.q.formula))
+            named = sorted({e.var for e in event_terms(c)} & _absent_read(self.q.formula))
             only = _absent_only(self.q.formula)
             x = next((v for v in named if v in only), named[0])
             reads = "which only an ABSENT(...) reads" if x in only else \
@@ -420,10 +421,9 @@ class _Analyser:
             t = self.expr_type(p.operand, var, types)
             if t != "string":
                 raise self.error(f"LIKE needs a string, not {t}", p)
-            try:
-                re.compile(p.pattern)
-            except (re.error, OverflowError, RecursionError) as e:  # x{99999999999}: overflow
-                raise self.error(f"invalid regular expression {p.pattern!r}: {e}", p) from None
+            problem = regex_problem(p.pattern)
+            if problem is not None:
+                raise self.error(problem, p)
         elif isinstance(p, ast.InSet):
             t = self.expr_type(p.operand, var, types)
             for item in p.items:
@@ -516,7 +516,7 @@ class _Analyser:
         # a predicate naming a variable an ABSENT reads (its own, or a name it shares with the
         # present elements, as an event type) says which events count; it is exact when it is
         # an equality that ties every event, the absent ones included, to one key (run)
-        self.absent_predicates = [c for c in found if {e.var for e in _event_attrs(c)} & absent]
+        self.absent_predicates = [c for c in found if {e.var for e in event_terms(c)} & absent]
         where = found[0]
         if self.q.projection != "*":
             raise self.error("predicates between events need SELECT * (they are checked on the "
@@ -845,18 +845,13 @@ def _ties(c: ast.Compare) -> bool:
         and c.left.var != c.right.var
 
 
-def _event_attrs(e) -> list[ast.EventAttr]:
-    """The ``x.attr`` leaves of a predicate between events."""
-    out, stack = [], [e]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.EventAttr):
-            out.append(n)
-        elif isinstance(n, ast.Compare | ast.BinOp):
-            stack += [n.left, n.right]
-        elif isinstance(n, ast.Neg):
-            stack.append(n.operand)
-    return out
+def regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` (a LIKE pattern) is no regular expression, or None."""
+    try:
+        re.compile(pattern)
+    except (re.error, OverflowError, RecursionError) as e:  # x{99999999999}: overflow
+        return f"invalid regular expression {pattern!r}: {e}"
+    return None
 
 
 def _single_event(f: ast.Formula) -> bool:

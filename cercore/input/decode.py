@@ -14,6 +14,7 @@ dictionaries), and the event type column is mapped to type ids through its dicti
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,12 @@ class EventDecoder:
             for typ in schema.streams[name].event_types:
                 self._stream_carries[sid, self.type_ids[typ]] = True
         self.skips = skips.SkipLog()
+
+    @functools.cached_property
+    def stream_ids(self) -> dict[str, int]:
+        """``schema.stream_ids``, built once (a record may name its stream, ``push`` its
+        event's: a dict per call would cost more than the rest of the lookup)."""
+        return self.schema.stream_ids
 
     def reject(self, err: EventError) -> bool:
         """Handle a bad event: True when it is skipped (and counted), False when the caller
@@ -154,7 +161,7 @@ class EventDecoder:
         has: remembered for the message)."""
         if name is None:
             return -1
-        sid = self.schema.stream_ids.get(name) if isinstance(name, str) else None
+        sid = self.stream_ids.get(name) if isinstance(name, str) else None
         if sid is None:
             self._unknown_stream = name
             return UNKNOWN_STREAM
@@ -301,7 +308,7 @@ class EventDecoder:
     # ---- stream tags ------------------------------------------------------------------
     def tag_streams(self, batch: Batch, names: list) -> None:
         """Tag the batch's events with their streams (names, None = untagged)."""
-        ids = self.schema.stream_ids
+        ids = self.stream_ids
         codes = np.fromiter((-1 if s is None else ids.get(s, UNKNOWN_STREAM)
                              if isinstance(s, str) else UNKNOWN_STREAM for s in names),
                             dtype=np.int16, count=batch.n)

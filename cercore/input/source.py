@@ -5,7 +5,6 @@ queries at once) reads its events through an ``EventInput``.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -80,17 +79,12 @@ class EventInput:
         self.position = batch.first_position + n
 
     # ---- one event at a time ----------------------------------------------------------------
-    @functools.cached_property
-    def stream_ids(self) -> dict[str, int]:
-        """``schema.stream_ids``, built once (``push`` may name a stream with every event)."""
-        return self.schema.stream_ids
-
     def stream_code(self, stream: str | None) -> int:
         """The id of the stream that tags a whole input (-1: None); an unknown name is an
         EventError, as for ``batches``."""
         if stream is None:
             return -1
-        sid = self.stream_ids.get(stream)
+        sid = self.decoder.stream_ids.get(stream)
         if sid is None:
             raise EventError(f"unknown stream {stream!r}"
                              + did_you_mean(str(stream), self.schema.streams), field="stream")
@@ -174,7 +168,7 @@ class EventInput:
             yield batch
 
     def _tag_all(self, batch: Batch, stream: str) -> None:
-        sid = self.schema.stream_ids[stream]
+        sid = self.decoder.stream_ids[stream]
         self.decoder.tag_stream_codes(batch, np.full(batch.n, sid, dtype=np.int16),
                                       lambda k: stream)
 
@@ -184,7 +178,7 @@ class EventInput:
             self.decoder.tag_streams(batch, column.to_pylist())
             return
         names, ok = strings
-        ids = self.schema.stream_ids
+        ids = self.decoder.stream_ids
         lut = np.array([ids.get(s, UNKNOWN_STREAM) for s in names.dictionary], dtype=np.int16)
         codes = lut[names.codes]
         if ok is not None:

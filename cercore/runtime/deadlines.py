@@ -200,8 +200,8 @@ class LookbackIndex:
         """Event time has reached ``now``: drop, in every partition, the entries no complex
         event reported from then on can look back to."""
         arrivals = self.arrivals
-        if not arrivals or arrivals[0][0] >= now - self.window - self.span:
-            return  # (the common case, without a loop)
+        if not arrivals:
+            return
         horizon = now - self.window - self.span
         while arrivals and arrivals[0][0] < horizon:
             self.expire(arrivals.popleft()[1], now)

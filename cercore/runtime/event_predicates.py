@@ -17,50 +17,20 @@ valuations and the combinations of bound events (``explain`` says so).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from itertools import product
 from typing import Any
 
 import numpy as np
 
 from cercore.ceql import ast
+from cercore.ceql.terms import event_terms, rename_terms
 from cercore.input.columns import Columns
 from cercore.predicates import evaluate_leaf
 from cercore.runtime.bindings import BindingSolver
 from cercore.types import INT64_MAX, INT64_MIN, AttrType
 
-__all__ = ["EventPredicateCheck", "event_terms", "rename_terms"]
-
-
-def event_terms(e: Any) -> list[ast.EventAttr]:
-    """The ``x.attr`` / ``NEXT(x).attr`` terms of an expression, a comparison (LIKE, IN), or
-    predicates over them joined by AND / OR / NOT, in order."""
-    if isinstance(e, ast.EventAttr):
-        return [e]
-    if isinstance(e, ast.Compare | ast.BinOp | ast.PredAnd | ast.PredOr):
-        return event_terms(e.left) + event_terms(e.right)
-    if isinstance(e, ast.Neg | ast.PredNot | ast.Like | ast.InSet):
-        return event_terms(e.operand)
-    if isinstance(e, ast.InRange):
-        return event_terms(e.operand) + event_terms(e.lo) + event_terms(e.hi)
-    return []
-
-
-def rename_terms(e: Any, term: Callable[[ast.EventAttr], Any]) -> Any:
-    """``e`` (an expression, a comparison (LIKE, IN), or predicates over them joined by
-    AND / OR / NOT) with each event term ``t`` replaced by ``term(t)``."""
-    if isinstance(e, ast.EventAttr):
-        return term(e)
-    if isinstance(e, ast.Compare | ast.BinOp | ast.PredAnd | ast.PredOr):
-        return dataclasses.replace(e, left=rename_terms(e.left, term),
-                                   right=rename_terms(e.right, term))
-    if isinstance(e, ast.Neg | ast.PredNot | ast.Like | ast.InSet):
-        return dataclasses.replace(e, operand=rename_terms(e.operand, term))
-    if isinstance(e, ast.InRange):
-        return dataclasses.replace(e, operand=rename_terms(e.operand, term),
-                                   lo=rename_terms(e.lo, term), hi=rename_terms(e.hi, term))
-    return e
+__all__ = ["EventPredicateCheck"]
 
 
 def _as_columns(e: Any, names: dict[ast.EventAttr, str]) -> Any:

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cercore.input.batch import SKIPPED
+from cercore.input.decode import EventDecoder
 from cercore.spark.job import LOW_BITS, TYPE, EngineJob
 
 SAMPLE = 64  # order statistics each partition returns (bucket bounds, when a sort is needed)
@@ -91,10 +92,10 @@ def summarise_read(batches: Iterator[pa.RecordBatch], job: EngineJob
                    ) -> Iterator[pa.RecordBatch]:
     """``summarise``, when the engine skips bad events (``on_error="skip"``): the batches
     also carry the columns the engine reads (``read_columns``), and the read time (the fourth
-    column) counts only the rows the engine's own decoder accepts -- a skipped event passes no
+    column) counts only the rows the engine's decoder accepts -- a skipped event passes no
     deadline in the local engine either."""
     def accepted(batches):
-        decoder = job.engine().input.decoder
+        decoder = EventDecoder(job.schema, job.on_error)  # as the engine builds its own
         stream = job.stream_column
         for rb in batches:
             table = job.engine_table(pa.Table.from_batches([rb]))

@@ -10,16 +10,16 @@ every consecutive pair ``(u, v)`` has ``u in preds[v]``.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cercore.ceql import ast as ceql
+from cercore.ceql.analysis import regex_problem
 from cercore.ceql.guards import TRUE_GUARD, Guard, guard_and, guard_of
+from cercore.ceql.terms import event_terms, rename_terms
 from cercore.errors import CEQLSemanticError
 from cercore.predicates import scalar_pred
-from cercore.runtime.event_predicates import event_terms, rename_terms
 from cercore.schema import Schema, did_you_mean
 from cercore.trends import ast
 from cercore.trends.ast import condition_text
@@ -234,11 +234,9 @@ class _Analyser:
             if self.typecheck(node.operand) != "str":
                 raise self.error(f"LIKE needs a string, not {condition_text(node.operand)}",
                                  node)
-            try:
-                re.compile(node.pattern)
-            except (re.error, OverflowError, RecursionError) as e:  # x{99999999999}: overflow
-                raise self.error(f"invalid regular expression {node.pattern!r}: {e}",
-                                 node) from None
+            problem = regex_problem(node.pattern)
+            if problem is not None:
+                raise self.error(problem, node)
             return "cond"
         if isinstance(node, ceql.InSet):
             t = self.typecheck(node.operand)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from cercore.ceql.terms import event_terms
 from cercore.runtime.constants import NO_PARTITION
-from cercore.runtime.event_predicates import event_terms
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
 from cercore.trends.interface import IN_STREAM, Closed, TrendInput
