@@ -9,7 +9,8 @@ leaves with AND/OR/NOT into *guards*. Semantics (DESIGN.md "Filters"):
 - integer arithmetic is exact: int64 where no result can leave int64, else Python integers
   (``volume * 9223372036854775807 > 0`` holds for every positive volume; literals beyond int64
   are exact too);
-- strings compare exactly, ``LIKE`` is an unanchored regular-expression search.
+- strings compare exactly, ``LIKE`` is an unanchored regular-expression search in RE2's
+  dialect and linear time (``cercore.ceql.regex``).
 
 String columns arrive dictionary-encoded (``StringColumn``): a comparison with a constant,
 ``LIKE`` and ``IN`` run once per distinct string and the events read the result by their code.
@@ -20,11 +21,11 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import re
 
 import numpy as np
 
 from cercore.ceql import ast
+from cercore.ceql.regex import like_search
 from cercore.input.columns import Columns, StringColumn
 from cercore.types import INT64_MIN
 
@@ -186,8 +187,8 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
         return np.logical_and(np.logical_and(res, oka), okb)
     if isinstance(p, ast.Like):
         v, ok = _expr(p.operand, cols)
-        rx = re.compile(p.pattern)
-        res = _per_value(v, n, lambda s: isinstance(s, str) and rx.search(s) is not None)
+        search = like_search(p.pattern)
+        res = _per_value(v, n, lambda s: isinstance(s, str) and search(s))
         return np.logical_and(res, ok)
     if isinstance(p, ast.InSet):
         v, ok = _expr(p.operand, cols)
@@ -312,11 +313,11 @@ def scalar_leaf(p: ast.Pred):
             return bool(cmp(*_numeric_pair(a, b)))
         return compare
     if isinstance(p, ast.Like):
-        operand, search = _scalar_expr(p.operand), re.compile(p.pattern).search
+        operand, search = _scalar_expr(p.operand), like_search(p.pattern)
 
         def like(row) -> bool:
             v = operand(row)
-            return type(v) is str and search(v) is not None
+            return type(v) is str and search(v)
         return like
     if isinstance(p, ast.InSet):
         operand, negated = _scalar_expr(p.operand), p.negated

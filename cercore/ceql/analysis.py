@@ -19,6 +19,7 @@ from itertools import product
 from cercore.ceql import ast
 from cercore.ceql.guards import Guard, guard_and, guard_of
 from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq, atoms_of
+from cercore.ceql.regex import regex_problem
 from cercore.ceql.terms import event_terms
 from cercore.errors import CEQLSemanticError
 from cercore.schema import Schema, did_you_mean
@@ -843,15 +844,6 @@ def _ties(c: ast.Compare) -> bool:
     sides = (c.left, c.right)
     return c.op == "==" and all(isinstance(e, ast.EventAttr) and not e.next for e in sides) \
         and c.left.var != c.right.var
-
-
-def regex_problem(pattern: str) -> str | None:
-    """Why ``pattern`` (a LIKE pattern) is no regular expression, or None."""
-    try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as e:  # x{99999999999}: overflow
-        return f"invalid regular expression {pattern!r}: {e}"
-    return None
 
 
 def _single_event(f: ast.Formula) -> bool:
