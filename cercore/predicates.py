@@ -274,8 +274,14 @@ def _scalar_expr(e: ast.Expr):
             return a * b
         if b == 0:
             return None
-        return a / b if op == "/" else math.fmod(a, b)
+        return a / b if op == "/" else _fmod(a, b)
     return binop
+
+
+def _fmod(a: float, b: float) -> float:
+    """``np.fmod`` on two doubles (``b`` not zero): nan for an infinite ``a``, where
+    ``math.fmod`` raises; Python's other double operations already give numpy's inf and nan."""
+    return math.nan if math.isinf(a) else math.fmod(a, b)
 
 
 def _numeric_pair(a, b):
