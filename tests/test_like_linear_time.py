@@ -114,6 +114,18 @@ def test_the_strings_tell_the_dialects_apart():
         assert (re2.search(pattern, text) is None) != (re.search(pattern, text) is None)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_undecodable_byte_is_one_character(backend):
+    """Input bytes that are not UTF-8 arrive as lone surrogates (surrogateescape): RE2 reads each
+    as one character, as Python's re did, pushed and in bulk alike."""
+    query = like_query("^a.b$")
+    strings = ["a\udcffb", "a\udcff\udcfeb", "ab"]
+    events = [("A", {"id": i, "x": s}) for i, s in enumerate(strings)]
+    engine = query.engine(backend)
+    assert [ce.positions for _, e in events for ce in engine.push("A", e)] == [(0,)]
+    assert [ce.positions for ce in query.run(events, backend=backend)] == [(0,)]
+
+
 # ---- (c) patterns RE2 cannot run: located errors --------------------------------------------
 @pytest.mark.parametrize(("pattern", "says"), [
     (r"(a)\1", r"backreferences (\1)"),

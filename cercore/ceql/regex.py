@@ -24,9 +24,11 @@ _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
 
 # Strings repeat (names, codes): the scalar form remembers the answer for this many short ones
-# per pattern, as the vector form computes it once per distinct string of a batch.
-_MEMO_SIZE = 4096
-_MEMO_LENGTH = 256
+# per pattern (about 1 µs of a push), as the vector form computes it once per distinct string
+# of a batch. Bounded: at most _PATTERNS * _MEMO_SIZE strings of _MEMO_LENGTH characters.
+_PATTERNS = 128
+_MEMO_SIZE = 1024
+_MEMO_LENGTH = 64
 
 # RE2 reads a repetition it cannot take as literal text ({,3}; a count of 10 digits); Python's
 # re reads {,3} as {0,3}. Both are refused rather than silently matching the braces.
@@ -120,7 +122,7 @@ def _class_end(pattern: str, start: int) -> int:
     return i
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=_PATTERNS)
 def like_search(pattern: str) -> Callable[[str], bool]:
     """``text -> bool``: does ``pattern`` (checked by :func:`regex_problem`) occur anywhere in
     ``text``? An unanchored RE2 search, linear in ``len(text)``."""
