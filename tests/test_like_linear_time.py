@@ -129,7 +129,9 @@ def test_an_undecodable_byte_is_one_character(backend):
 # ---- (c) patterns RE2 cannot run: located errors --------------------------------------------
 @pytest.mark.parametrize(("pattern", "says"), [
     (r"(a)\1", r"backreferences (\1)"),
-    ("(?P<v>a)(?P=v)", "backreferences ((?P=name))"),
+    ("(?P<v>a)(?P=v)", "backreferences and calls ((?P=name)"),
+    ("(?x) a b", "flags other than i, m, s and U"),
+    ("a(?#note)", "comments"),
     ("a(?=b)", "lookaround"),
     ("(?<!b)a", "lookaround"),
     ("(?>a+)b", "atomic groups"),

@@ -38,11 +38,14 @@ _MAX_REPEAT = 1000  # RE2's own bound: {1001} is "invalid repetition size"
 # What RE2's error says -> the feature a Python (PCRE) user wrote that RE2 does not have.
 _UNSUPPORTED = (
     (re.compile(r"invalid escape sequence: \\[1-9]"), "backreferences (\\1)"),
-    (re.compile(r"invalid perl operator: \(\?P$"), "backreferences ((?P=name))"),
+    (re.compile(r"invalid perl operator: \(\?P$"),
+     "backreferences and calls ((?P=name), (?P>name))"),
+    (re.compile(r"invalid perl operator: \(\?#"), "comments ((?#...))"),
     (re.compile(r"invalid perl operator: \(\?<?[=!]"), "lookaround ((?=, (?!, (?<=, (?<!)"),
     (re.compile(r"invalid perl operator: \(\?>"), "atomic groups ((?>)"),
     (re.compile(r"bad repetition operator: [*+?}]\+"), "possessive quantifiers (a++)"),
     (re.compile(r"invalid escape sequence: \\Z"), "\\Z (write \\z for the end of the string)"),
+    (re.compile(r"invalid perl operator: \(\?[-a-zA-Z]*$"), "flags other than i, m, s and U"),
 )
 
 
