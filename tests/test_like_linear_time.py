@@ -140,6 +140,8 @@ def test_an_undecodable_byte_is_one_character(backend):
     ("a{,3}", "write {0,3}"),
     ("x{99999999999}", "the repetition count {99999999999}"),
     ("a{1001}", "the repetition count {1001}"),
+    ("a{0,0001001}", "the repetition count {0,0001001}"),
+    ("a{" + "9" * 5000 + "}", "the repetition count {999"),  # beyond int()'s 4,300 digits
 ])
 def test_patterns_outside_re2_are_refused_where_they_stand(pattern, says):
     text = f"SELECT *\nFROM S\nWHERE A AS a\nFILTER a[x LIKE {ceql_string(pattern)}]"
@@ -157,6 +159,7 @@ def test_a_trend_condition_refuses_a_backreference_where_it_stands():
 
 
 @pytest.mark.parametrize("pattern", [r"\{,3}", "[{,3}]", r"\Q{,3}\E", "a{2,1000}", r"\pL",
+                                     r"\x{100000}", r"[\x{1000}-\x{2000}]{2}", r"\p{Greek}{3}",
                                      r"\z", "(?i)a", "[[:alpha:]]{2}", "(?P<v>a)"])
 def test_re2_patterns_with_braces_escapes_and_flags_are_accepted(pattern):
     assert regex_problem(pattern) is None

@@ -80,16 +80,13 @@ def _refusal(pattern: str, what: str) -> str:
 
 def _brace_problem(pattern: str) -> str | None:
     """A ``{...}`` repetition that RE2 would read as literal text, or None. Escapes (``\\{``,
-    ``\\Q...\\E``) and character classes hold literal braces and are skipped."""
+    ``\\Q...\\E``, ``\\x{...}``) and character classes hold braces that repeat nothing and are
+    skipped."""
     i, n = 0, len(pattern)
     while i < n:
         c = pattern[i]
         if c == "\\":
-            if pattern.startswith("\\Q", i):
-                end = pattern.find("\\E", i + 2)
-                i = n if end < 0 else end + 2
-            else:
-                i += 2
+            i = _escape_end(pattern, i)
         elif c == "[":
             i = _class_end(pattern, i)
         elif c == "{":
@@ -98,12 +95,32 @@ def _brace_problem(pattern: str) -> str | None:
                 low, high = m.group(1), m.group(2)
                 if not low and high:
                     return f"{m.group(0)} (write {{0,{high}}})"
-                if any(count and int(count) > _MAX_REPEAT for count in (low, high)):
+                if any(_above_max(count) for count in (low, high)):
                     return f"the repetition count {m.group(0)}"
             i += 1
         else:
             i += 1
     return None
+
+
+def _above_max(count: str | None) -> bool:
+    """Is the repetition count (digits, or None / empty: none) above RE2's bound? Compared by
+    length first: int() refuses thousands of digits."""
+    digits = (count or "").lstrip("0")
+    return len(digits) > len(str(_MAX_REPEAT)) or int(digits or "0") > _MAX_REPEAT
+
+
+def _escape_end(pattern: str, start: int) -> int:
+    """The index after the escape at ``start``: ``\\Q...\\E``, ``\\x{...}``, ``\\p{...}`` or a
+    backslash and one character."""
+    kind = pattern[start + 1:start + 2]
+    if kind == "Q":
+        end = pattern.find("\\E", start + 2)
+        return len(pattern) if end < 0 else end + 2
+    if kind in ("x", "p", "P") and pattern.startswith("{", start + 2):
+        end = pattern.find("}", start + 3)
+        return len(pattern) if end < 0 else end + 1
+    return start + 2
 
 
 def _class_end(pattern: str, start: int) -> int:
@@ -115,7 +132,7 @@ def _class_end(pattern: str, start: int) -> int:
         i += 1
     while i < len(pattern):
         if pattern[i] == "\\":
-            i += 2
+            i = _escape_end(pattern, i)
         elif pattern.startswith("[:", i) and (end := pattern.find(":]", i + 2)) >= 0:
             i = end + 2
         elif pattern[i] == "]":
