@@ -61,7 +61,7 @@ class Engine(ReadsInput):
         # keeps the winners among the starts inside the window (cercore.runtime.selection);
         # with predicates between events, the automaton ranks nothing: the engine selects
         # among the complex events that satisfy them
-        between = self.analysed.event_predicates
+        between = self.analysed.checked_predicates  # (the partition guarantees the rest)
         self.selects = query.ranking_strategy \
             if self.window.kind is not None or between else None
         self.det = LazyDeterminiser(query.cea, None if between else query.ranking_strategy,
