@@ -40,9 +40,11 @@ from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.term_values import TermValues
 from cercore.types import AttrType
 
-__all__ = ["AMBIGUOUS", "BetweenPlan", "EventPredicateCheck", "IncrementalCheck"]
+__all__ = ["AMBIGUOUS", "BetweenPlan", "EventPredicateCheck", "IncrementalCheck",
+           "new_combinations_hold"]
 
 AMBIGUOUS = 0  # binding label of an event that different runs bind to different variables
+MAX_LABELLED = 30  # variables a label can name (a bit each, in an int32)
 
 # comparison operator -> its code in the Cython kernel's compiled form
 OP_CODES = {"<": 0, "<=": 1, ">": 2, ">=": 3, "==": 4, "!=": 5}
@@ -115,28 +117,30 @@ class BetweenPlan:
         # atom id -> the ids of the predicates' variables it binds
         self.atom_vids = {a: frozenset(vid[v] for v in names if v in vid)
                           for a, names in atom_variables.items()}
-        self.label_sets: list[frozenset[int] | None] = [None]  # label 0: AMBIGUOUS
-        self.label_ids: dict[frozenset[int], int] = {}
-        # label -> the checks that read one of its variables (in plan order)
-        self.label_checks: list[tuple[int, ...]] = [()]
+        # label -> (the variable ids it binds, the checks that read one of them, in order)
+        self._labels: dict[int, tuple[frozenset[int], tuple[int, ...]]] = {}
 
     def label(self, cea, subset, atom_mask: int) -> int:
         """The binding label of the marking successor of det state ``subset`` (CEA states)
-        on an event satisfying ``atom_mask``: the variables every marking move binds the
-        event to, or AMBIGUOUS when moves disagree."""
+        on an event satisfying ``atom_mask``: ``1 + sum(1 << v)`` over the (predicate)
+        variables every marking move binds the event to -- one number whatever the order
+        labels are met in, so both backends build the same nodes -- or AMBIGUOUS when moves
+        disagree (or the query has more than MAX_LABELLED variables)."""
         sets = {self.atom_vids.get(label, frozenset())
                 for s in subset for label, mark, _ in cea.transitions[s]
                 if mark == MARK and (label == TRUE_LABEL or (atom_mask >> label) & 1)}
-        if len(sets) != 1:
+        if len(sets) != 1 or len(self.variables) > MAX_LABELLED:
             return AMBIGUOUS
-        (bound,) = sets
-        lab = self.label_ids.get(bound)
-        if lab is None:
-            lab = self.label_ids[bound] = len(self.label_sets)
-            self.label_sets.append(bound)
-            self.label_checks.append(tuple(i for i, c in enumerate(self.checks)
-                                           if bound & set(c.vids)))
-        return lab
+        return 1 + sum(1 << v for v in next(iter(sets)))
+
+    def label_info(self, label: int) -> tuple[frozenset[int], tuple[int, ...]]:
+        """(the variable ids a label binds, the checks that read one of them)."""
+        info = self._labels.get(label)
+        if info is None:
+            bound = frozenset(v for v in range(len(self.variables)) if (label - 1) >> v & 1)
+            info = self._labels[label] = (bound, tuple(
+                i for i, c in enumerate(self.checks) if bound & set(c.vids)))
+        return info
 
     def holds_on(self, valuation: dict[str, list[int]], values: TermValues) -> bool:
         """A whole valuation (variable name -> positions) satisfies every predicate."""
@@ -174,16 +178,15 @@ class IncrementalCheck:
         later): False when a combination it completes fails (abandon the branch)."""
         if self.ambiguous_at >= 0:
             return True
-        if label == AMBIGUOUS:
+        if label <= AMBIGUOUS:  # (an unlabelled node: checked whole)
             self.ambiguous_at = depth
             return True
         plan = self.plan
-        new = plan.label_sets[label]
-        todo = plan.label_checks[label]
+        new, todo = plan.label_info(label)
         if todo:
             self.checks += 1
             for i in todo:
-                if not _new_combinations_hold(plan.checks[i], position, new, self.bound,
+                if not new_combinations_hold(plan.checks[i], position, new, self.bound,
                                               self.values):
                     self.pruned += 1
                     return False
@@ -203,7 +206,7 @@ class IncrementalCheck:
         return False
 
 
-def _new_combinations_hold(check: Check, position: int, new: frozenset[int],
+def new_combinations_hold(check: Check, position: int, new: frozenset[int],
                            bound: list[list[int]], values: TermValues) -> bool:
     """The combinations of ``check`` the event at ``position`` (bound to the variables
     ``new``) completes, given the events already bound (all later): each variable of ``new``

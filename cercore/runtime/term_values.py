@@ -41,6 +41,7 @@ class TermValues:
         self.numbers = {a: np.zeros(16, dtype=_DTYPES[self.types[a]]) for a in numeric}
         self.valid = {a: np.zeros(16, dtype=np.uint8) for a in numeric}
         self.size = 0  # entries in use (the typed arrays are capacity-doubled)
+        self.version = 0  # changes when the typed arrays move (the kernel's pointers)
 
     def __len__(self) -> int:
         return self.size
@@ -67,6 +68,7 @@ class TermValues:
         self.size += extra
         for a, arr in self.numbers.items():
             if self.size > len(arr):
+                self.version += 1
                 cap = max(2 * len(arr), self.size)
                 grown = np.zeros(cap, dtype=arr.dtype)
                 grown[:len(arr)] = arr
@@ -125,3 +127,4 @@ class TermValues:
             self.valid[a][:live] = self.valid[a][dead:self.size].copy()
         self.size -= dead
         self.base += dead
+        self.version += 1
