@@ -121,9 +121,7 @@ class CompiledQuery:
             "reported atoms (SELECT): " + ("all" if a.marked is None else
                                            ", ".join(f"a{i}" for i in sorted(a.marked))
                                            or "none (intervals only)"),
-            "predicates between events: " + ("none" if not a.event_predicates else
-                                              " AND ".join(map(format_pred, a.event_predicates))
-                                              + _BETWEEN_TEXT),
+            "predicates between events: " + _between_text(a, format_pred),
             "deadline: " + ("none" if a.deadline is None else
                             "no " + " OR ".join(f"a{i}" for i in a.deadline.psi_atoms)
                             + f" within {a.deadline.span} [{a.deadline.attribute}] after the "
@@ -162,6 +160,22 @@ _STRATEGY_TEXT = {
     "MAX": "MAX (Foundations App. C.3.4 over the automaton below, with one fresh final state; "
            "states are (S, T) pairs of automaton state sets, built lazily)",
 }
+
+
+def _between_text(a, format_pred) -> str:
+    """explain's line on predicates between events: which ones the partition guarantees, which
+    ones are checked, and how."""
+    if not a.event_predicates:
+        return "none"
+    checked = a.checked_predicates
+    kept = [p for p in a.event_predicates if p not in checked]
+    out = []
+    if kept:
+        out.append(" AND ".join(map(format_pred, kept)) + " -- guaranteed by PARTITION BY "
+                   "(each key is evaluated apart): never checked")
+    if checked:
+        out.append(" AND ".join(map(format_pred, checked)) + _BETWEEN_TEXT)
+    return "; ".join(out)
 
 
 _BETWEEN_TEXT = (

@@ -85,6 +85,10 @@ class AnalysedQuery:
     deadline: Deadline | None = None
     # ABSENT(ψ) WITHIN T ; φ at its start: no ψ event in the T before φ's first event
     lookback: Deadline | None = None
+    # the predicates between events the engine checks: those the partition does not already
+    # guarantee (an equality x.a = y.b between the attributes that key every type x and y
+    # can bind holds on every complex event, since each partition is evaluated apart)
+    checked_predicates: tuple[ast.Compare, ...] = ()
 
     @property
     def attribute_projection(self) -> dict[str, tuple[str, ...] | None] | None:
@@ -192,7 +196,10 @@ class _Analyser:
                              self.resolve_projection(),
                              self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None,
                              event_predicates, implied, self.absences,
-                             self.resolve_deadline(window), self.resolve_lookback(window))
+                             self.resolve_deadline(window), self.resolve_lookback(window),
+                             checked_predicates=tuple(
+                                 c for c in event_predicates if not partition_guarantees(
+                                     c, partition, self.schema, _bindable(self.q.formula))))
 
     def check_clauses(self) -> None:
         q = self.q
@@ -844,6 +851,32 @@ def _ties(c: ast.Compare) -> bool:
     sides = (c.left, c.right)
     return c.op == "==" and all(isinstance(e, ast.EventAttr) and not e.next for e in sides) \
         and c.left.var != c.right.var
+
+
+def partition_guarantees(c: ast.Compare, partition_by: tuple[tuple[str, ...], ...],
+                         schema: Schema, bindable: dict[str, set[str]]) -> bool:
+    """Does evaluating each PARTITION BY key apart already make ``c`` hold on every complex
+    event? True for an equality ``x.a = y.b`` (NEXT allowed) when one group keys every type x
+    can bind by ``a`` and every type y can bind by ``b`` (a type with none of the group's
+    attributes is never evaluated), and ``a`` and ``b`` are one type of int, bool or string:
+    then partition keys are equal exactly when ``=`` holds (a null key joins no partition, as
+    ``=`` on null is false). Doubles are left to the check: NaN is one key but never equal."""
+    if c.op != "==" or not all(isinstance(e, ast.EventAttr) for e in (c.left, c.right)):
+        return False
+    types = schema.attribute_types()
+    kind = {types.get(c.left.attr), types.get(c.right.attr)}
+    if len(kind) != 1 or next(iter(kind)) not in (AttrType.INT, AttrType.BOOL,
+                                                   AttrType.STRING):
+        return False
+
+    def keyed_by(group: tuple[str, ...], e: ast.EventAttr) -> bool:
+        for t in bindable.get(e.var, ()):
+            et = schema.event_types[t]
+            if next((a for a in group if et.has(a)), e.attr) != e.attr:
+                return False
+        return True
+
+    return any(keyed_by(g, c.left) and keyed_by(g, c.right) for g in partition_by)
 
 
 def _single_event(f: ast.Formula) -> bool:

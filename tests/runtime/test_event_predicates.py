@@ -186,3 +186,40 @@ def test_connecting_equalities_become_partitioning(query, implied, backend):
     got = agrees_with_oracle(query, STOCK_DECL, events, backend)
     if implied:  # every complex event keeps to one name
         assert got and all(len({rows[p][1] for p in ce}) == 1 for ce in got)
+
+
+@pytest.mark.parametrize("query, checked", [
+    # the implied or declared partition keys both sides by the compared attribute
+    ("SELECT * FROM Stock WHERE SELL AS s ; BUY AS b FILTER s.name = b.name", ()),
+    ("SELECT * FROM Stock WHERE SELL AS s ; BUY AS b FILTER s.name = b.name "
+     "PARTITION BY [name]", ()),
+    ("SELECT * FROM Stock WHERE SELL AS s ; BUY+ AS b FILTER s.name = b.name AND "
+     "b.name = NEXT(b).name PARTITION BY [volume], [name]", ()),
+    # an OR leaves no implied partition, but a declared one still keys every event
+    ("SELECT * FROM Stock WHERE BUY AS b ; (SELL OR BUY) AS s FILTER b.name = s.name "
+     "PARTITION BY [name]", ()),
+    # another key, another attribute, a double (NaN is one key but never equal), not '='
+    ("SELECT * FROM Stock WHERE BUY AS b ; (SELL OR BUY) AS s FILTER b.name = s.name "
+     "PARTITION BY [volume]", ("b.name == s.name",)),
+    ("SELECT * FROM Stock WHERE BUY AS b ; (SELL OR BUY) AS s FILTER s.id = b.volume "
+     "PARTITION BY [id]", ("s.id == b.volume",)),
+    ("SELECT * FROM Stock WHERE BUY AS b ; (SELL OR BUY) AS s FILTER s.price = b.price "
+     "PARTITION BY [price]", ("s.price == b.price",)),
+    ("SELECT * FROM Stock WHERE SELL AS s ; BUY AS b FILTER s.name != b.name "
+     "PARTITION BY [name]", ("s.name != b.name",)),
+])
+def test_equalities_the_partition_guarantees_are_not_checked(query, checked, backend):
+    from cercore.ceql.printer import format_pred
+
+    q = cercore.compile(query, STOCK_DECL)
+    assert tuple(map(format_pred, q.analysed.checked_predicates)) == checked
+    engine = q.engine(backend=backend)
+    assert (engine.event_check is None) == (not checked)
+    if not checked:
+        assert "guaranteed by PARTITION BY" in q.explain()
+    rows = [("BUY", "A", 10.0), ("BUY", "B", 20.0), ("SELL", "B", 21.0), ("SELL", "A", 11.0),
+            ("SELL", "A", float("nan")), ("BUY", "A", 13.0), ("SELL", "B", 19.0),
+            ("BUY", "B", float("nan")), ("SELL", None, 3.0), ("BUY", None, 3.0)]
+    events = [(t, {"id": i % 3, "name": n, "volume": i % 2, "price": p, "stock_time": i})
+              for i, (t, n, p) in enumerate(rows)]
+    agrees_with_oracle(query, STOCK_DECL, events, backend)
