@@ -179,9 +179,13 @@ def _between_text(a, format_pred) -> str:
 
 
 _BETWEEN_TEXT = (
-    " -- checked on each complex event the automaton finds, before the strategy and LIMIT "
-    "(cost per complex event: its span, the valuations that produce it and the combinations "
-    "of events bound to the predicates' variables; delay is no longer output-linear)")
+    " -- checked while the enumerator walks each complex event from its last event back, "
+    "as soon as the events a combination names are bound (NEXT(x): each consecutive pair as "
+    "its earlier event joins); a failing branch is abandoned with everything below it, so the "
+    "delay per complex event is its own length plus the branches abandoned on the way, each "
+    "cut at its first failing combination; where runs bind one event to different variables, "
+    "the complex event is checked whole over the valuations that produce it. Strategies and "
+    "LIMIT see only complex events that satisfy them")
 
 _WINDOWED_STRATEGY_TEXT = (
     "; under WITHIN only complex events that fit the window compete: the automaton ranks the "
