@@ -8,6 +8,10 @@ also shows the predicate checks (events checked as they joined an enumerated pat
 branches pruned, and the CPU time per check (the whole run's time divided by its checks: an
 upper bound on what one check costs).
 
+``--spark R``: the keyed Spark plan (``cercore.spark.find``, local[2], Parquet in and out) of
+the "same name" and "higher price" pairs over the trace replayed R times, wall and process-tree
+CPU time, interleaved.
+
 ``--max-run N``: the non-contiguous ``SELECT MAX`` rising run over the first N events, beside
 the same query without the predicate (the number of rising runs in a window can grow
 exponentially with the BUY events it holds, and MAX chooses among all of them).
@@ -71,6 +75,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-run", type=int, default=1_000, metavar="N",
                    help="the non-contiguous MAX rising run over the first N events (default "
                         "1,000; 0 skips it)")
+    p.add_argument("--spark", type=int, default=0, metavar="R",
+                   help="also run the keyed Spark plan of two pairs on local[2] over the trace "
+                        "replayed R times (default 0: no Spark)")
     p.add_argument("--backend", default="all", choices=["auto", "python", "cython", "all"])
     p.add_argument("--repeat", type=int, default=3, metavar="R", help="best of R (default 3)")
     p.add_argument("--out", default=None, metavar="DIR",
@@ -137,6 +144,64 @@ def _timed_pass(q, backend: str, path: str, items, runs: dict, key: str):
     return one
 
 
+SPARK_PAIRS = ("same name", "higher price")
+
+
+def spark_rows(replay: int, repeat: int) -> list[dict]:
+    """The keyed Spark plan of ``SPARK_PAIRS`` on local[2]: seconds (best wall of ``repeat``,
+    interleaved, and that run's process-tree CPU) and complex events written."""
+    import shutil
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cercore.bench import datasets
+    from cercore.bench.spark import session, spark_run
+
+    table = datasets.stock_trace(None, replay=replay)
+    table = table.append_column("seq", pa.array(range(table.num_rows), pa.int64()))
+    decl = datasets.schema("stock_trace")
+    work = Path(tempfile.mkdtemp(prefix="cercore-correlated-"))
+    rows = []
+    try:
+        pq.write_table(table, work / "in.parquet")
+        spark = session("local[2]")
+        try:
+            for name in SPARK_PAIRS:
+                best: dict[str, tuple[float, float]] = {}
+                for _ in range(repeat):
+                    for key, text in zip(("correlated", "twin"), PAIRS[name]):
+                        out = str(work / f"{key}.parquet")
+                        wall, cpu = spark_run(spark, str(work / "in.parquet"), out, text, decl)
+                        if key not in best or wall < best[key][0]:
+                            best[key] = (wall, cpu)
+                n_out = {key: spark.read.parquet(str(work / f"{key}.parquet")).count()
+                         for key in best}
+                rows.append({"experiment": "correlated-spark", "pair": name,
+                             "master": "local[2]", "events": table.num_rows,
+                             "outputs": n_out["correlated"], "outputs_twin": n_out["twin"],
+                             "wall": best["correlated"][0], "wall_twin": best["twin"][0],
+                             "cpu": best["correlated"][1], "cpu_twin": best["twin"][1],
+                             "ratio": best["correlated"][0] / best["twin"][0]})
+        finally:
+            spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+def format_spark(rows: list[dict]) -> str:
+    head = (f"{'pair':<14}{'events':>9}{'outputs':>10}{'twin out':>10}{'wall s':>8}"
+            f"{'twin wall':>10}{'cpu s':>8}{'twin cpu':>9}{'wall ratio':>11}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['pair']:<14}{r['events']:>9,}{r['outputs']:>10,}"
+                     f"{r['outputs_twin']:>10,}{r['wall']:>8.2f}{r['wall_twin']:>10.2f}"
+                     f"{r['cpu']:>8.1f}{r['cpu_twin']:>9.1f}{r['ratio']:>10.2f}x")
+    return "\n".join(lines)
+
+
 def format_rows(rows: list[dict]) -> str:
     head = (f"{'pair':<19}{'path':<6}{'backend':<8}{'events':>8}{'outputs':>9}{'twin out':>9}"
             f"{'k ev/s':>9}{'twin k ev/s':>12}{'ratio':>7}{'checks':>10}{'pruned':>10}"
@@ -167,6 +232,12 @@ def run(args: argparse.Namespace) -> int:
           "rate / twin rate")
     print(format_rows(rows))
     print(f"({time.perf_counter() - started:.0f} s)")
+    if args.spark:
+        spark = spark_rows(args.spark, args.repeat)
+        print(f"\nThe keyed Spark plan, local[2], Parquet in and out, best wall of {args.repeat} "
+              "(ratio = correlated / twin time)")
+        print(format_spark(spark))
+        rows += spark
     if args.out:
         _write(rows, Path(args.out), "correlated")
     sys.stdout.flush()
