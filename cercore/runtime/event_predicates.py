@@ -65,10 +65,18 @@ class Check:
         self.paired = tuple(any(t.next for t in terms if t.var == v) for v in names)
         # term i: (index of its variable in vids, 0 = the event / 1 = the next one, attribute)
         self.terms = [(names.index(t.var), int(t.next), t.attr) for t in terms]
-        keys = {t: f"\0{i}" for i, t in enumerate(terms)}
-        self.keys = list(keys.values())
-        self.fn = scalar_leaf(rename_terms(compare, lambda t: ast.AttrRef(keys[t])))
+        self.keys = [f"\0{i}" for i in range(len(terms))]
+        self.fn = _scalar_form(compare, self.keys)
         self.compiled = _compiled_form(compare, terms, types)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["fn"]  # a closure: compiled again when loaded
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.fn = _scalar_form(self.compare, self.keys)
 
     def holds(self, combo: tuple[tuple[int, int], ...], values: TermValues) -> bool:
         """On one combination: per variable, the (event, next event) positions it reads."""
@@ -84,6 +92,13 @@ class Check:
             choices.append(list(zip(bound, bound[1:])) if self.paired[k]
                            else [(p, p) for p in bound])
         return all(self.holds(combo, values) for combo in product(*choices))
+
+
+def _scalar_form(compare, keys: list[str]):
+    """``row -> bool``: the predicate layer's scalar form of ``compare`` over a row whose
+    ``keys[i]`` holds the value of its i-th term."""
+    names = {t: k for t, k in zip(dict.fromkeys(event_terms(compare)), keys)}
+    return scalar_leaf(rename_terms(compare, lambda t: ast.AttrRef(names[t])))
 
 
 def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrType]):

@@ -223,3 +223,78 @@ def test_equalities_the_partition_guarantees_are_not_checked(query, checked, bac
     events = [(t, {"id": i % 3, "name": n, "volume": i % 2, "price": p, "stock_time": i})
               for i, (t, n, p) in enumerate(rows)]
     agrees_with_oracle(query, STOCK_DECL, events, backend)
+
+
+def _stock_events(n: int, seed: int = 7) -> list:
+    """A stock-like stream: two names, prices that wander (runs up and down), times rising."""
+    import random
+
+    rnd = random.Random(seed)
+    price = {"A": 10.0, "B": 20.0}
+    out = []
+    for i in range(n):
+        name = rnd.choice("AB")
+        price[name] += rnd.choice([-1.0, -0.5, 0.5, 1.0, 1.5])
+        out.append((rnd.choice(["BUY", "BUY", "SELL"]),
+                    {"id": i, "name": name, "volume": rnd.randint(1, 5),
+                     "price": price[name], "stock_time": i // 2}))
+    return out
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM Stock WHERE SELL AS s ; BUY AS b FILTER b.price > s.price "
+    "PARTITION BY [name] WITHIN 6 [stock_time]",
+    "SELECT * FROM Stock WHERE BUY:+ AS r FILTER r.price < NEXT(r).price PARTITION BY [name] "
+    "WITHIN 8 [stock_time]",
+    "SELECT * FROM Stock WHERE BUY+ AS r ; SELL AS s FILTER r.price < NEXT(r).price AND "
+    "s.volume >= r.volume PARTITION BY [name] WITHIN 5 [stock_time]",
+    # ambiguous labels ((SELL AS s)+ ; SELL AS c): those paths are checked whole
+    "SELECT * FROM Stock WHERE (SELL AS s)+ ; SELL AS c FILTER s.price < c.price "
+    "PARTITION BY [name] WITHIN 4 [stock_time]",
+])
+def test_pickled_and_moved_between_backends_mid_stream(query, backend):
+    """An engine checking predicates between events while it enumerates carries on exactly
+    after pickling and after a move to the other backend (the labels in its tECS, its term
+    values and its check are rebuilt), and prunes: the work counters say it checked and
+    abandoned branches."""
+    import pickle
+
+    events = _stock_events(400)
+    q = cercore.compile(query, STOCK_DECL)
+    whole = [(ce.start, ce.end, ce.positions) for ce in q.engine(backend=backend).process(events)]
+    assert whole == sorted(whole, key=lambda c: c[1]) and whole  # (the stream matches)
+    assert {frozenset(p) for _, _, p in whole} == agrees_with_oracle(query, STOCK_DECL, events,
+                                                                     backend)
+    for other in ("python", "cython") if cercore.BACKEND == "cython" else ("python",):
+        engine = q.engine(backend=backend)
+        got = [(ce.start, ce.end, ce.positions) for ce in engine.process(events[:150])]
+        engine = pickle.loads(pickle.dumps(engine)).to_backend(other)
+        for typ, attrs in events[150:260]:  # the record path
+            got += [(ce.start, ce.end, ce.positions) for ce in engine.push(typ, attrs)]
+        got += [(ce.start, ce.end, ce.positions) for ce in engine.process(events[260:])]
+        assert got == whole
+        work = engine.stats["work"]
+        assert work["branches_pruned"] > 0
+        # (the ambiguous query's paths start ambiguous: each is checked whole, at its bottom)
+        assert (work["predicate_checks"] > 0) == ("(SELL AS s)+" not in query)
+
+
+def test_a_failing_branch_is_abandoned_at_its_first_failing_pair(backend):
+    """A rising run: walking back from each BUY, the first price that does not rise cuts the
+    branch -- the work is the rising runs plus one failing pair per branch, not every run."""
+    q = cercore.compile("SELECT * FROM Stock WHERE BUY:+ AS r FILTER r.price < NEXT(r).price "
+                        "WITHIN 100 [stock_time]", STOCK_DECL)
+    prices = [1, 2, 3, 2, 3, 4, 5, 1]
+    events = [("BUY", {"id": i, "name": "A", "volume": 1, "price": float(p), "stock_time": i})
+              for i, p in enumerate(prices)]
+    engine = q.engine(backend=backend)
+    got = {frozenset(ce.positions) for ce in engine.process(events)}
+    runs = {frozenset(range(i, j + 1)) for i in range(len(prices)) for j in range(i, len(prices))
+            if all(prices[k] < prices[k + 1] for k in range(i, j))}
+    assert got == runs
+    work = engine.stats["work"]
+    assert work["enumerated"] == len(runs)  # no complex event enumerated only to be dropped
+    # every check is on a path that ends in a complex event or is cut right there
+    longest = max(len(r) for r in runs)
+    assert 0 < work["branches_pruned"] and \
+        work["predicate_checks"] <= (work["enumerated"] + work["branches_pruned"]) * longest
