@@ -29,6 +29,7 @@ closures for the rest.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from itertools import product
 
@@ -48,6 +49,8 @@ MAX_LABELLED = 30  # variables a label can name (a bit each, in an int32)
 
 # comparison operator -> its code in the Cython kernel's compiled form
 OP_CODES = {"<": 0, "<=": 1, ">": 2, ">=": 3, "==": 4, "!=": 5}
+_CMP = dict(zip(OP_CODES.values(), (operator.lt, operator.le, operator.gt, operator.ge,
+                                    operator.eq, operator.ne)))
 _NUMERIC = (AttrType.INT, AttrType.DOUBLE)
 
 
@@ -68,20 +71,24 @@ class Check:
         self.keys = [f"\0{i}" for i in range(len(terms))]
         self.fn = _scalar_form(compare, self.keys)
         self.compiled = _compiled_form(compare, terms, types)
+        self.fast = None if self.compiled is None else _fast_form(self.compiled, self.terms)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        del state["fn"]  # a closure: compiled again when loaded
+        del state["fn"], state["fast"]  # closures: compiled again when loaded
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self.fn = _scalar_form(self.compare, self.keys)
+        self.fast = None if self.compiled is None else _fast_form(self.compiled, self.terms)
 
     def holds(self, combo: tuple[tuple[int, int], ...], values: TermValues) -> bool:
         """On one combination: per variable, the (event, next event) positions it reads."""
-        value = values.value
-        return self.fn({key: value(attr, combo[k][side])
+        lists, base = values.lists, values.base
+        if self.fast is not None:
+            return self.fast(combo, lists, base)
+        return self.fn({key: lists[attr][combo[k][side] - base]
                         for key, (k, side, attr) in zip(self.keys, self.terms)})
 
     def holds_on(self, valuation: dict[int, list[int]], values: TermValues) -> bool:
@@ -91,7 +98,10 @@ class Check:
             bound = valuation.get(v, [])
             choices.append(list(zip(bound, bound[1:])) if self.paired[k]
                            else [(p, p) for p in bound])
-        return all(self.holds(combo, values) for combo in product(*choices))
+        value = values.value  # (TermValues, or a store view's events: _ViewValues)
+        return all(self.fn({key: value(attr, combo[k][side])
+                            for key, (k, side, attr) in zip(self.keys, self.terms)})
+                   for combo in product(*choices))
 
 
 def _scalar_form(compare, keys: list[str]):
@@ -99,6 +109,35 @@ def _scalar_form(compare, keys: list[str]):
     ``keys[i]`` holds the value of its i-th term."""
     names = {t: k for t, k in zip(dict.fromkeys(event_terms(compare)), keys)}
     return scalar_leaf(rename_terms(compare, lambda t: ast.AttrRef(names[t])))
+
+
+def _fast_form(form, terms: list[tuple[int, int, str]]):
+    """``(combo, lists, base) -> bool`` for a compiled form (``_compiled_form``): the same
+    comparison as the Cython kernel's, read straight from the term values' lists -- null is
+    false, two ints compare as ints, anything with a double as doubles (what ``scalar_leaf``
+    does, without its general machinery)."""
+    op = _CMP[form[0]]
+    mixed = form[1][2] != form[2][2]  # an int beside a double: both read as doubles
+
+    def operand(side):
+        if side[0] == "const":
+            value = float(side[1]) if mixed else side[1]
+            return lambda combo, lists, base: value
+        k, at, attr = terms[side[1]]
+        if mixed:
+            return lambda combo, lists, base: (
+                None if (v := lists[attr][combo[k][at] - base]) is None else float(v))
+        return lambda combo, lists, base: lists[attr][combo[k][at] - base]
+
+    left, right = operand(form[1]), operand(form[2])
+
+    def compare(combo, lists, base) -> bool:
+        a = left(combo, lists, base)
+        if a is None:
+            return False
+        b = right(combo, lists, base)
+        return b is not None and op(a, b)
+    return compare
 
 
 def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrType]):
@@ -222,32 +261,57 @@ class IncrementalCheck:
 
 
 def new_combinations_hold(check: Check, position: int, new: frozenset[int],
-                           bound: list[list[int]], values: TermValues) -> bool:
+                          bound: list[list[int]], values: TermValues) -> bool:
     """The combinations of ``check`` the event at ``position`` (bound to the variables
     ``new``) completes, given the events already bound (all later): each variable of ``new``
-    takes the new event (or, read with NEXT, the pair it starts), the others what they had."""
-    olds, news = [], []
-    for k, v in enumerate(check.vids):
-        b = bound[v]
-        if check.paired[k]:
-            olds.append([(b[i + 1], b[i]) for i in range(len(b) - 1)])
-            news.append((position, b[-1]) if v in new and b else None)
+    takes the new event (or, read with NEXT, the pair it starts), the others what they had.
+    Disjoint: variables before the i-th new one keep their old elements, the i-th takes its
+    new one, those after it either (the order cercore_fast/between.pyx follows too)."""
+    vids, paired = check.vids, check.paired
+    news = []
+    for k, v in enumerate(vids):
+        if v not in new:
+            news.append(None)
+        elif not paired[k]:
+            news.append((position, position))
         else:
-            olds.append([(p, p) for p in b])
-            news.append((position, position) if v in new else None)
-    if len(olds) == 1:  # one variable (r.v < NEXT(r).v): its new element alone
-        return news[0] is None or check.holds((news[0],), values)
+            b = bound[v]
+            news.append((position, b[-1]) if b else None)
+    holds = check.holds
+    if len(vids) == 1:  # one variable (r.v < NEXT(r).v): its new element alone
+        return news[0] is None or holds((news[0],), values)
+    olds = [_elements(bound[v], paired[k]) for k, v in enumerate(vids)]
+    if len(vids) == 2:
+        n0, n1 = news
+        if n0 is not None:
+            for e in olds[1]:
+                if not holds((n0, e), values):
+                    return False
+            if n1 is not None and not holds((n0, n1), values):
+                return False
+        if n1 is not None:
+            for e in olds[0]:
+                if not holds((e, n1), values):
+                    return False
+        return True
     for i, element in enumerate(news):
         if element is None:
             continue
-        # disjoint: variables before i keep old elements, i takes the new one, after i either
         lists = [olds[j] if j < i else [element] if j == i
                  else olds[j] + ([news[j]] if news[j] is not None else [])
                  for j in range(len(olds))]
         for combo in product(*lists):
-            if not check.holds(combo, values):
+            if not holds(combo, values):
                 return False
     return True
+
+
+def _elements(b: list[int], paired: bool) -> list[tuple[int, int]]:
+    """A variable's elements so far (``b``: its positions, latest first): each event, or
+    (read with NEXT) each consecutive pair (event, next event)."""
+    if paired:
+        return [(b[i + 1], b[i]) for i in range(len(b) - 1)]
+    return [(p, p) for p in b]
 
 
 class EventPredicateCheck:
