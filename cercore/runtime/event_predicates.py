@@ -143,10 +143,17 @@ def _fast_form(form, terms: list[tuple[int, int, str]]):
 def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrType]):
     """(op code, left, right) for the Cython kernel when ``compare`` compares two numeric
     operands, each a term (``("term", i, is_double)``) or a number (``("const", value,
-    is_double)``); None otherwise (the kernel calls the scalar closure)."""
+    is_double)``), or two string terms for (in)equality (read as their codes); None
+    otherwise (the kernel calls the scalar closure)."""
     if not isinstance(compare, ast.Compare) or compare.op not in OP_CODES:
         return None
     sides = []
+    if compare.op in ("==", "!=") and all(
+            isinstance(e, ast.EventAttr) and types.get(e.attr) is AttrType.STRING
+            for e in (compare.left, compare.right)):
+        # two strings: equal exactly when their codes are (TermValues interns them)
+        return (OP_CODES[compare.op], ("term", terms.index(compare.left), False),
+                ("term", terms.index(compare.right), False))
     for e in (compare.left, compare.right):
         if isinstance(e, ast.EventAttr) and types.get(e.attr) in _NUMERIC:
             sides.append(("term", terms.index(e), types[e.attr] is AttrType.DOUBLE))

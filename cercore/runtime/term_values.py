@@ -9,9 +9,11 @@ bounded by the window:
 
 - ``lists[a]``: Python values (None for null or an event without the attribute) -- what the
   scalar closures of the predicate layer read;
-- ``numbers[a]`` / ``valid[a]``: the same values of a numeric attribute as a typed array
-  (int64 or float64) and a uint8 validity mask -- what the Cython kernel reads without the
-  GIL. Kept only when ``typed`` is set (the Cython backend).
+- ``numbers[a]`` / ``valid[a]``: the same values as a typed array and a uint8 validity mask
+  -- what the Cython kernel reads without the GIL: int64 or float64 for a number, an int64
+  code for a string (equal strings, equal codes: ``codes[a]`` interns the live ones, and is
+  rebuilt from them when old positions go, so it stays bounded by the window). Kept only
+  when ``typed`` is set (the Cython backend).
 
 Index ``i`` holds position ``base + i``; positions with no stored event hold null.
 """
@@ -24,7 +26,7 @@ from cercore.input import Batch
 from cercore.input.columns import StringColumn
 from cercore.types import AttrType
 
-_DTYPES = {AttrType.INT: np.int64, AttrType.DOUBLE: np.float64}
+_DTYPES = {AttrType.INT: np.int64, AttrType.DOUBLE: np.float64, AttrType.STRING: np.int64}
 
 
 class TermValues:
@@ -40,6 +42,9 @@ class TermValues:
         numeric = [a for a in self.attributes if self.types[a] in _DTYPES] if typed else []
         self.numbers = {a: np.zeros(16, dtype=_DTYPES[self.types[a]]) for a in numeric}
         self.valid = {a: np.zeros(16, dtype=np.uint8) for a in numeric}
+        # string attribute -> {string: code} of the strings held (typed only)
+        self.codes: dict[str, dict[str, int]] = {
+            a: {} for a in numeric if self.types[a] is AttrType.STRING}
         self.size = 0  # entries in use (the typed arrays are capacity-doubled)
         self.version = 0  # changes when the typed arrays move (the kernel's pointers)
 
@@ -86,6 +91,7 @@ class TermValues:
         self._grow(n)
         for a in self.attributes:
             values, ok = cols.values[a], cols.valid[a]
+            column = values
             if isinstance(values, StringColumn):
                 values = values.decode()
             items = np.asarray(values)[:n].tolist()
@@ -93,7 +99,10 @@ class TermValues:
                 items = [v if k else None for v, k in zip(items, ok[:n].tolist())]
             self.lists[a].extend(items)
             if a in self.numbers:
-                self.numbers[a][at:at + n] = np.asarray(values)[:n]
+                if a in self.codes:
+                    self.numbers[a][at:at + n] = self._string_codes(a, column, items, n)
+                else:
+                    self.numbers[a][at:at + n] = np.asarray(values)[:n]
                 self.valid[a][at:at + n] = ok[:n]
 
     def add_row(self, position: int, row: dict) -> None:
@@ -107,7 +116,24 @@ class TermValues:
             if a in self.numbers:
                 self.valid[a][at] = v is not None
                 if v is not None:
-                    self.numbers[a][at] = v
+                    self.numbers[a][at] = self._intern(a, v) if a in self.codes else v
+
+    def _intern(self, attribute: str, s: str) -> int:
+        codes = self.codes[attribute]
+        code = codes.get(s)
+        if code is None:
+            code = codes[s] = len(codes)
+        return code
+
+    def _string_codes(self, attribute: str, column, items: list, n: int) -> np.ndarray:
+        """The codes of a batch's strings (a dictionary-encoded column: once per distinct
+        string)."""
+        if isinstance(column, StringColumn):
+            lut = np.fromiter((self._intern(attribute, v) for v in column.dictionary.tolist()),
+                              dtype=np.int64, count=len(column.dictionary))
+            return lut[np.asarray(column.codes)[:n]] if len(lut) else np.zeros(n, np.int64)
+        return np.fromiter((0 if v is None else self._intern(attribute, v) for v in items),
+                           dtype=np.int64, count=n)
 
     def value(self, attribute: str, position: int):
         """The attribute of the event at ``position`` (None: null)."""
@@ -128,3 +154,7 @@ class TermValues:
         self.size -= dead
         self.base += dead
         self.version += 1
+        for a, codes in self.codes.items():  # forget the strings only dead positions held
+            codes.clear()
+            self.numbers[a][:self.size] = [0 if v is None else self._intern(a, v)
+                                           for v in self.lists[a]]

@@ -298,3 +298,39 @@ def test_a_failing_branch_is_abandoned_at_its_first_failing_pair(backend):
     longest = max(len(r) for r in runs)
     assert 0 < work["branches_pruned"] and \
         work["predicate_checks"] <= (work["enumerated"] + work["branches_pruned"]) * longest
+
+
+def test_string_equalities_over_many_names_and_a_moving_window(backend):
+    """``s.name = b.name`` that no partition guarantees (c is not tied) is compared by the
+    strings' codes in the Cython kernel; the codes of names that left the window are
+    forgotten and the live ones interned again (memory bounded by the window), in batches
+    and pushed, with the oracle's answer."""
+    import random
+
+    rnd = random.Random(3)
+    events = []
+    for i in range(4000):
+        name = f"n{i // 3 + rnd.randint(0, 1)}"  # names come and go: 1,334 of them
+        events.append((rnd.choice(["BUY", "SELL"]),
+                       {"id": i, "name": name, "volume": 1, "price": 1.0, "stock_time": i}))
+    query = ("SELECT * FROM Stock WHERE SELL AS s ; BUY AS b ; SELL AS c FILTER "
+             "s.name = b.name WITHIN 12 [stock_time]")
+    q = cercore.compile(query, STOCK_DECL)
+    assert q.analysed.checked_predicates
+    agrees_with_oracle(query, STOCK_DECL, events[:600], backend)
+    # the whole stream: the reference backend in one batch (it compares the strings)
+    expected = position_sets(query, cercore.Schema.parse(STOCK_DECL), events, "python")
+    engine = q.engine(backend=backend)
+    got = set()
+    for k in range(0, 1000, 50):  # batches, then pushed events
+        got |= {frozenset(ce.positions) for ce in engine.process(events[k:k + 50])}
+    for typ, attrs in events[1000:]:
+        got |= {frozenset(ce.positions) for ce in engine.push(typ, attrs)}
+    assert got == expected
+    from cercore.runtime.store import CHUNK
+
+    values = engine.term_values
+    # positions held: the window's and the store's last chunks, not the stream's
+    assert len(values) <= 2 * CHUNK + 50
+    if values.typed:  # the codes held are those of names still held, not all that went by
+        assert len(values.codes["name"]) < 1000
