@@ -334,3 +334,26 @@ def test_string_equalities_over_many_names_and_a_moving_window(backend):
     assert len(values) <= 2 * CHUNK + 50
     if values.typed:  # the codes held are those of names still held, not all that went by
         assert len(values.codes["name"]) < 1000
+
+
+def test_aprocess_reports_what_bulk_reports(backend):
+    """An async source (the record path, one event at a time) checks predicates between
+    events as bulk does: the same complex events in the same order."""
+    import asyncio
+
+    events = _stock_events(300, seed=11)
+    q = cercore.compile("SELECT * FROM Stock WHERE SELL AS s ; BUY+ AS b FILTER "
+                        "b.price > s.price AND b.volume < NEXT(b).volume PARTITION BY [name] "
+                        "WITHIN 6 [stock_time]", STOCK_DECL)
+
+    async def feed():
+        for e in events:
+            yield e
+
+    async def collect():
+        return [(c.start, c.end, c.positions) async for c in
+                q.engine(backend=backend).aprocess(feed())]
+
+    got = asyncio.run(collect())
+    assert got and got == [(c.start, c.end, c.positions)
+                           for c in q.engine(backend=backend).process(events)]
