@@ -29,8 +29,11 @@ from cercore.ceql.regex import like_search
 from cercore.input.columns import Columns, StringColumn
 from cercore.types import INT64_MIN
 
-_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-        "==": operator.eq, "!=": operator.ne}
+# the comparison operators, one table for every evaluator of predicates (vector, scalar, the
+# check of predicates between events; the Cython kernel numbers them in this order)
+COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+               "==": operator.eq, "!=": operator.ne}
+_CMP = COMPARISONS
 
 
 def _plain(x):

@@ -29,14 +29,13 @@ closures for the rest.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
 from itertools import product
 
 from cercore.automata.cea import MARK, TRUE_LABEL
 from cercore.ceql import ast
 from cercore.ceql.terms import event_terms, rename_terms
-from cercore.predicates import scalar_leaf
+from cercore.predicates import COMPARISONS, scalar_leaf
 from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.term_values import TermValues
 from cercore.types import AttrType
@@ -48,9 +47,7 @@ AMBIGUOUS = 0  # binding label of an event that different runs bind to different
 MAX_LABELLED = 30  # variables a label can name (a bit each, in an int32)
 
 # comparison operator -> its code in the Cython kernel's compiled form
-OP_CODES = {"<": 0, "<=": 1, ">": 2, ">=": 3, "==": 4, "!=": 5}
-_CMP = dict(zip(OP_CODES.values(), (operator.lt, operator.le, operator.gt, operator.ge,
-                                    operator.eq, operator.ne)))
+OP_CODES = {op: code for code, op in enumerate(COMPARISONS)}
 _NUMERIC = (AttrType.INT, AttrType.DOUBLE)
 
 
@@ -116,7 +113,7 @@ def _fast_form(form, terms: list[tuple[int, int, str]]):
     comparison as the Cython kernel's, read straight from the term values' lists -- null is
     false, two ints compare as ints, anything with a double as doubles (what ``scalar_leaf``
     does, without its general machinery)."""
-    op = _CMP[form[0]]
+    op = COMPARISONS[form[0]]
     mixed = form[1][2] != form[2][2]  # an int beside a double: both read as doubles
 
     def operand(side):
@@ -141,7 +138,7 @@ def _fast_form(form, terms: list[tuple[int, int, str]]):
 
 
 def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrType]):
-    """(op code, left, right) for the Cython kernel when ``compare`` compares two numeric
+    """(operator, left, right) for the Cython kernel when ``compare`` compares two numeric
     operands, each a term (``("term", i, is_double)``) or a number (``("const", value,
     is_double)``), or two string terms for (in)equality (read as their codes); None
     otherwise (the kernel calls the scalar closure)."""
@@ -152,7 +149,7 @@ def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrTyp
             isinstance(e, ast.EventAttr) and types.get(e.attr) is AttrType.STRING
             for e in (compare.left, compare.right)):
         # two strings: equal exactly when their codes are (TermValues interns them)
-        return (OP_CODES[compare.op], ("term", terms.index(compare.left), False),
+        return (compare.op, ("term", terms.index(compare.left), False),
                 ("term", terms.index(compare.right), False))
     for e in (compare.left, compare.right):
         if isinstance(e, ast.EventAttr) and types.get(e.attr) in _NUMERIC:
@@ -162,7 +159,7 @@ def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrTyp
             sides.append(("const", e.value, type(e.value) is float))
         else:
             return None
-    return (OP_CODES[compare.op], *sides)
+    return (compare.op, *sides)
 
 
 class BetweenPlan:

@@ -357,3 +357,14 @@ def test_aprocess_reports_what_bulk_reports(backend):
     got = asyncio.run(collect())
     assert got and got == [(c.start, c.end, c.positions)
                            for c in q.engine(backend=backend).process(events)]
+
+
+def test_the_kernel_numbers_the_comparisons_of_the_one_operator_table():
+    """cercore_fast/between.pyx ``_compare`` reads operator codes 0..5 as <, <=, >, >=, =, !=:
+    the order of ``cercore.predicates.COMPARISONS``, which ``OP_CODES`` numbers."""
+    from cercore.predicates import COMPARISONS
+    from cercore.runtime.event_predicates import OP_CODES
+
+    assert list(OP_CODES.items()) == [("<", 0), ("<=", 1), (">", 2), (">=", 3), ("==", 4),
+                                      ("!=", 5)]
+    assert list(COMPARISONS) == list(OP_CODES)
