@@ -34,6 +34,10 @@ from cercore.types import INT64_MIN
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
                "==": operator.eq, "!=": operator.ne}
 _CMP = COMPARISONS
+# each operator's number in the compiled kernels (cercore_fast/between.pyx, trends.pyx)
+COMPARISON_CODES = {op: code for code, op in enumerate(COMPARISONS)}
+# a comparison with its sides swapped: x op y == y MIRRORED[op] x
+MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 
 def _plain(x):

@@ -25,8 +25,7 @@ cdef struct CheckSpec:
     uint8_t paired0    # the variable is read as (event, next event) pairs
     uint8_t paired1
     uint8_t compiled   # a numeric comparison the kernel evaluates; else the scalar closure
-    int32_t op         # cercore.runtime.event_predicates.OP_CODES (the order of
-                       # cercore.predicates.COMPARISONS)
+    int32_t op         # cercore.predicates.COMPARISON_CODES
     Operand left
     Operand right
 

@@ -15,7 +15,8 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
-from cercore.runtime.event_predicates import AMBIGUOUS, OP_CODES, new_combinations_hold
+from cercore.predicates import COMPARISON_CODES
+from cercore.runtime.event_predicates import AMBIGUOUS, new_combinations_hold
 
 cdef int32_t C_AMBIGUOUS = AMBIGUOUS
 
@@ -78,7 +79,7 @@ cdef class BetweenKernel:
             spec.paired1 = c.paired[1] if len(c.vids) > 1 else 0
             form = c.compiled
             spec.compiled = form is not None and len(c.vids) <= 2 and values.typed
-            spec.op = OP_CODES[form[0]] if spec.compiled else 0
+            spec.op = COMPARISON_CODES[form[0]] if spec.compiled else 0
             if spec.compiled:
                 _operand(&spec.left, form[1], c, slots)
                 _operand(&spec.right, form[2], c, slots)

@@ -46,8 +46,6 @@ __all__ = ["AMBIGUOUS", "BetweenPlan", "EventPredicateCheck", "IncrementalCheck"
 AMBIGUOUS = 0  # binding label of an event that different runs bind to different variables
 MAX_LABELLED = 30  # variables a label can name (a bit each, in an int32)
 
-# comparison operator -> its code in the Cython kernel's compiled form
-OP_CODES = {op: code for code, op in enumerate(COMPARISONS)}
 _NUMERIC = (AttrType.INT, AttrType.DOUBLE)
 
 
@@ -142,7 +140,7 @@ def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrTyp
     operands, each a term (``("term", i, is_double)``) or a number (``("const", value,
     is_double)``), or two string terms for (in)equality (read as their codes); None
     otherwise (the kernel calls the scalar closure)."""
-    if not isinstance(compare, ast.Compare) or compare.op not in OP_CODES:
+    if not isinstance(compare, ast.Compare) or compare.op not in COMPARISONS:
         return None
     sides = []
     if compare.op in ("==", "!=") and all(

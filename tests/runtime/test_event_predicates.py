@@ -360,11 +360,11 @@ def test_aprocess_reports_what_bulk_reports(backend):
 
 
 def test_the_kernel_numbers_the_comparisons_of_the_one_operator_table():
-    """cercore_fast/between.pyx ``_compare`` reads operator codes 0..5 as <, <=, >, >=, =, !=:
-    the order of ``cercore.predicates.COMPARISONS``, which ``OP_CODES`` numbers."""
-    from cercore.predicates import COMPARISONS
-    from cercore.runtime.event_predicates import OP_CODES
+    """cercore_fast/between.pyx ``_compare`` and trends.pyx ``_cmp`` read operator codes 0..5
+    as <, <=, >, >=, =, !=: the order of ``cercore.predicates.COMPARISONS``, which
+    ``COMPARISON_CODES`` numbers."""
+    from cercore.predicates import COMPARISON_CODES, COMPARISONS
 
-    assert list(OP_CODES.items()) == [("<", 0), ("<=", 1), (">", 2), (">=", 3), ("==", 4),
-                                      ("!=", 5)]
-    assert list(COMPARISONS) == list(OP_CODES)
+    assert list(COMPARISON_CODES.items()) == [("<", 0), ("<=", 1), (">", 2), (">=", 3),
+                                              ("==", 4), ("!=", 5)]
+    assert list(COMPARISONS) == list(COMPARISON_CODES)
