@@ -89,6 +89,10 @@ cdef class CythonEvaluator:
     cdef int32_t one_letter
     cdef int64_t one_time
     cdef int64_t left  # what LIMIT still allows for the current event
+    # with predicates between events: a complex event of the current event satisfied them
+    # (what CONSUME BY asks), and the enumeration only looks for one (LIMIT 0)
+    cdef bint matched
+    cdef bint probing
     cdef int64_t cur_pid
     cdef int64_t cur_pos
     cdef int64_t cur_tau

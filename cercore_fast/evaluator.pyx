@@ -395,6 +395,13 @@ cdef class CythonEvaluator:
             self.cur_tau = tau
             self.cur_pid = self.b_pids[k]
             self.left = self.b_limit
+            self.matched = False
+            # CONSUME BY under LIMIT 0 with predicates between events: consumption needs one
+            # complex event that satisfies them, so look for it without reporting it
+            self.probing = self.labels != NULL and self.b_consume != CONSUME_NONE \
+                and self.left == 0
+            if self.probing:
+                self.left = 1
             self.enumerating = True
             self.root_idx = -1
 
@@ -669,6 +676,12 @@ cdef class CythonEvaluator:
                         if rc == 0:
                             self.w_pruned += 1
                             break
+                        self.matched = True
+                        if self.probing:  # found one: nothing is reported (LIMIT 0)
+                            self.st_node.clear()
+                            self.st_depth.clear()
+                            self.left = 0
+                            return 0
                     self.out_start.push_back(nodes[n].pos)
                     self.out_end.push_back(end)
                     for j in range(<Py_ssize_t>self.path.size() - 1, -1, -1):
@@ -705,6 +718,8 @@ cdef class CythonEvaluator:
         or not LIMIT let it be reported): discard partial matches."""
         cdef size_t i
         cdef bint matched = False
+        if self.labels != NULL and not self.matched:
+            return  # no complex event satisfied the predicates between events
         for i in range(self.roots.size()):
             if self.arena.nodes[self.roots[i]].maxs >= self.cur_tau:
                 matched = True

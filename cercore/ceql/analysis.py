@@ -494,8 +494,7 @@ class _Analyser:
     def resolve_event_predicates(self) -> tuple[ast.Compare, ...]:
         """The predicates between events, all in the FILTER of the whole pattern and joined
         by AND there: the engine checks them on each complex event (on every valuation that
-        produces it), which needs the complex event whole (SELECT *) and decides nothing
-        about partial matches (no CONSUME BY)."""
+        produces it), which needs the complex event whole (SELECT *)."""
         found: list[ast.Compare] = []
         f = self.q.formula
         while isinstance(f, ast.Filter):  # the FILTERs that apply to the whole pattern
@@ -529,10 +528,6 @@ class _Analyser:
         if self.q.projection != "*":
             raise self.error("predicates between events need SELECT * (they are checked on the "
                              "whole complex event)", where)
-        if self.q.consume not in (None, "NONE"):
-            raise self.error(f"CONSUME BY {self.q.consume} with predicates between events is "
-                             "not supported", where,
-                             "consumption would depend on predicates the automaton cannot see")
         if self.q.strategy in ("NEXT", "LAST", "MAX") and self.q.within is None:
             raise self.error(f"SELECT {self.q.strategy} with predicates between events needs "
                              "WITHIN", where, "the strategy picks among every complex event "

@@ -107,10 +107,20 @@ class PythonEvaluator:
         """The complex events of one event's final nodes (at most ``limit``), then CONSUME
         BY."""
         left = limit
+        # with predicates between events, CONSUME BY needs a complex event that satisfies
+        # them: under LIMIT 0 the enumeration looks for one and reports nothing
+        matched = False
+        probing = self.between is not None and consume != CONSUME_NONE and left == 0
+        if probing:
+            left = 1
         for node in finals:
             if left == 0:
                 break
             for start, positions in self.enumerate(node, tau, pos):
+                matched = True
+                if probing:
+                    left = 0
+                    break
                 self.reported += 1
                 yield (start, pos, positions) if view is None \
                     else ComplexEvent.view(start, pos, positions, view)
@@ -119,7 +129,8 @@ class PythonEvaluator:
                     break
         if consume != CONSUME_NONE:
             maxs = self.arena.maxs
-            if any(maxs[node] >= tau for node in finals):
+            if matched if self.between is not None else any(maxs[node] >= tau
+                                                            for node in finals):
                 # the partition(s) start afresh: no partial match, no strategy history
                 if consume == CONSUME_ANY:
                     self.partitions.clear()

@@ -140,8 +140,6 @@ def test_explain_says_where_they_run():
      "must be in the FILTER that applies to the whole pattern"),
     ("SELECT b FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price",
      "need SELECT \\*"),
-    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price CONSUME BY ANY",
-     "CONSUME BY ANY"),
     ("SELECT NEXT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price",
      "needs WITHIN"),
 ])
