@@ -133,3 +133,4 @@ cdef class CythonEvaluator:
     cdef int advance_or_raise(self) except -1
     cdef void finish(self) noexcept
     cdef list _buffered(self, view)
+    cdef object output(self, Py_ssize_t i, view)

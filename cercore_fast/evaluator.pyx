@@ -41,7 +41,7 @@ from cercore_fast.tecs cimport (
 
 import numpy as np
 
-from cercore.runtime.state import STATE_FORMAT, WORK_KEYS, EvaluatorState, check_pickled
+from cercore.runtime.state import WORK_KEYS, EvaluatorState, pickled, unpickled
 
 from cercore.runtime import constants
 
@@ -153,8 +153,7 @@ cdef class CythonEvaluator:
         cdef const int32_t[::1] l = np.ascontiguousarray(batch.letters, dtype=np.int32)
         cdef const int64_t[::1] t = np.ascontiguousarray(batch.times, dtype=np.int64)
         cdef int code
-        cdef Py_ssize_t i, j, lo, hi, n_out
-        cdef object tup, v
+        cdef Py_ssize_t i, n_out
         if a.shape[0] == 0:
             return
         self.begin(a, p, l, t, batch)
@@ -166,18 +165,7 @@ cdef class CythonEvaluator:
                 # yield the buffered outputs one by one (no list: fewer objects for the GC)
                 n_out = self.out_start.size()
                 for i in range(n_out):
-                    lo = self.out_off[i]
-                    hi = self.out_off[i + 1]
-                    tup = PyTuple_New(hi - lo)
-                    for j in range(lo, hi):
-                        v = self.out_pos[j]
-                        Py_INCREF(v)
-                        PyTuple_SET_ITEM(tup, j - lo, v)
-                    self.reported += 1
-                    if view is None:
-                        yield (self.out_start[i], self.out_end[i], tup)
-                    else:
-                        yield make_view(self.out_start[i], self.out_end[i], tup, view)
+                    yield self.output(i, view)
                 if n_out:
                     self.clear_output()
                 if code == DONE:
@@ -242,24 +230,24 @@ cdef class CythonEvaluator:
 
     cdef list _buffered(self, view):
         """The buffered complex events (tuples, or views over ``view``); the buffer empties."""
-        cdef Py_ssize_t i, j, lo, hi, n_out = self.out_start.size()
-        cdef object tup, v
-        cdef list out = []
-        for i in range(n_out):
-            lo = self.out_off[i]
-            hi = self.out_off[i + 1]
-            tup = PyTuple_New(hi - lo)
-            for j in range(lo, hi):
-                v = self.out_pos[j]
-                Py_INCREF(v)
-                PyTuple_SET_ITEM(tup, j - lo, v)
-            self.reported += 1
-            if view is None:
-                out.append((self.out_start[i], self.out_end[i], tup))
-            else:
-                out.append(make_view(self.out_start[i], self.out_end[i], tup, view))
+        cdef Py_ssize_t i, n_out = self.out_start.size()
+        cdef list out = [self.output(i, view) for i in range(n_out)]
         self.clear_output()
         return out
+
+    cdef object output(self, Py_ssize_t i, view):
+        """Buffered complex event ``i``: (start, end, positions), or a view over ``view``
+        (counted as reported)."""
+        cdef Py_ssize_t j, lo = self.out_off[i], hi = self.out_off[i + 1]
+        cdef object tup = PyTuple_New(hi - lo), v
+        for j in range(lo, hi):
+            v = self.out_pos[j]
+            Py_INCREF(v)
+            PyTuple_SET_ITEM(tup, j - lo, v)
+        self.reported += 1
+        if view is None:
+            return (self.out_start[i], self.out_end[i], tup)
+        return make_view(self.out_start[i], self.out_end[i], tup, view)
 
     def run_arrays(self, batch):
         """``run`` in bulk: (start, end, offsets, positions) int64 arrays, complex event i having
@@ -864,14 +852,10 @@ cdef class CythonEvaluator:
         self.reset_work_counts(state.work)
 
     def __getstate__(self):
-        return {"format": STATE_FORMAT, "backend": "cython", "det": self.det,
-                "encoder": self.encoder, "evaluator": self.to_state().to_dict()}
+        return pickled(self)
 
     def __setstate__(self, d):
-        check_pickled(d)
-        self.det = d["det"]
-        self.encoder = d["encoder"]
-        self.from_state(EvaluatorState.from_dict(d["evaluator"]))
+        unpickled(self, d)
 
     def __reduce__(self):
         return (_new_evaluator, (), self.__getstate__())

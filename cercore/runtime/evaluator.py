@@ -26,13 +26,7 @@ from cercore.runtime.constants import (
 from cercore.runtime.interface import EvaluatorInput
 from cercore.runtime.letters import LetterEncoder
 from cercore.runtime.output import ComplexEvent
-from cercore.runtime.state import (
-    NODE_FIELDS,
-    STATE_FORMAT,
-    WORK_KEYS,
-    EvaluatorState,
-    check_pickled,
-)
+from cercore.runtime.state import NODE_FIELDS, WORK_KEYS, EvaluatorState, pickled, unpickled
 from cercore.runtime.tecs import NodeArena
 
 # work counter (``work_counts`` key) -> the attribute the hot loop increments
@@ -447,12 +441,9 @@ class PythonEvaluator:
         self.reset_work_counts(state.work)
 
     def __getstate__(self) -> dict:
-        return {"format": STATE_FORMAT, "backend": "python", "det": self.det,
-                "encoder": self.encoder, "evaluator": self.to_state().to_dict()}
+        return pickled(self)
 
     def __setstate__(self, d: dict) -> None:
-        check_pickled(d)
-        self.det, self.encoder = d["det"], d["encoder"]
         self.reported = 0
         self.between, self.labels = None, {}  # (the engine checks predicates again)
-        self.from_state(EvaluatorState.from_dict(d["evaluator"]))
+        unpickled(self, d)

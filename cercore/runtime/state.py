@@ -63,6 +63,21 @@ def check_pickled(d: dict) -> None:
                          f"(this version reads format {STATE_FORMAT})")
 
 
+def pickled(evaluator) -> dict:
+    """The pickle envelope of an evaluator of either backend (``__getstate__``)."""
+    return {"format": STATE_FORMAT, "backend": evaluator.backend, "det": evaluator.det,
+            "encoder": evaluator.encoder, "evaluator": evaluator.to_state().to_dict()}
+
+
+def unpickled(evaluator, d: dict) -> None:
+    """Load a pickle envelope into a fresh evaluator of either backend (``__setstate__``);
+    the engine installs its check of predicates between events again."""
+    check_pickled(d)
+    evaluator.det = d["det"]
+    evaluator.encoder = d["encoder"]
+    evaluator.from_state(EvaluatorState.from_dict(d["evaluator"]))
+
+
 @dataclass
 class EvaluatorState:
     """One evaluator's whole mutable state, the same for both backends (see the module)."""
