@@ -133,8 +133,8 @@ def test_predicates_between_events_keyed_and_tcer(spark, data):
     partitioned = data.draw(st.booleans())
     schema = SCHEMAS["seconds"]
     q = data.draw(queries_between_events(schema, partitioned=partitioned, windowed=True))
-    q = dataclasses.replace(q, limit=None, strategy=q.strategy if q.strategy in (
-        None, "ALL", "STRICT") else None)
+    q = dataclasses.replace(q, limit=None, consume=None, strategy=q.strategy if q.strategy in (
+        None, "ALL", "STRICT") else None)  # (CONSUME BY needs the single ordered pass)
     assume(type(q.within).__name__ != "EventsWindow")
     events = data.draw(streams(schema, max_len=12, favour=named_types(q)))
     check(spark, schema, q, events, "keyed" if partitioned else "T-CER")
