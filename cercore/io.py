@@ -10,6 +10,7 @@ trend-aggregation rows (``write_rows``) -- as JSON lines, CSV or an aligned tabl
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import os
 import shutil
@@ -29,6 +30,8 @@ OUTPUT_FORMATS = ("jsonl", "csv", "table")
 
 # ---- writing -------------------------------------------------------------------------------
 def _json_default(v: Any) -> Any:
+    if isinstance(v, dt.datetime):  # event times read as instants: ISO-8601, as read
+        return v.isoformat()
     item = getattr(v, "item", None)  # numpy scalars
     if item is not None:
         return item()
@@ -112,7 +115,7 @@ def _no_flush() -> None:
 
 
 def _blank(v: Any) -> Any:
-    return "" if v is None else v
+    return "" if v is None else v.isoformat() if isinstance(v, dt.datetime) else v
 
 
 def _terminal_width(f) -> int:
@@ -132,6 +135,8 @@ def format_value(v: Any) -> str:
         return "true" if v else "false"
     if isinstance(v, float):
         return repr(v)
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
     return str(v)
 
 

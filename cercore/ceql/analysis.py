@@ -260,6 +260,14 @@ class _Analyser:
                     "a time window needs event time, but the schema names no time attribute", w,
                     "mark one attribute primary_time in the declaration, or pass "
                     "time_attribute=... (CLI: --time-attribute)")
+            if not self.schema.time_unit_stated:
+                told = (f"a time window reads integer values of {attr!r} as seconds, the "
+                        f"default unit, which the declaration does not state: write "
+                        f"{attr}:primary_time(ms) (or s, us, ns), or pass time_unit= (CLI: "
+                        f"--time-unit); timestamps (datetimes, ISO-8601 text) are read as "
+                        f"instants whatever the unit")
+                if told not in self.warnings:
+                    self.warnings.append(told)
             units = window_length(w.seconds, self.schema.time_unit)
             return WindowSpec("time", self.within_int64(
                 INT64_MAX + 1 if units is None else units, self.schema.time_unit, w), attr)

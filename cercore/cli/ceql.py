@@ -38,8 +38,9 @@ def _add_schema_options(p: argparse.ArgumentParser, several: bool = False) -> No
                    help="CREATE STREAM declarations: a file path or the text")
     p.add_argument("--time-attribute", metavar="A", default=None,
                    help="the int attribute that carries event time (instead of primary_time)")
-    p.add_argument("--time-unit", default="s", choices=["s", "ms", "us", "ns"],
-                   help="unit of the time attribute (default: s)")
+    p.add_argument("--time-unit", default=None, choices=["s", "ms", "us", "ns"],
+                   help="unit of integer times (default: the declaration's "
+                        "primary_time(unit), else s)")
 
 
 def add_subcommands(sub) -> None:

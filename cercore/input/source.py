@@ -59,7 +59,8 @@ class EventInput:
             if time_attribute is None:
                 raise ConfigError("reorder_slack needs event time: the schema names no time "
                                  "attribute and the query has no time window")
-            self.reorder = ReorderBuffer(time_attribute, options.reorder_slack)
+            self.reorder = ReorderBuffer(time_attribute, options.reorder_slack,
+                                         schema.time_unit)
 
     @property
     def skips(self) -> SkipLog:

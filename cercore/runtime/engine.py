@@ -81,7 +81,7 @@ class Engine(ReadsInput):
         self.tick = 0  # query-read events so far (EVENTS windows count these)
         self.partitions = PartitionIndex(self.schema, self.analysed.partition_by)
         self.store = EventStore(self.schema, self.report_time,
-                                self.analysed.attribute_projection)
+                                self.analysed.attribute_projection, self.input.decoder.time_form)
         self.n_complex_events = 0
         self._binder = None  # built on the first ce.bindings
         # events that satisfy no atom are not stepped where they cannot change anything
