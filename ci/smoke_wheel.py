@@ -24,6 +24,7 @@ from pathlib import Path
 # Files of the package that are not Python modules: without them `cercore demo` and the CEQL
 # parser fail. tests/test_build.py checks this list against the source tree.
 PACKAGE_DATA: dict[str, tuple[str, ...]] = {
+    "cercore": ("py.typed",),  # PEP 561: the package's type hints are for type checkers
     "cercore.ceql": ("grammar.lark",),
     "cercore.data": (
         "block_sells.ceql",

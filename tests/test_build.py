@@ -172,3 +172,11 @@ def test_smoke_test_knows_the_pure_mode_modules():
     named = next(node.value for node in ast.parse(smoke).body if isinstance(node, ast.Assign)
                  and any(getattr(t, "id", None) == "PURE_MODE_MODULES" for t in node.targets))
     assert {k.value for k in pure.keys} == set(ast.literal_eval(named))
+
+
+def test_the_package_is_typed():
+    """PEP 561: ``py.typed`` ships with cercore (package data, sdist), so type checkers read
+    its hints."""
+    assert (ROOT / "cercore" / "py.typed").is_file()
+    assert "py.typed" in _pyproject()["tool"]["setuptools"]["package-data"]["cercore"]
+    assert _in_sdist("cercore/py.typed")

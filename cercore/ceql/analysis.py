@@ -180,7 +180,13 @@ class _Analyser:
             raise self.error(f"a predicate between events names {x!r}, {reads}: it is "
                              "supported only as equalities (x.a = y.b) that tie every event of "
                              "the pattern, the absent ones included, to one key", c, hint)
-        if window.kind is None:
+        if window.kind is None and (self.trailing is not None or self.leading is not None):
+            self.warnings.append(
+                "no WITHIN clause after the pattern: the ABSENT(...) WITHIN span bounds only "
+                "the wait beside the pattern, not the pattern itself, so the events it reads "
+                "are kept for the whole stream (memory grows with it); add a WITHIN for the "
+                "pattern (e.g. ... WITHIN 5 MINUTES at the end) to bound it")
+        elif window.kind is None:
             self.warnings.append("no WITHIN clause: memory grows with the stream "
                                  "(nothing can be reclaimed)")
         return AnalysedQuery(self.q, self.schema, self.text, formula, self.atoms, self.leaves,
@@ -370,9 +376,14 @@ class _Analyser:
         before = any(not isinstance(x, ast.Absent) for x in elements[:k])
         after = any(not isinstance(x, ast.Absent) for x in elements[k + 1:])
         if e.deadline is not None and e is not self.trailing and e is not self.leading:
+            hint = "between two elements, write A ; ABSENT(B) ; C (no span)"
+            if _has_looser_operator(self.q.formula):
+                hint = ("':' and OR bind looser than ';': A : B ; ABSENT(C) WITHIN 30 SECONDS "
+                        "reads as A : (B ; ABSENT(C) WITHIN 30 SECONDS); write (A : B) ; "
+                        "ABSENT(C) WITHIN 30 SECONDS. Or, " + hint)
             raise self.error("a span (ABSENT(...) WITHIN ...) ends or starts the whole pattern: "
                              "A ; ABSENT(B) WITHIN 5 MINUTES, ABSENT(B) WITHIN 5 MINUTES ; A",
-                             e, "between two elements, write A ; ABSENT(B) ; C (no span)")
+                             e, hint)
         if not before and e is not self.leading:
             raise self.error("ABSENT(...) at the start of a pattern needs a span: "
                              "ABSENT(B) WITHIN 5 MINUTES ; A", e,
@@ -811,6 +822,14 @@ def _leading_absence(f: ast.Formula) -> ast.Absent | None:
         f = f.formula
     first = _sequence(f)[0]
     return first if isinstance(first, ast.Absent) and first.deadline is not None else None
+
+
+def _has_looser_operator(f) -> bool:
+    """Whether the formula has a ':' or OR, which bind looser than ';' (so a span written
+    after them may sit inside one of their operands)."""
+    if isinstance(f, (ast.Contig, ast.Or)):
+        return True
+    return any(_has_looser_operator(c) for c in _children(f))
 
 
 def _trailing_absence(f: ast.Formula) -> ast.Absent | None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from cercore.cli.common import PROG
 from cercore.errors import CercoreError, EventError
+from cercore.input.files import locate_row
 from cercore.input.lines import LINE_FORMATS, FollowedFile, LineEvents, stream_lines
 from cercore.io import guess_format, read_events
 from cercore.schema import Schema
@@ -60,6 +61,7 @@ class EventSource:
         self.lines: LineEvents | None = None
         self.followed: FollowedFile | None = None
         self.table: Any = None
+        self.path: tuple[str, str | None] | None = None  # a file read whole, its format
         fmt = args.input_format
         follow = getattr(args, "follow", False)
         idle = getattr(args, "idle_timeout", None)
@@ -85,6 +87,7 @@ class EventSource:
             else:
                 self.table = read_events(args.input, schema, fmt, type_column=args.type_column,
                                          stream_column=stream_column, on_error=args.on_error)
+                self.path = (args.input, fmt)
             return
         self.lines = LineEvents(lines, schema, fmt, type_column=args.type_column,
                                 stream_column=stream_column, on_error=args.on_error,
@@ -112,11 +115,19 @@ class EventSource:
 
     @contextmanager
     def naming(self, engine: Any) -> Iterator[None]:
-        """Re-raise an engine's EventError about the last event read with its line named
-        (the reader's own errors name it already)."""
+        """Re-raise an engine's EventError about an event with its file and line named: the
+        last event read from a stream, any event of a file read whole (the reader's own
+        errors name it already)."""
         try:
             yield
         except EventError as exc:
+            if self.path is not None and exc.position is not None \
+                    and getattr(engine.input, "reorder", None) is None:
+                spot = locate_row(self.path[0], exc.position, self.path[1])
+                if spot is not None and spot not in exc.args[0]:
+                    raise EventError(f"{exc.args[0]} ({spot})", field=exc.field,
+                                     reason=exc.reason) from None
+                raise
             lines = self.lines
             if lines is None or exc.position is None or exc.position != lines.count - 1 \
                     or getattr(engine.input, "reorder", None) is not None:

@@ -189,6 +189,12 @@ class EventDecoder:
             raise EventError(rec.message, position=pos, reason=skips.UNREADABLE)
         if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[1], dict):
             return rec
+        if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[0], str):
+            attrs = repr(rec[1])
+            raise EventError(f"the attributes of a {rec[0]} event must be a dict (attribute "
+                             f"-> value), got {type(rec[1]).__name__} "
+                             f"{attrs if len(attrs) <= 40 else attrs[:37] + '...'}",
+                             position=pos, reason=skips.NOT_AN_EVENT)
         raise EventError("expected a (type, attributes) pair or an Event, got "
                          f"{type(rec).__name__}", position=pos, reason=skips.NOT_AN_EVENT)
 

@@ -33,7 +33,8 @@ from cercore.input.options import checked_on_error
 from cercore.schema import Schema, did_you_mean
 from cercore.types import NOT_A_VALUE, AttrType, coerce, is_arrow_string, parse_instant
 
-__all__ = ["INPUT_FORMATS", "decode_utf8", "guess_format", "read_events", "text_or_file"]
+__all__ = ["INPUT_FORMATS", "decode_utf8", "guess_format", "locate_row", "read_events",
+           "text_or_file"]
 
 INPUT_FORMATS = ("csv", "jsonl", "parquet")
 
@@ -390,6 +391,44 @@ def _json_row(obj: Any, types: dict[str, AttrType], type_column: str, where: str
                                          else types[key].value), field=key)
             values[key] = converted
     return values, None
+
+
+def locate_row(path: str | os.PathLike, row: int, format: str | None = None) -> str | None:
+    """Where the ``row``-th event (0-based: its position when read whole, no reorder
+    slack) is written in the file ``path``, as ``"FILE, line N"`` (``"FILE, row N"`` for
+    Parquet, ``"FILE, item N"`` for one JSON array), for messages about an event found bad
+    after reading (time going backwards); None when the file has no such row. Reads the
+    file again: called only for an error."""
+    where = str(path)
+    format = format or guess_format(path)
+    format = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}.get(format, format)
+    if format == "parquet":
+        return f"{where}, row {row}"
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig", "replace")
+    except OSError:
+        return None
+    if format == "csv":  # data rows as the readers count them: empty rows are no events
+        reader = csv.reader(io.StringIO(text, newline=""))
+        next(reader, None)
+        k = 0
+        for cells in reader:
+            if not cells:
+                continue
+            if k == row:
+                return f"{where}, line {reader.line_num}"
+            k += 1
+        return None
+    if text.lstrip().startswith("["):
+        return f"{where}, item {row + 1}"
+    k = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        if k == row:
+            return f"{where}, line {number}"
+        k += 1
+    return None
 
 
 def text_or_file(value: str) -> str:

@@ -1,0 +1,55 @@
+"""What a new user meets first on the command line: help with examples, errors that name the
+file and line of a bad event, tables of several queries."""
+
+from __future__ import annotations
+
+import pytest
+
+from cercore.cli import main
+
+DECL = "CREATE STREAM S { EVENT BUY { v:int, ts:primary_time } }"
+
+
+@pytest.fixture
+def decl(tmp_path):
+    path = tmp_path / "s.decl"
+    path.write_text(DECL)
+    return path
+
+
+def test_help_shows_examples(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "cercore demo" in out and "cercore run" in out
+    assert "primary_time(ms)" in out
+
+
+@pytest.mark.parametrize("name, text, spot", [
+    ("back.csv", "event_type,v,ts\nBUY,1,5\n\nBUY,2,3\n", "line 4"),
+    ("back.jsonl", '{"event_type":"BUY","v":1,"ts":5}\n\n{"event_type":"BUY","v":1,"ts":3}\n',
+     "line 3"),
+    ("back.json", '[{"event_type":"BUY","v":1,"ts":5},\n{"event_type":"BUY","v":1,"ts":3}]',
+     "item 2"),
+])
+def test_an_event_error_in_file_mode_names_file_and_line(tmp_path, decl, capsys, name, text,
+                                                         spot):
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["run", "SELECT * FROM S WHERE BUY", "--schema", str(decl),
+                 "--input", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "time goes backwards" in err
+    assert f"({path}, {spot})" in err
+
+
+def test_a_table_of_several_queries_has_a_query_column(tmp_path, decl, capsys):
+    path = tmp_path / "ok.csv"
+    path.write_text("event_type,v,ts\nBUY,1,5\nBUY,2,6\n")
+    assert main(["run", "SELECT * FROM S WHERE BUY", "SELECT * FROM S WHERE BUY AS a ; BUY AS b",
+                 "--schema", str(decl), "--input", str(path), "--format", "table"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["#", "query", "start", "end", "events"]
+    rows = [line.split(None, 4) for line in lines[2:]]
+    assert [r[1] for r in rows] == ["q0", "q0", "q1"]
+    assert all(not r[4].startswith("[") for r in rows)  # the query is no event
+    assert rows[2][4] == "BUY(v=1, ts=5) ; BUY(v=2, ts=6)"
