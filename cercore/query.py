@@ -14,6 +14,7 @@ from cercore.ceql.normal import format_normal
 from cercore.errors import CEQLSemanticError, ConfigError, UnknownOptionError
 from cercore.input.options import EngineOptions
 from cercore.runtime.output import ComplexEvent
+from cercore.runtime.partitions import describe_keys
 from cercore.schema import Schema, did_you_mean
 
 if TYPE_CHECKING:
@@ -116,6 +117,11 @@ class CompiledQuery:
             + ("" if a.implied_partition is None else
                " (the last group is implied by the equality predicates between events: each "
                "key is evaluated apart, in constant time per event)"),
+            *([] if not a.partition_by else [
+                "  key per event type: " + describe_keys(
+                    self.schema, a.partition_by,
+                    [n for n in self.schema.type_names
+                     if self.schema.event_types[n].id in {t for x in a.atoms for t in x.types}])]),
             "selection strategy: " + _STRATEGY_TEXT[a.strategy]
             + (_WINDOWED_STRATEGY_TEXT if self.ranking_strategy and w.kind else ""),
             "reported atoms (SELECT): " + ("all" if a.marked is None else

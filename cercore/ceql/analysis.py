@@ -313,6 +313,18 @@ class _Analyser:
                                      self.spot(r"\bPARTITION\s+BY\b", a))
         used = {self.schema.type_names[t] for a in self.atoms for t in a.types}
         for group in self.q.partition_by:
+            for name in sorted(used):
+                have = [a for a in group if self.schema.event_types[name].has(a)]
+                if len(have) > 1:
+                    raise self.error(
+                        f"event type {name} has {len(have)} of the attributes of PARTITION BY "
+                        f"[{', '.join(group)}] ({', '.join(have)}): inside one bracket each "
+                        "event type has exactly one of them (one key that types name "
+                        "differently, e.g. [plug, household])",
+                        self.spot(r"\bPARTITION\s+BY\b", group[0]),
+                        "for the pair as a composite key, write PARTITION BY "
+                        + ", ".join(f"[{a}]" for a in group))
+        for group in self.q.partition_by:
             lacking = sorted(n for n in used
                              if not any(self.schema.event_types[n].has(a) for a in group))
             if lacking:

@@ -20,6 +20,8 @@ pinned: one small job reads the time extent first (windowed queries only).
 
 from __future__ import annotations
 
+import functools
+import operator
 from functools import partial
 from typing import Any
 
@@ -118,8 +120,8 @@ def _run_batch(df, query: CompiledTrendQuery, *, options: EngineOptions, exact: 
 
     plan = query.plan
     schema = plan.schema
-    for a in plan.partition_attrs:  # events without a partition belong to none
-        df = df.filter(F.col(a).isNotNull())
+    for group in plan.partition_groups:  # events without a partition belong to none
+        df = df.filter(functools.reduce(operator.or_, [F.col(a).isNotNull() for a in group]))
     tcol = schema.time_attribute or POSITION
     spark = df.sparkSession
     parallelism = session_parallelism(spark)
