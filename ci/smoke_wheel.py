@@ -36,7 +36,7 @@ PACKAGE_DATA: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# The README's first example: a SELL of INTC, then a BUY of RIMM, then a BUY of QQQ within 10 s.
+# docs/guide.md's first example: a SELL of INTC, then a BUY of RIMM, then a BUY of QQQ within 10 s.
 SCHEMA = """
 CREATE STREAM S {
   EVENT BUY  { id:int, name:string, volume:int, price:double, stock_time:primary_time },

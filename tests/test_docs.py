@@ -109,3 +109,12 @@ def test_sh_blocks_run(page, tmp_path):
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, (f"{page.name}, the sh block at line {b.line} failed "
                                       f"({done.returncode}):\n{done.stderr[-2000:]}")
+
+
+def test_the_site_lists_every_page():
+    """mkdocs.yml's nav names every page of docs/ (.ci/run builds the site with --strict)."""
+    text = (ROOT / "mkdocs.yml").read_text()
+    nav = re.split(r"\n(?=\S)", text.split("\nnav:\n", 1)[1], maxsplit=1)[0]
+    listed = set(re.findall(r"^\s+- [^:]+: (\S+\.md)$", nav, re.M))
+    assert listed == {p.name for p in (ROOT / "docs").glob("*.md")}
+    assert re.search(r"^strict: true$", text, re.M)
