@@ -36,6 +36,35 @@ def add_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
                      help="with --follow: stop (as at the end of the input) after SECONDS "
                           "without new data (default: never; stop with Ctrl-C)")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="show how much of a file read whole has been evaluated, on stderr "
+                          f"(default: when stderr is a terminal and the file has at least "
+                          f"{PROGRESS_MIN_EVENTS:,} events)")
+
+
+PROGRESS_MIN_EVENTS = 200_000  # below this a file is done before a progress line helps
+PROGRESS_CHUNK = 65_536  # events evaluated between two updates of the progress line
+
+
+class Progress:
+    """A one-line progress display on a text stream: ``events  n / total  (p%)`` rewritten
+    in place (carriage return), cleared at the end."""
+
+    def __init__(self, total: int, out=None) -> None:
+        self.total = total
+        self.out = out if out is not None else sys.stderr
+        self.shown = False
+
+    def update(self, done: int) -> None:
+        pct = 100 * done // self.total if self.total else 100
+        self.out.write(f"\r{PROG}: {done:,} / {self.total:,} events ({pct}%)")
+        self.out.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.out.write("\r\033[K" if self.out.isatty() else "\n")
+            self.out.flush()
 
 
 def _stdin_is_a_file() -> bool:
@@ -62,6 +91,7 @@ class EventSource:
         self.followed: FollowedFile | None = None
         self.table: Any = None
         self.path: tuple[str, str | None] | None = None  # a file read whole, its format
+        self.progress: bool | None = getattr(args, "progress", None)  # None: when a terminal
         fmt = args.input_format
         follow = getattr(args, "follow", False)
         idle = getattr(args, "idle_timeout", None)
@@ -111,7 +141,20 @@ class EventSource:
                         yield from engine.process(iter((rec,)), tag)
                 return
             self.table = table
-        yield from engine.process(self.table)
+        n = self.table.num_rows
+        show = self.progress if self.progress is not None else \
+            (n >= PROGRESS_MIN_EVENTS and sys.stderr.isatty())
+        if not show:
+            yield from engine.process(self.table)
+            return
+        # the same engine over consecutive slices: the same complex events, in the same order
+        progress = Progress(n)
+        try:
+            for offset in range(0, n, PROGRESS_CHUNK):
+                yield from engine.process(self.table.slice(offset, PROGRESS_CHUNK))
+                progress.update(min(offset + PROGRESS_CHUNK, n))
+        finally:
+            progress.close()
 
     @contextmanager
     def naming(self, engine: Any) -> Iterator[None]:

@@ -53,3 +53,25 @@ def test_a_table_of_several_queries_has_a_query_column(tmp_path, decl, capsys):
     assert [r[1] for r in rows] == ["q0", "q0", "q1"]
     assert all(not r[4].startswith("[") for r in rows)  # the query is no event
     assert rows[2][4] == "BUY(v=1, ts=5) ; BUY(v=2, ts=6)"
+
+
+def test_progress_on_a_file_read_whole_changes_no_output(capsys, monkeypatch):
+    """--progress evaluates the table in slices and reports each on stderr: the complex
+    events are those of one pass (--no-progress), in the same order."""
+    from pathlib import Path
+
+    from cercore.cli import streaming
+
+    data = Path(__file__).resolve().parents[2] / "cercore" / "data"
+    argv = ["run", "SELECT * FROM S WHERE BUY AS b ; SELL AS s PARTITION BY [name] "
+            "WITHIN 2 SECONDS", "--schema", str(data / "stocks.decl"),
+            "--input", str(data / "stock_trace_prefix.csv")]
+    assert main(argv + ["--no-progress"]) == 0
+    plain = capsys.readouterr()
+    assert "events (" not in plain.err
+    monkeypatch.setattr(streaming, "PROGRESS_CHUNK", 1000)
+    assert main(argv + ["--progress"]) == 0
+    shown = capsys.readouterr()
+    assert shown.out == plain.out and shown.out.count("\n") > 1000
+    assert "1,000 / 24,887 events (4%)" in shown.err
+    assert "24,887 / 24,887 events (100%)" in shown.err
