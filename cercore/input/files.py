@@ -267,8 +267,14 @@ def _time_array(values: list):
                          else str(v) for v in values], type=pa.string())
     if all(v.tzinfo is None for v in instants):
         return pa.array(values, type=pa.timestamp("us"))
+    # one offset throughout (+02:00): kept, so times are reported as written; else UTC
+    offsets = {v.utcoffset() for v in instants}
+    zone = "UTC"
+    if len(offsets) == 1 and None not in offsets:
+        minutes = int(next(iter(offsets)).total_seconds()) // 60
+        zone = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
     return pa.array([None if v is None else v.replace(tzinfo=dt.UTC) if v.tzinfo is None
-                     else v for v in values], type=pa.timestamp("us", "UTC"))
+                     else v for v in values], type=pa.timestamp("us", zone))
 
 
 def _double_cell(cell: str) -> Any:

@@ -195,3 +195,15 @@ def test_reorder_slack_orders_datetimes(backend):
     got = query.run(events, backend=backend, reorder_slack=10)
     assert got and all(c.start_time <= c.end_time for c in got)
     assert {c.end_time for c in got} <= {a["ts"] for _, a in events}
+
+
+def test_json_lines_keep_a_single_offset_and_csv_naive_times(backend):
+    events = _events([0, 10, 20], dt.timezone(dt.timedelta(hours=2)))
+    schema = cercore.Schema.parse(DECL)
+    table = read_events(io.BytesIO(_jsonl(events)), schema, "jsonl")
+    (ce, *_) = cercore.compile(QUERY, schema).run(table, backend=backend)
+    assert ce.start_time.utcoffset() == dt.timedelta(hours=2)
+    assert ce.start_time.isoformat() == "2024-03-01T09:30:00+02:00"
+    naive = read_events(io.BytesIO(_csv(_events([0, 10, 20], None))), schema, "csv")
+    (ce, *_) = cercore.compile(QUERY, schema).run(naive, backend=backend)
+    assert ce.start_time == BASE and ce.start_time.tzinfo is None
