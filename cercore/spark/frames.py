@@ -251,6 +251,20 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def with_integer_time(df, attribute: str | None, unit: str):
+    """``df`` with the time column ``attribute`` as integers in ``unit`` when it is a Spark
+    timestamp (the one conversion every entry point uses: ``find`` through its hidden time
+    column, ``aggregate`` through this); ``df`` itself otherwise."""
+    if attribute is None or attribute not in df.columns:
+        return df
+    dt = df.schema[attribute].dataType
+    if not is_timestamp(dt):
+        return df
+    from pyspark.sql import functions as F
+
+    return df.withColumn(attribute, F.expr(_integer_time(_quote(attribute), dt, unit)))
+
+
 def _integer_time(col: str, dt, unit: str) -> str:
     """SQL for an integer time in ``unit`` from the column ``col`` (SQL) of Spark type ``dt``
     (timestamps are converted; integers kept)."""

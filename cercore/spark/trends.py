@@ -29,7 +29,7 @@ from cercore.errors import ConfigError
 from cercore.input.options import EngineOptions
 from cercore.schema import Schema
 from cercore.spark.batch import floor_div, into_partitions, slices_of
-from cercore.spark.frames import spark_options
+from cercore.spark.frames import spark_options, with_integer_time
 from cercore.spark.job import GROUP
 from cercore.spark.partitions import partition_cap
 from cercore.spark.session import parallelism as session_parallelism
@@ -88,6 +88,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
     schema = plan.schema
     read = read_types(plan)
     is_pandas = type(df).__module__.startswith("pandas")
+    if not is_pandas:  # a timestamp time column: integers in the schema's unit, as find reads it
+        df = with_integer_time(df, schema.time_attribute, schema.time_unit)
     if not is_pandas and df.isStreaming:
         from cercore.spark.ceql import require_watermark
         from cercore.spark.partitions import warn_default_state_partitions
@@ -103,7 +105,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
                               "spark=spark)")
         pdf = df.reset_index(drop=True).copy()
         pdf[POSITION] = range(len(pdf))
-        df = spark.createDataFrame(pdf)
+        df = with_integer_time(spark.createDataFrame(pdf), schema.time_attribute,
+                               schema.time_unit)
     else:
         if sequence is not None:
             df = df.withColumn(POSITION, F.col(sequence).cast("long"))

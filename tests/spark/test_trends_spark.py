@@ -93,3 +93,34 @@ def test_null_aggregated_attribute_is_a_clear_error(spark):
                         for t, v in enumerate([1, None, 3])])
     with pytest.raises(PythonException, match="A event has no 'v' value"):
         aggregate(pdf, q, spark=spark).collect()
+
+
+def test_a_timestamp_time_column_and_bracket_alternatives(spark):
+    """aggregate reads a Spark timestamp time column in the schema's unit, as find does
+    (windows are computed on integers, not on the timestamp); and PARTITION BY [a, b] naming
+    one key differently per type reads as in CEQL, on Spark as locally."""
+    import datetime as dt
+
+    import pandas as pd
+
+    from cercore.spark import aggregate_rows
+
+    q = compile_trend(QUERIES[1], SCHEMA)
+    pdf = events(120, seed=5)
+    local = q.run(pdf)
+    base = dt.datetime(2024, 3, 1, 9, 30)
+    stamped = pdf.assign(t=[base + dt.timedelta(seconds=int(s)) for s in pdf["t"]])
+    shift = int(base.replace(tzinfo=dt.UTC).timestamp())
+    got = aggregate_rows(spark.createDataFrame(stamped), q)
+    assert shift % 5 == 0  # the windows (WITHIN 5 SLIDE 5) line up with the local ones
+    assert [{**r, "window_start": r["window_start"] - shift,
+             "window_end": r["window_end"] - shift} for r in got] == local
+    alternatives = ("CREATE STREAM S { EVENT LOAD { plug:int, t:primary_time }, "
+                    "EVENT ALARM { household:int, t:primary_time } }")
+    trend = compile_trend("SELECT COUNT(*) FROM S WHERE LOAD AS L ; ALARM AS A "
+                          "PARTITION BY [plug, household] WINDOW 10 SLIDE 10", alternatives)
+    rows = pd.DataFrame([{"event_type": "LOAD", "plug": 1, "household": None, "t": 1},
+                         {"event_type": "LOAD", "plug": 2, "household": None, "t": 2},
+                         {"event_type": "ALARM", "plug": None, "household": 1, "t": 3}])
+    assert trend.run(rows) == [{"window_start": 0, "window_end": 10, "COUNT(*)": 1}]
+    assert aggregate_rows(rows, trend, spark=spark) == trend.run(rows)
