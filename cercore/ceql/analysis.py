@@ -267,11 +267,7 @@ class _Analyser:
                     "mark one attribute primary_time in the declaration, or pass "
                     "time_attribute=... (CLI: --time-attribute)")
             if not self.schema.time_unit_stated:
-                told = (f"a time window reads integer values of {attr!r} as seconds, the "
-                        f"default unit, which the declaration does not state: write "
-                        f"{attr}:primary_time(ms) (or s, us, ns), or pass time_unit= (CLI: "
-                        f"--time-unit); timestamps (datetimes, ISO-8601 text) are read as "
-                        f"instants whatever the unit")
+                told = unstated_unit_warning(attr)
                 if told not in self.warnings:
                     self.warnings.append(told)
             units = window_length(w.seconds, self.schema.time_unit)
@@ -834,6 +830,15 @@ def _leading_absence(f: ast.Formula) -> ast.Absent | None:
         f = f.formula
     first = _sequence(f)[0]
     return first if isinstance(first, ast.Absent) and first.deadline is not None else None
+
+
+def unstated_unit_warning(attribute: str) -> str:
+    """What a time window over an integer time attribute of no stated unit is told (CEQL
+    and trend queries alike)."""
+    return (f"a time window reads integer values of {attribute!r} as seconds, the default "
+            f"unit, which the declaration does not state: write {attribute}:primary_time(ms) "
+            "(or s, us, ns), or pass time_unit= (CLI: --time-unit); timestamps (datetimes, "
+            "ISO-8601 text) are read as instants whatever the unit")
 
 
 def _has_looser_operator(f) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cercore.ceql import ast as ceql
-from cercore.ceql.analysis import Spot, regex_problem
+from cercore.ceql.analysis import Spot, regex_problem, unstated_unit_warning
 from cercore.ceql.guards import TRUE_GUARD, Guard, guard_and, guard_of
 from cercore.ceql.terms import event_terms, rename_terms
 from cercore.errors import CEQLSemanticError
@@ -95,6 +95,7 @@ class TrendPlan:
     # the partition key's groups (``PartitionIndex``): PARTITION BY's brackets, then each
     # equivalence and GROUP BY attribute alone; ``partition_attrs`` lists their attributes
     partition_groups: tuple[tuple[str, ...], ...] = ()
+    warnings: tuple[str, ...] = ()  # what explain and the CLI tell (an unstated time unit)
 
     def __reduce__(self):
         return (replan, (self.text, self.schema, self.next_algorithm))
@@ -133,6 +134,7 @@ class _Analyser:
         self.vars: list[Var] = []
         self.by_name: dict[str, Var] = {}
         self.succ: dict[int, set[int]] = {}
+        self.warnings: list[str] = []
 
     def error(self, message: str, node=None, hint: str | None = None) -> CEQLSemanticError:
         line = getattr(node, "line", None) if node is not None else None
@@ -427,7 +429,8 @@ class _Analyser:
                          adjacent,
                          tuple(dict.fromkeys(equivalence)), q.group_by, partition_attrs,
                          aggregates, fields, self.window(), q.semantics, self.next_algorithm,
-                         types=types, text=self.text, partition_groups=partition_groups)
+                         types=types, text=self.text, partition_groups=partition_groups,
+                         warnings=tuple(self.warnings))
         if self.next_algorithm == "paper" and len(types) < n:
             raise self.error("the paper's skip-till-next-match algorithm needs each event type "
                              "once in the pattern", q, hint="use the exact algorithm")
@@ -454,6 +457,9 @@ class _Analyser:
 
         size = units(w.size, w.unit)
         slide = size if w.slide is None else units(w.slide, w.slide_unit)
+        if "s" in (w.unit, w.slide_unit if w.slide is not None else None) \
+                and not self.schema.time_unit_stated:
+            self.warnings.append(unstated_unit_warning(self.schema.time_attribute))
         return size, slide
 
 

@@ -24,6 +24,11 @@ class CompiledTrendQuery:
         self.plan: TrendPlan = analyse(self.ast, schema, text, next_algorithm)
 
     @property
+    def warnings(self) -> list[str]:
+        """What ``explain`` and the CLI tell about the query (as for CEQL queries)."""
+        return list(self.plan.warnings)
+
+    @property
     def granularity(self) -> str:
         """"type-grained" | "mixed" | "pattern-grained"."""
         return self.plan.granularity
@@ -106,6 +111,8 @@ class CompiledTrendQuery:
         lines.append("counts: exact -- " + (
             "int64 with overflow checks; a window that would overflow goes on with Python "
             "integers" if chosen == "cython" else "Python integers"))
+        if p.warnings:
+            lines += ["warnings:", *(f"  - {m}" for m in p.warnings)]
         return "\n".join(lines)
 
 

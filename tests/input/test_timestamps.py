@@ -207,3 +207,12 @@ def test_json_lines_keep_a_single_offset_and_csv_naive_times(backend):
     naive = read_events(io.BytesIO(_csv(_events([0, 10, 20], None))), schema, "csv")
     (ce, *_) = cercore.compile(QUERY, schema).run(naive, backend=backend)
     assert ce.start_time == BASE and ce.start_time.tzinfo is None
+
+
+def test_a_trend_window_on_an_unstated_unit_is_told_too():
+    text = "RETURN COUNT(*) PATTERN SEQ(SELL S, BUY B+) WITHIN 30 minutes SLIDE 30 minutes"
+    (told,) = cercore.compile(text, DECL).warnings
+    assert "primary_time(ms)" in told
+    assert "primary_time(ms)" in cercore.compile(text, DECL).explain()
+    assert cercore.compile(text, DECL.replace("primary_time", "primary_time(s)")).warnings == []
+    assert cercore.compile(text.replace(" minutes", ""), DECL).warnings == []  # raw units
