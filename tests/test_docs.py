@@ -3,7 +3,9 @@ namespace of the page's blocks before it, a ```sh block in bash (``set -e``), bo
 folder where ``examples/`` and ``cercore/`` (the bundled data) are at hand, with this checkout's
 cercore first on the path. A block that cannot run here says why in a marker comment on the
 line before it -- ``<!-- docs-test: skip (installs the package) -->`` -- and the test checks
-the reason is given. Blocks of other languages (``text``, none) are shown, not run."""
+the reason is given; a block marked ``<!-- docs-test: spark -->`` runs in
+tests/spark/test_spark_docs.py, with ``spark`` the shared session. Blocks of other languages
+(``text``, none) are shown, not run."""
 
 from __future__ import annotations
 
@@ -41,7 +43,9 @@ def blocks(page: Path) -> list[Block]:
         before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = _MARKER.search(before)
         skip = None
-        if marker is not None:
+        if marker is not None and marker.group(1) == "spark":
+            skip = "needs Spark: tests/spark/test_spark_docs.py runs it"
+        elif marker is not None:
             assert marker.group(1) == "skip", f"{page.name}: unknown marker {before!r}"
             skip = (marker.group(2) or "").strip()
             assert skip, f"{page.name}: a skipped block says why: {before!r}"
