@@ -242,7 +242,7 @@ def write_rows(rows: Iterable[dict], columns: list[str], out, fmt: str,
         flush = f.flush if stream else _no_flush
         if fmt == "jsonl":
             for r in rows:
-                f.write(json.dumps(r) + "\n")
+                f.write(json.dumps(r, default=_json_default) + "\n")
                 flush()
                 n += 1
         elif fmt == "csv":
@@ -250,7 +250,8 @@ def write_rows(rows: Iterable[dict], columns: list[str], out, fmt: str,
             w.writeheader()
             flush()
             for r in rows:
-                w.writerow(r)
+                w.writerow({k: _blank(v) if isinstance(v, dt.datetime) else v
+                            for k, v in r.items()})
                 flush()
                 n += 1
         elif stream:

@@ -42,8 +42,10 @@ class TimeOrder:
     them, such as a declared type lacking the window's attribute -- are not checked, and take
     the time of the last event before them that has one (``times``)."""
 
-    def __init__(self, attribute: str, reject, carriers: np.ndarray | None = None) -> None:
+    def __init__(self, attribute: str, reject, carriers: np.ndarray | None = None,
+                 unit: str = "s") -> None:
         self.attribute = attribute
+        self.unit = unit  # of integer times: a watermark given as an instant is read in it
         self.reject = reject  # EventDecoder.reject: True when a bad event is skipped
         self.carriers = carriers  # type id -> declares the attribute (last entry: SKIPPED)
         self.last: int | None = None

@@ -437,9 +437,12 @@ class TrendEngine(ReadsInput):
         if not closed:
             return []
         window, key_of, roll_up = self.plan.window, self.partitions.key_of, self._roll_up
+        form = self.input.decoder.time_form  # times written as instants: bounds as datetimes
         rows: list[dict] = []
         for k, parts in closed:
             bounds = None if window is None else (k * window[1], k * window[1] + window[0])
+            if bounds is not None and form.instants:
+                bounds = (form.as_read(bounds[0]), form.as_read(bounds[1]))
             rows += roll_up.rows([(key_of(pid), agg.result()) for pid, agg in parts.items()],
                                  bounds)
         live = self.runner.live_partitions()

@@ -216,3 +216,35 @@ def test_a_trend_window_on_an_unstated_unit_is_told_too():
     assert "primary_time(ms)" in cercore.compile(text, DECL).explain()
     assert cercore.compile(text, DECL.replace("primary_time", "primary_time(s)")).warnings == []
     assert cercore.compile(text.replace(" minutes", ""), DECL).warnings == []  # raw units
+
+
+def test_watermarks_and_trend_windows_speak_timestamps_too(backend, tmp_path):
+    """advance() takes a timestamp as events do; a trend query over timestamps reports its
+    windows as datetimes, and the CLI writes them as ISO-8601 text."""
+    start = dt.datetime(2024, 3, 1, tzinfo=dt.UTC)
+    deadline = cercore.compile("SELECT * FROM S WHERE SELL AS s ; ABSENT(BUY) WITHIN 5 SECONDS",
+                               DECL)
+    engine = deadline.engine(backend=backend)
+    assert list(engine.process([("SELL", {"name": "A", "price": 1.0, "volume": 1,
+                                          "ts": start})])) == []
+    assert engine.advance(start + dt.timedelta(seconds=5)) == []  # not passed yet
+    (ce,) = engine.advance("2024-03-01T00:00:06Z")
+    assert ce.start_time == start
+    with pytest.raises(cercore.ConfigError, match="advance.*must be an integer"):
+        engine.advance("soon")
+    trend = cercore.compile("RETURN COUNT(*) PATTERN SEQ(SELL S, BUY B+) "
+                            "WITHIN 10 seconds SLIDE 10 seconds", DECL)
+    events = _events([0, 3, 4, 6], dt.UTC)  # BUY, SELL, SELL, BUY
+    (row,) = trend.run(events, backend=backend)
+    assert row["window_start"] == BASE.replace(tzinfo=dt.UTC)  # 09:30:00, a multiple of 10 s
+    assert row["window_end"] - row["window_start"] == dt.timedelta(seconds=10)
+    assert row["COUNT(*)"] == 2
+    decl = tmp_path / "s.decl"
+    decl.write_text(DECL)
+    data = tmp_path / "e.jsonl"
+    data.write_bytes(_jsonl(events))
+    run = subprocess.run([sys.executable, "-m", "cercore", "run",
+                          "RETURN COUNT(*) PATTERN SEQ(SELL S, BUY B+) WITHIN 10 seconds "
+                          "SLIDE 10 seconds", "--schema", str(decl), "--input", str(data)],
+                         capture_output=True, text=True, cwd=ROOT, check=True)
+    assert json.loads(run.stdout.splitlines()[0])["window_start"] == "2024-03-01T09:30:00+00:00"
