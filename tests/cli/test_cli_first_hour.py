@@ -75,3 +75,17 @@ def test_progress_on_a_file_read_whole_changes_no_output(capsys, monkeypatch):
     assert shown.out == plain.out and shown.out.count("\n") > 1000
     assert "1,000 / 24,887 events (4%)" in shown.err
     assert "24,887 / 24,887 events (100%)" in shown.err
+
+
+def test_advance_takes_a_timestamp(tmp_path, capsys):
+    decl = tmp_path / "s.decl"
+    decl.write_text("CREATE STREAM S { EVENT HOT { id:int, ts:primary_time(s) }, "
+                    "EVENT COOL { id:int, ts:primary_time(s) } }")
+    data = tmp_path / "e.csv"
+    data.write_text("event_type,id,ts\nHOT,1,2024-03-01T09:30:00\n")
+    query = "SELECT * FROM S WHERE HOT AS h ; ABSENT(COOL) WITHIN 30 SECONDS PARTITION BY [id]"
+    argv = ["run", query, "--schema", str(decl), "--input", str(data)]
+    assert main(argv + ["--advance", "2024-03-01T09:30:31"]) == 0
+    assert '"start_time":"2024-03-01T09:30:00"' in capsys.readouterr().out
+    assert main(argv + ["--advance", "2024-03-01T09:30:30"]) == 0  # the span has not passed
+    assert capsys.readouterr().out == ""
