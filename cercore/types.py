@@ -172,7 +172,7 @@ def window_length(seconds: int | float, unit: str) -> int | None:
 # ---- event time: integers and instants ----------------------------------------------------
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _EPOCH_NAIVE = dt.datetime(1970, 1, 1)
-_NS_PER_UNIT = {u: 1_000_000_000 // n for u, n in TIME_UNITS_PER_SECOND.items()}
+NS_PER_UNIT = {u: 1_000_000_000 // n for u, n in TIME_UNITS_PER_SECOND.items()}
 
 
 def parse_instant(text: str) -> dt.datetime | None:
@@ -207,7 +207,7 @@ def instant_ns(v: Any) -> int | None:
 def ns_to_units(ns: int, unit: str) -> int | None:
     """Nanoseconds as a whole number of ``unit`` (None: a fraction of a unit remains, or the
     result is beyond int64)."""
-    units, rest = divmod(ns, _NS_PER_UNIT[unit])
+    units, rest = divmod(ns, NS_PER_UNIT[unit])
     return units if not rest and INT64_MIN <= units <= INT64_MAX else None
 
 
@@ -231,9 +231,9 @@ def time_problem(v: Any, unit: str) -> str:
     """Why ``coerce_time`` refuses ``v`` (for messages), with the way out."""
     instant = parse_instant(v) if isinstance(v, str) else v if is_instant(v) else None
     if instant is not None and (ns := instant_ns(instant)) is not None:
-        if ns % _NS_PER_UNIT[unit]:
-            finer = [u for u in TIME_UNITS_PER_SECOND if _NS_PER_UNIT[u] < _NS_PER_UNIT[unit]
-                     and ns % _NS_PER_UNIT[u] == 0]
+        if ns % NS_PER_UNIT[unit]:
+            finer = [u for u in TIME_UNITS_PER_SECOND if NS_PER_UNIT[u] < NS_PER_UNIT[unit]
+                     and ns % NS_PER_UNIT[u] == 0]
             return (f"{_short(v)} is not a whole number of {unit} (the time unit): state a "
                     f"finer one, e.g. primary_time({(finer or ['ns'])[0]})")
         return f"{_short(v)} is out of range for int64 {unit} since 1970"
@@ -278,7 +278,7 @@ class TimeForm:
         datetime (microseconds: a finer unit is truncated) in the input's zone."""
         if units is None or not self.instants:
             return units
-        delta = dt.timedelta(microseconds=(units * _NS_PER_UNIT[self.unit]) // 1000)
+        delta = dt.timedelta(microseconds=(units * NS_PER_UNIT[self.unit]) // 1000)
         if self.tz is None:
             return _EPOCH_NAIVE + delta
         return (EPOCH + delta).astimezone(self.tz)

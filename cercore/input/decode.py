@@ -30,6 +30,7 @@ from cercore.types import (
     INT64_MAX,
     INT64_MIN,
     NOT_A_VALUE,
+    NS_PER_UNIT,
     AttrType,
     TimeForm,
     coerce,
@@ -534,8 +535,7 @@ def arrow_time_values(col, form: TimeForm) -> tuple[Any, np.ndarray | None,
         ok = _valid(col)
         raw = pc.cast(col, pa.int64())
         raw = (raw if ok is None else pc.fill_null(raw, 0)).to_numpy(zero_copy_only=False)
-        per = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
-        have, want = per[typ.unit], per[form.unit]
+        have, want = NS_PER_UNIT[typ.unit], NS_PER_UNIT[form.unit]
         if have >= want:  # the column's unit is coarser: scale up (beyond int64: wrong)
             factor = have // want
             limit = INT64_MAX // factor
