@@ -122,3 +122,14 @@ def test_the_site_lists_every_page():
     listed = set(re.findall(r"^\s+- [^:]+: (\S+\.md)$", nav, re.M))
     assert listed == {p.name for p in (ROOT / "docs").glob("*.md")}
     assert re.search(r"^strict: true$", text, re.M)
+
+
+def test_the_readme_example_prints_what_the_readme_says(tmp_path, monkeypatch):
+    text = (ROOT / "README.md").read_text()
+    said = re.search(r"It prints `([^`]+)`", text).group(1)
+    first = next(b for b in blocks(ROOT / "README.md") if b.language == "python")
+    monkeypatch.chdir(_workdir(tmp_path))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(first.code, "README.md", "exec"), {"__name__": "__docs__"})
+    assert out.getvalue().strip() == said
