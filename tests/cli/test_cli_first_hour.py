@@ -89,3 +89,21 @@ def test_advance_takes_a_timestamp(tmp_path, capsys):
     assert '"start_time":"2024-03-01T09:30:00"' in capsys.readouterr().out
     assert main(argv + ["--advance", "2024-03-01T09:30:30"]) == 0  # the span has not passed
     assert capsys.readouterr().out == ""
+
+
+def test_the_cli_reference_names_every_option():
+    """docs/cli.md lists every option of run, explain and demo (the parser is the truth)."""
+    import argparse
+    from pathlib import Path
+
+    from cercore.cli import build_parser
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("run", "explain", "demo"):
+        assert f"cercore {command}" in page
+        for action in sub.choices[command]._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option != "--help":
+                    assert f"`{option}" in page or f" {option} " in page \
+                        or f"[{option}" in page, (command, option)
