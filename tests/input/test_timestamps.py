@@ -101,6 +101,11 @@ def test_every_form_of_timestamps_gives_the_same_complex_events_and_times(backen
             assert (c.start_time.tzinfo is None) == (tz is None), name
             assert int(c.start_time.replace(tzinfo=c.start_time.tzinfo or dt.UTC)
                        .timestamp()) == e.start_time, name
+    # several queries in one pass: the shared input's form reaches every query
+    multi = cercore.multi_engine({"q": query}, backend=backend)
+    together = list(multi.process(forms["pandas"])) + multi.flush()
+    assert [(m.ce.positions, m.ce.start_time, m.ce.end_time) for m in together] == \
+        [(c.positions, events[c.start][1]["ts"], events[c.end][1]["ts"]) for c in expected]
     # one at a time (push) too
     engine = query.engine(backend=backend)
     pushed = [c for t, a in events for c in engine.push(t, a)]
