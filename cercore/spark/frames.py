@@ -241,8 +241,10 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
                                    f"does not hold the declared {t.value}")
             sources.append((attr, attr))
     hidden.append((KEY, _key_column(schema, query, _quote(type_source))))
+    time_type = None if time is None or not is_timestamp(cols[time]) \
+        else cols[time].typeName()  # timestamps are reported as timestamps
     job = EngineJob(query, schema, tuple(sources), tuple(df_schema.names), options,
-                    has_time=time is not None, type_source=type_source)
+                    has_time=time is not None, type_source=type_source, time_type=time_type)
     return Columns(job, schema, time, inferred, sequence, hidden)
 
 

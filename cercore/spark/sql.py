@@ -160,7 +160,8 @@ class CerFind(_Chunked):
         for name, sql in hidden:  # (hidden timestamp attributes: bigint, like TIME)
             select.append(SelectedColumn(sql, alias=name))
             selected.append(StructField(name, StringType() if name in _TEXT else LongType()))
-        return FindAnalysis(schema=output_schema(events), select=select, job=cols.job,
+        return FindAnalysis(schema=output_schema(events, cols.job.time_type), select=select,
+                            job=cols.job,
                             selected=StructType(selected), positioned=pos is not None,
                             advanced=until is not None)
 

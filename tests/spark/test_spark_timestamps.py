@@ -1,6 +1,7 @@
 """The same timestamps give the same complex events and times on Spark as locally: a Spark
-``timestamp`` time column (from Python datetimes, naive or with a zone) through ``find`` with
-a declared unit, against the local engine over the datetimes themselves."""
+``timestamp`` time column (from Python datetimes, naive or with a zone) through ``find`` (with
+a declared unit, another unit, or no declaration) and ``cer_find``, against the local engine
+over the datetimes themselves; the times come back as timestamps on every entry point."""
 
 from __future__ import annotations
 
@@ -36,10 +37,26 @@ def test_timestamps_on_spark_equal_the_local_engine(spark, zone):
     rows = [{"event_type": k, **a} for k, a in events]
     df = spark.createDataFrame(rows, "event_type string, name string, price double, "
                                      "ts timestamp")
-    got = find(df, QUERY, schema=DECL).collect()
+    def utc(t: dt.datetime) -> dt.datetime:  # as Spark hands timestamps back (session: UTC)
+        return t.astimezone(dt.UTC).replace(tzinfo=None) if t.tzinfo else t
 
-    def millis(t: dt.datetime) -> int:
-        return int(t.replace(tzinfo=t.tzinfo or dt.UTC).timestamp() * 1000)
+    expected = sorted((c.start, c.end, utc(c.start_time), utc(c.end_time)) for c in local)
+    # complex events report timestamps as timestamps, whatever unit the schema counts in
+    for decl in (DECL, DECL.replace("(ms)", "(us)")):
+        found = find(df, QUERY, schema=decl)
+        assert dict(found.dtypes)["start_time"] == "timestamp"
+        got = found.collect()
+        assert sorted((r["start"], r["end"], r["start_time"], r["end_time"]) for r in got) \
+            == expected
+    inferred = find(df, QUERY, time="ts").collect()  # no declaration: the same times
+    assert sorted((r["start_time"], r["end_time"]) for r in inferred) == \
+        sorted((s, e) for _, _, s, e in expected)
+    if zone is None:  # the SQL table function reports them alike
+        from cercore.spark import register
 
-    assert sorted((r["start"], r["end"], r["start_time"], r["end_time"]) for r in got) == \
-        sorted((c.start, c.end, millis(c.start_time), millis(c.end_time)) for c in local)
+        register(spark)
+        df.createOrReplaceTempView("stamped")
+        sql = spark.sql(f"""SELECT * FROM cer_find(TABLE(stamped) WITH SINGLE PARTITION
+                            ORDER BY (ts), '{QUERY}', '{DECL}')""").collect()
+        assert sorted((r["start_time"], r["end_time"]) for r in sql) == \
+            sorted((s, e) for _, _, s, e in expected)
