@@ -29,6 +29,7 @@ from cercore.errors import ConfigError
 from cercore.input.options import EngineOptions
 from cercore.schema import Schema
 from cercore.spark.batch import floor_div, into_partitions, slices_of
+from cercore.spark.errors import cercore_errors
 from cercore.spark.frames import spark_options, with_integer_time
 from cercore.spark.job import GROUP
 from cercore.spark.partitions import partition_cap
@@ -175,7 +176,9 @@ def aggregate_rows(df: Any, query: CompiledTrendQuery | str, *,
     out = aggregate(df, query, spark=spark, options=options, exact="string", **option)
     _, exact_columns = row_schema(query, "string")
     rows = []
-    for r in out.collect():
+    with cercore_errors():
+        collected = out.collect()
+    for r in collected:
         row = r.asDict()
         for c in exact_columns:
             row[c] = int(row[c])

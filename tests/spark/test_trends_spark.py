@@ -124,3 +124,25 @@ def test_a_timestamp_time_column_and_bracket_alternatives(spark):
                          {"event_type": "ALARM", "plug": None, "household": 1, "t": 3}])
     assert trend.run(rows) == [{"window_start": 0, "window_end": 10, "COUNT(*)": 1}]
     assert aggregate_rows(rows, trend, spark=spark) == trend.run(rows)
+
+
+def test_worker_errors_reach_the_user_as_cercore_errors(spark):
+    """An error cercore raises in a worker comes back as that CercoreError, the message on
+    top: from aggregate_rows, and from any action inside cercore.spark.cercore_errors()."""
+    import pandas as pd
+
+    import cercore
+    from cercore.spark import aggregate, aggregate_rows, cercore_errors
+
+    q = compile_trend("RETURN SUM(A.v) PATTERN A+", SCHEMA)
+    pdf = pd.DataFrame([{"event_type": "A", "v": v, "g": 0, "h": 0, "t": t}
+                        for t, v in enumerate([1, None, 3])])
+    with pytest.raises(cercore.EventError, match=r"^event 1: A event has no 'v' value"):
+        aggregate_rows(pdf, q, spark=spark)
+    big = compile_trend("RETURN COUNT(*) PATTERN A+", SCHEMA)
+    many = pd.DataFrame([{"event_type": "A", "v": 1, "g": 0, "h": 0, "t": t}
+                         for t in range(130)])
+    with pytest.raises(cercore.CercoreError, match="more than 38 digits") as err:
+        with cercore_errors():
+            aggregate(many, big, spark=spark).collect()
+    assert "exact='string'" in str(err.value) and "Traceback" not in str(err.value)
