@@ -276,7 +276,3 @@ def write_rows(rows: Iterable[dict], columns: list[str], out, fmt: str,
 
 def _aligned(cells: list, widths: list[int]) -> str:
     return "  ".join(str(v).rjust(w) for v, w in zip(cells, widths)).rstrip() + "\n"
-
-
-def _no_flush() -> None:
-    pass

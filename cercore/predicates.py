@@ -9,7 +9,8 @@ leaves with AND/OR/NOT into *guards*. Semantics (DESIGN.md "Filters"):
 - integer arithmetic is exact: int64 where no result can leave int64, else Python integers
   (``volume * 9223372036854775807 > 0`` holds for every positive volume; literals beyond int64
   are exact too);
-- strings compare exactly, ``LIKE`` is an unanchored regular-expression search.
+- strings compare exactly, ``LIKE`` is an unanchored regular-expression search in RE2's
+  dialect and linear time (``cercore.ceql.regex``).
 
 String columns arrive dictionary-encoded (``StringColumn``): a comparison with a constant,
 ``LIKE`` and ``IN`` run once per distinct string and the events read the result by their code.
@@ -20,16 +21,23 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import re
 
 import numpy as np
 
 from cercore.ceql import ast
+from cercore.ceql.regex import like_search
 from cercore.input.columns import Columns, StringColumn
 from cercore.types import INT64_MIN
 
-_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
-        "==": operator.eq, "!=": operator.ne}
+# the comparison operators, one table for every evaluator of predicates (vector, scalar, the
+# check of predicates between events; the Cython kernel numbers them in this order)
+COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+               "==": operator.eq, "!=": operator.ne}
+_CMP = COMPARISONS
+# each operator's number in the compiled kernels (cercore_fast/between.pyx, trends.pyx)
+COMPARISON_CODES = {op: code for code, op in enumerate(COMPARISONS)}
+# a comparison with its sides swapped: x op y == y MIRRORED[op] x
+MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 
 def _plain(x):
@@ -186,8 +194,8 @@ def evaluate_leaf(p: ast.Pred, cols: Columns) -> np.ndarray:
         return np.logical_and(np.logical_and(res, oka), okb)
     if isinstance(p, ast.Like):
         v, ok = _expr(p.operand, cols)
-        rx = re.compile(p.pattern)
-        res = _per_value(v, n, lambda s: isinstance(s, str) and rx.search(s) is not None)
+        search = like_search(p.pattern)
+        res = _per_value(v, n, lambda s: isinstance(s, str) and search(s))
         return np.logical_and(res, ok)
     if isinstance(p, ast.InSet):
         v, ok = _expr(p.operand, cols)
@@ -273,8 +281,14 @@ def _scalar_expr(e: ast.Expr):
             return a * b
         if b == 0:
             return None
-        return a / b if op == "/" else math.fmod(a, b)
+        return a / b if op == "/" else _fmod(a, b)
     return binop
+
+
+def _fmod(a: float, b: float) -> float:
+    """``np.fmod`` on two doubles (``b`` not zero): nan for an infinite ``a``, where
+    ``math.fmod`` raises; Python's other double operations already give numpy's inf and nan."""
+    return math.nan if math.isinf(a) else math.fmod(a, b)
 
 
 def _numeric_pair(a, b):
@@ -312,11 +326,11 @@ def scalar_leaf(p: ast.Pred):
             return bool(cmp(*_numeric_pair(a, b)))
         return compare
     if isinstance(p, ast.Like):
-        operand, search = _scalar_expr(p.operand), re.compile(p.pattern).search
+        operand, search = _scalar_expr(p.operand), like_search(p.pattern)
 
         def like(row) -> bool:
             v = operand(row)
-            return type(v) is str and search(v) is not None
+            return type(v) is str and search(v)
         return like
     if isinstance(p, ast.InSet):
         operand, negated = _scalar_expr(p.operand), p.negated

@@ -127,9 +127,7 @@ class CompiledQuery:
             "reported atoms (SELECT): " + ("all" if a.marked is None else
                                            ", ".join(f"a{i}" for i in sorted(a.marked))
                                            or "none (intervals only)"),
-            "predicates between events: " + ("none" if not a.event_predicates else
-                                              " AND ".join(map(format_pred, a.event_predicates))
-                                              + _BETWEEN_TEXT),
+            "predicates between events: " + _between_text(a, format_pred),
             "deadline: " + ("none" if a.deadline is None else
                             "no " + " OR ".join(f"a{i}" for i in a.deadline.psi_atoms)
                             + f" within {a.deadline.span} [{a.deadline.attribute}] after the "
@@ -170,10 +168,30 @@ _STRATEGY_TEXT = {
 }
 
 
+def _between_text(a, format_pred) -> str:
+    """explain's line on predicates between events: which ones the partition guarantees, which
+    ones are checked, and how."""
+    if not a.event_predicates:
+        return "none"
+    checked = a.checked_predicates
+    kept = [p for p in a.event_predicates if p not in checked]
+    out = []
+    if kept:
+        out.append(" AND ".join(map(format_pred, kept)) + " -- guaranteed by PARTITION BY "
+                   "(each key is evaluated apart): never checked")
+    if checked:
+        out.append(" AND ".join(map(format_pred, checked)) + _BETWEEN_TEXT)
+    return "; ".join(out)
+
+
 _BETWEEN_TEXT = (
-    " -- checked on each complex event the automaton finds, before the strategy and LIMIT "
-    "(cost per complex event: its span, the valuations that produce it and the combinations "
-    "of events bound to the predicates' variables; delay is no longer output-linear)")
+    " -- checked while the enumerator walks each complex event from its last event back, "
+    "as soon as the events a combination names are bound (NEXT(x): each consecutive pair as "
+    "its earlier event joins); a failing branch is abandoned with everything below it, so the "
+    "delay per complex event is its own length plus the branches abandoned on the way, each "
+    "cut at its first failing combination; where runs bind one event to different variables, "
+    "the complex event is checked whole over the valuations that produce it. Strategies and "
+    "LIMIT see only complex events that satisfy them")
 
 _WINDOWED_STRATEGY_TEXT = (
     "; under WITHIN only complex events that fit the window compete: the automaton ranks the "

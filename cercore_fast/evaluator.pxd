@@ -7,6 +7,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
+from cercore_fast.between cimport BetweenKernel
 from cercore_fast.tecs cimport Arena, UList
 
 
@@ -38,6 +39,13 @@ cdef class CythonEvaluator:
     cdef int64_t w_enumerated
     cdef int64_t w_positions
     cdef int64_t w_visited
+    cdef int64_t w_checks
+    cdef int64_t w_pruned
+
+    # predicates between events, checked while enumerating (None: the query has none);
+    # labels[sid * trans_cols + letter]: the OUTPUT node label of that marking move (encoded)
+    cdef BetweenKernel between
+    cdef int32_t* labels
 
     cdef Arena arena
     cdef unordered_map[int64_t, Table] partitions
@@ -81,6 +89,10 @@ cdef class CythonEvaluator:
     cdef int32_t one_letter
     cdef int64_t one_time
     cdef int64_t left  # what LIMIT still allows for the current event
+    # with predicates between events: a complex event of the current event satisfied them
+    # (what CONSUME BY asks), and the enumeration only looks for one (LIMIT 0)
+    cdef bint matched
+    cdef bint probing
     cdef int64_t cur_pid
     cdef int64_t cur_pos
     cdef int64_t cur_tau
@@ -111,6 +123,8 @@ cdef class CythonEvaluator:
     cdef int resolve_miss(self) except -1
     cdef int grow_table(self, int64_t rows, int64_t cols) except -1
     cdef int refresh_states(self) except -1
+    cdef int label_table(self) except -1
+    cdef int32_t label_of(self, int64_t sid, int64_t letter) except? -9
     cdef void clear_output(self) noexcept
     cdef void recycle_new_lists(self) noexcept nogil
     cdef void new_list(self, size_t ns) noexcept nogil
@@ -119,3 +133,4 @@ cdef class CythonEvaluator:
     cdef int advance_or_raise(self) except -1
     cdef void finish(self) noexcept
     cdef list _buffered(self, view)
+    cdef object output(self, Py_ssize_t i, view)

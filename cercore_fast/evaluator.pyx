@@ -41,7 +41,7 @@ from cercore_fast.tecs cimport (
 
 import numpy as np
 
-from cercore.runtime.state import STATE_FORMAT, WORK_KEYS, EvaluatorState, check_pickled
+from cercore.runtime.state import WORK_KEYS, EvaluatorState, pickled, unpickled
 
 from cercore.runtime import constants
 
@@ -62,6 +62,7 @@ cdef enum:
     FULL = 1
     MISS = 2
     NOMEM = 3
+    FAILED = 4  # a predicate between events raised (BetweenKernel.pop_error)
 
 
 def _new_evaluator():
@@ -78,6 +79,8 @@ cdef class CythonEvaluator:
 
     def __cinit__(self):
         self.trans = NULL
+        self.labels = NULL
+        self.between = None
         self.trans_rows = 0
         self.trans_cols = 0
         self.arena.nodes = NULL
@@ -103,6 +106,40 @@ cdef class CythonEvaluator:
         arena_free(&self.arena)
         free(self.trans)
         self.trans = NULL
+        free(self.labels)
+        self.labels = NULL
+
+    def check_between(self, plan, check):
+        """Check predicates between events while enumerating: ``plan`` (a ``BetweenPlan``)
+        labels the OUTPUT nodes, ``check`` (an ``IncrementalCheck``) gives the term values
+        and the whole check of ambiguous paths (cercore_fast/between.pyx does the rest)."""
+        self.between = BetweenKernel(plan, check.values, check)
+        self.grow_table(1, 1)  # (labels exist exactly when `between` is set)
+        self.label_table()
+
+    cdef int label_table(self) except -1:
+        """(Re)build the labels of the table's computed marking moves."""
+        cdef int64_t n = self.trans_rows * self.trans_cols, idx, sid, letter
+        free(self.labels)
+        self.labels = NULL
+        if self.between is None or n == 0:
+            return 0
+        self.labels = <int32_t*>malloc(<size_t>n * sizeof(int32_t))
+        if self.labels == NULL:
+            raise MemoryError("cercore_fast: label table")
+        for idx in range(n):
+            self.labels[idx] = NIL
+            if self.trans[idx * 3] != MISSING and self.trans[idx * 3] != NO_STATE:
+                sid = idx // self.trans_cols
+                letter = idx % self.trans_cols
+                self.labels[idx] = self.label_of(sid, letter)
+        return 0
+
+    cdef int32_t label_of(self, int64_t sid, int64_t letter) except? -9:
+        """The encoded label (``-2 - label``) of ``sid``'s marking move on ``letter``."""
+        det = self.det
+        return -2 - self.between.plan.label(det.cea, det.subsets[sid],
+                                            self.encoder.atom_masks[letter])
 
     # ---- per batch ---------------------------------------------------------------------------
     def run(self, batch, view=None):
@@ -116,8 +153,7 @@ cdef class CythonEvaluator:
         cdef const int32_t[::1] l = np.ascontiguousarray(batch.letters, dtype=np.int32)
         cdef const int64_t[::1] t = np.ascontiguousarray(batch.times, dtype=np.int64)
         cdef int code
-        cdef Py_ssize_t i, j, lo, hi, n_out
-        cdef object tup, v
+        cdef Py_ssize_t i, n_out
         if a.shape[0] == 0:
             return
         self.begin(a, p, l, t, batch)
@@ -129,18 +165,7 @@ cdef class CythonEvaluator:
                 # yield the buffered outputs one by one (no list: fewer objects for the GC)
                 n_out = self.out_start.size()
                 for i in range(n_out):
-                    lo = self.out_off[i]
-                    hi = self.out_off[i + 1]
-                    tup = PyTuple_New(hi - lo)
-                    for j in range(lo, hi):
-                        v = self.out_pos[j]
-                        Py_INCREF(v)
-                        PyTuple_SET_ITEM(tup, j - lo, v)
-                    self.reported += 1
-                    if view is None:
-                        yield (self.out_start[i], self.out_end[i], tup)
-                    else:
-                        yield make_view(self.out_start[i], self.out_end[i], tup, view)
+                    yield self.output(i, view)
                 if n_out:
                     self.clear_output()
                 if code == DONE:
@@ -172,6 +197,8 @@ cdef class CythonEvaluator:
         self.b_consume = consume
         self.enumerating = False
         self.min_compaction = MIN_COMPACTION
+        if self.between is not None:
+            self.between.refresh()
         try:
             while True:
                 code = self.advance_or_raise()
@@ -203,24 +230,24 @@ cdef class CythonEvaluator:
 
     cdef list _buffered(self, view):
         """The buffered complex events (tuples, or views over ``view``); the buffer empties."""
-        cdef Py_ssize_t i, j, lo, hi, n_out = self.out_start.size()
-        cdef object tup, v
-        cdef list out = []
-        for i in range(n_out):
-            lo = self.out_off[i]
-            hi = self.out_off[i + 1]
-            tup = PyTuple_New(hi - lo)
-            for j in range(lo, hi):
-                v = self.out_pos[j]
-                Py_INCREF(v)
-                PyTuple_SET_ITEM(tup, j - lo, v)
-            self.reported += 1
-            if view is None:
-                out.append((self.out_start[i], self.out_end[i], tup))
-            else:
-                out.append(make_view(self.out_start[i], self.out_end[i], tup, view))
+        cdef Py_ssize_t i, n_out = self.out_start.size()
+        cdef list out = [self.output(i, view) for i in range(n_out)]
         self.clear_output()
         return out
+
+    cdef object output(self, Py_ssize_t i, view):
+        """Buffered complex event ``i``: (start, end, positions), or a view over ``view``
+        (counted as reported)."""
+        cdef Py_ssize_t j, lo = self.out_off[i], hi = self.out_off[i + 1]
+        cdef object tup = PyTuple_New(hi - lo), v
+        for j in range(lo, hi):
+            v = self.out_pos[j]
+            Py_INCREF(v)
+            PyTuple_SET_ITEM(tup, j - lo, v)
+        self.reported += 1
+        if view is None:
+            return (self.out_start[i], self.out_end[i], tup)
+        return make_view(self.out_start[i], self.out_end[i], tup, view)
 
     def run_arrays(self, batch):
         """``run`` in bulk: (start, end, offsets, positions) int64 arrays, complex event i having
@@ -280,6 +307,8 @@ cdef class CythonEvaluator:
         self.b_limit = batch.limit
         self.b_consume = batch.consume
         self.enumerating = False
+        if self.between is not None:
+            self.between.refresh()
 
     cdef int advance_or_raise(self) except -1:
         """One ``advance``; a table miss is resolved here (MISS: call again)."""
@@ -290,6 +319,8 @@ cdef class CythonEvaluator:
             self.resolve_miss()
         elif code == NOMEM:
             raise MemoryError("cercore_fast: out of memory in the tECS arena")
+        elif code == FAILED:
+            raise self.between.pop_error()
         return code
 
     cdef void finish(self) noexcept:
@@ -315,8 +346,11 @@ cdef class CythonEvaluator:
         cdef int rc
         while True:
             if self.enumerating:
-                if self.enum_run():
+                rc = self.enum_run()
+                if rc == 1:
                     return FULL
+                if rc == 2:
+                    return FAILED
                 self.root_idx += 1
                 if self.root_idx < <int64_t>self.roots.size() and self.left != 0:
                     root = self.roots[self.root_idx]
@@ -349,6 +383,13 @@ cdef class CythonEvaluator:
             self.cur_tau = tau
             self.cur_pid = self.b_pids[k]
             self.left = self.b_limit
+            self.matched = False
+            # CONSUME BY under LIMIT 0 with predicates between events: consumption needs one
+            # complex event that satisfies them, so look for it without reporting it
+            self.probing = self.labels != NULL and self.b_consume != CONSUME_NONE \
+                and self.left == 0
+            if self.probing:
+                self.left = 1
             self.enumerating = True
             self.root_idx = -1
 
@@ -369,11 +410,14 @@ cdef class CythonEvaluator:
         self.trans[idx] = q_mark
         self.trans[idx + 1] = q_skip
         self.trans[idx + 2] = q_pre
+        if self.between is not None and q_mark != NO_STATE:
+            self.labels[sid * self.trans_cols + letter] = self.label_of(sid, letter)
         return 0
 
     cdef int grow_table(self, int64_t rows, int64_t cols) except -1:
         cdef int64_t nr = self.trans_rows, nc = self.trans_cols, i, j, n
         cdef int32_t* t
+        cdef int32_t* lab
         if rows <= nr and cols <= nc:
             return 0
         if nr < 8:
@@ -393,6 +437,18 @@ cdef class CythonEvaluator:
         for i in range(self.trans_rows):
             for j in range(self.trans_cols * 3):
                 t[i * nc * 3 + j] = self.trans[i * self.trans_cols * 3 + j]
+        if self.between is not None:
+            lab = <int32_t*>malloc(<size_t>(nr * nc) * sizeof(int32_t))
+            if lab == NULL:
+                free(t)
+                raise MemoryError("cercore_fast: label table")
+            for i in range(nr * nc):
+                lab[i] = NIL
+            for i in range(self.trans_rows):
+                for j in range(self.trans_cols):
+                    lab[i * nc + j] = self.labels[i * self.trans_cols + j]
+            free(self.labels)
+            self.labels = lab
         free(self.trans)
         self.trans = t
         self.trans_rows = nr
@@ -421,7 +477,8 @@ cdef class CythonEvaluator:
         return dict(zip(WORK_KEYS, (
             self.w_events, self.w_transitions, self.w_misses, self.w_events, self.w_outputs,
             self.w_created - self.w_events - self.w_outputs, self.w_inserts, self.w_merges,
-            self.w_step_max, self.w_enumerated, self.w_positions, self.w_visited)))
+            self.w_step_max, self.w_enumerated, self.w_positions, self.w_visited,
+            self.w_checks, self.w_pruned)))
 
     def reset_work_counts(self, counts=None):
         """Set every work counter to 0, or to ``counts`` (keys of ``work_counts``)."""
@@ -429,7 +486,7 @@ cdef class CythonEvaluator:
         # in WORK_KEYS order, as work_counts gives them
         (self.w_events, self.w_transitions, self.w_misses, bottoms, self.w_outputs, unions,
          self.w_inserts, self.w_merges, self.w_step_max, self.w_enumerated, self.w_positions,
-         self.w_visited) = [c.get(k, 0) for k in WORK_KEYS]
+         self.w_visited, self.w_checks, self.w_pruned) = [c.get(k, 0) for k in WORK_KEYS]
         self.w_created = bottoms + self.w_outputs + unions
 
     # ---- Algorithm 1 --------------------------------------------------------------------------
@@ -543,6 +600,8 @@ cdef class CythonEvaluator:
         if q_mark != NO_STATE:
             merged = ul_merge(a, ul)
             out = extend(a, merged, pos)
+            if self.labels != NULL:
+                a.nodes[out].right = self.labels[p * self.trans_cols + letter]
             self.w_merges += 1
             self.w_outputs += 1
             s = self.slot[q_mark]
@@ -572,25 +631,45 @@ cdef class CythonEvaluator:
 
     # ---- Algorithm 2 --------------------------------------------------------------------------
     cdef int enum_run(self) noexcept nogil:
-        """Continue the DFS; 1 when the output buffer filled up (suspended), 0 when done."""
+        """Continue the DFS; 1 when the output buffer filled up (suspended), 0 when done, 2
+        when a predicate between events raised. With such predicates (``between``), each
+        event joining the path is checked and a failing branch is abandoned."""
         cdef Node* nodes = self.arena.nodes  # enumeration never allocates nodes
-        cdef int64_t n, r, tau = self.cur_tau, end = self.cur_pos
+        cdef int64_t n, r, tau = self.cur_tau, end = self.cur_pos, depth
         cdef Py_ssize_t j
         cdef int8_t k
+        cdef int rc
+        cdef bint checking = self.labels != NULL  # (set exactly when `between` is)
         while self.st_node.size():
             if <int64_t>self.out_pos.size() >= self.out_cap \
                     or <int64_t>self.out_start.size() >= self.out_cap:
                 return 1
             n = self.st_node.back()
             self.st_node.pop_back()
-            self.path.resize(self.st_depth.back())
+            depth = self.st_depth.back()
+            self.path.resize(depth)
             self.st_depth.pop_back()
+            if checking:
+                self.between.cut(depth)
             while True:
                 self.w_visited += 1
                 k = nodes[n].kind
                 if k == BOTTOM:
                     self.w_enumerated += 1
                     self.w_positions += <int64_t>self.path.size()
+                    if checking:
+                        rc = self.between.accepts(nodes[n].pos, end, self.path)
+                        if rc < 0:
+                            return 2
+                        if rc == 0:
+                            self.w_pruned += 1
+                            break
+                        self.matched = True
+                        if self.probing:  # found one: nothing is reported (LIMIT 0)
+                            self.st_node.clear()
+                            self.st_depth.clear()
+                            self.left = 0
+                            return 0
                     self.out_start.push_back(nodes[n].pos)
                     self.out_end.push_back(end)
                     for j in range(<Py_ssize_t>self.path.size() - 1, -1, -1):
@@ -603,6 +682,16 @@ cdef class CythonEvaluator:
                         return 0
                     break
                 if k == OUTPUT:
+                    if checking:
+                        rc = self.between.push(nodes[n].pos, -2 - <int32_t>nodes[n].right,
+                                          <int64_t>self.path.size())
+                        if rc < 0:
+                            return 2
+                        if rc != 1:
+                            self.w_checks += 1
+                        if rc == 0:
+                            self.w_pruned += 1
+                            break
                     self.path.push_back(nodes[n].pos)
                 else:
                     r = nodes[n].right
@@ -617,6 +706,8 @@ cdef class CythonEvaluator:
         or not LIMIT let it be reported): discard partial matches."""
         cdef size_t i
         cdef bint matched = False
+        if self.labels != NULL and not self.matched:
+            return  # no complex event satisfied the predicates between events
         for i in range(self.roots.size()):
             if self.arena.nodes[self.roots[i]].maxs >= self.cur_tau:
                 matched = True
@@ -751,6 +842,7 @@ cdef class CythonEvaluator:
                 for c in range(cols):
                     for k in range(3):
                         self.trans[(r * self.trans_cols + c) * 3 + k] = table[r, c, k]
+        self.label_table()
         self.pre.clear()
         for pid, q in state.pre_map().items():
             self.pre[<int64_t>pid] = <int32_t>q
@@ -760,14 +852,10 @@ cdef class CythonEvaluator:
         self.reset_work_counts(state.work)
 
     def __getstate__(self):
-        return {"format": STATE_FORMAT, "backend": "cython", "det": self.det,
-                "encoder": self.encoder, "evaluator": self.to_state().to_dict()}
+        return pickled(self)
 
     def __setstate__(self, d):
-        check_pickled(d)
-        self.det = d["det"]
-        self.encoder = d["encoder"]
-        self.from_state(EvaluatorState.from_dict(d["evaluator"]))
+        unpickled(self, d)
 
     def __reduce__(self):
         return (_new_evaluator, (), self.__getstate__())

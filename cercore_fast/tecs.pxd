@@ -22,7 +22,8 @@ cdef struct Node:
     int64_t pos     # BOTTOM: start position; OUTPUT: marked position; UNION: -1
     int64_t maxs    # max-start: largest start time of any complex event below
     int64_t left    # OUTPUT: next node; UNION: left child; NIL otherwise
-    int64_t right   # UNION: right child (NIL once cut by compaction)
+    int64_t right   # UNION: right child (NIL once cut by compaction); OUTPUT: NIL or its
+                    # binding label, encoded as -2 - label (cercore_fast/between.pyx)
     int8_t kind     # BOTTOM / OUTPUT / UNION
 
 cdef struct Arena:

@@ -80,7 +80,7 @@ cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau) noexcept nogil:
         if nodes[x].left != NIL:
             stack.push_back(nodes[x].left)
         r = nodes[x].right
-        if r != NIL and nodes[r].maxs >= tau:
+        if r >= 0 and nodes[r].maxs >= tau:  # (an OUTPUT node's label is negative)
             stack.push_back(r)
     # pass 1: new ids in creation order; children (older, already numbered) rewritten in place
     for i in range(n):
@@ -91,7 +91,7 @@ cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau) noexcept nogil:
         if nodes[i].left != NIL:
             nodes[i].left = remap[nodes[i].left]
         r = nodes[i].right
-        if r != NIL:
+        if r >= 0:
             nodes[i].right = remap[r] if nodes[r].maxs >= tau else NIL
     # pass 2: move (new id <= old id, so increasing order never overwrites an unread node)
     for i in range(n):

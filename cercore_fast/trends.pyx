@@ -39,6 +39,8 @@ from libc.string cimport memcpy, memset
 import numpy as np
 
 from cercore.ceql import ast as ceql
+from cercore.predicates import COMPARISON_CODES as _OPS
+from cercore.predicates import MIRRORED as _FLIP
 from cercore.runtime.constants import INT64_MAX as _INT64_MAX
 from cercore.runtime.constants import INT64_MIN as _INT64_MIN
 from cercore.runtime.constants import NO_PARTITION as _NO_PARTITION
@@ -84,8 +86,6 @@ cdef extern from *:
     int64_t trends_window_end(int64_t k, int64_t size, int64_t slide) nogil
     bint trends_window_ends_by(int64_t k, int64_t size, int64_t slide, int64_t t) nogil
 
-_OPS = {"<": 0, "<=": 1, ">": 2, ">=": 3, "==": 4, "!=": 5}
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _MAX_EXACT = 2 ** 53
 
 

@@ -59,7 +59,8 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
   a missing/None attribute, or dividing by zero, is false; ``NOT`` is plain negation. int op int
   stays int, ``/`` and ``%`` truncate toward zero (C); a double makes it float (``%`` on floats
   is C's ``fmod``). ``==`` compares numbers across int/double and strings exactly; ``<`` on
-  strings is lexicographic; LIKE is ``re.search`` (unanchored); ranges are inclusive.
+  strings is lexicographic; LIKE is RE2's search (unanchored; RE2's
+  dialect, DESIGN.md "Filters"); ranges are inclusive.
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import re
 from bisect import bisect_right
 from fractions import Fraction
+
+import re2
 
 from cercore.ceql import ast
 from cercore.schema import Schema
@@ -121,8 +123,8 @@ def eval_expr(e: ast.Expr, attrs: dict):
                 return a - b * _div_trunc(a, b)
         else:
             a, b = float(a), float(b)
-            if e.op == "%":
-                return math.fmod(a, b)
+            if e.op == "%":  # C's fmod: an infinite dividend gives nan (math.fmod raises)
+                return math.nan if math.isinf(a) else math.fmod(a, b)
         return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
                 "/": lambda: a / b}[e.op]()
     raise TypeError(f"not an expression: {e!r}")
@@ -140,7 +142,7 @@ def _atomic(p, attrs: dict) -> bool:
     if isinstance(p, ast.Compare):
         return _COMPARE[p.op](eval_expr(p.left, attrs), eval_expr(p.right, attrs))
     if isinstance(p, ast.Like):
-        return re.search(p.pattern, eval_expr(p.operand, attrs)) is not None
+        return re2.search(p.pattern, eval_expr(p.operand, attrs)) is not None
     if isinstance(p, ast.InSet):
         v = eval_expr(p.operand, attrs)
         hit = False

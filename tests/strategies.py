@@ -442,7 +442,8 @@ def event_predicates(draw, schema: Schema, formula: ast.Formula, n: int) -> list
 @st.composite
 def queries_between_events(draw, schema: Schema, **options) -> ast.Query:
     """A full query whose outermost FILTER also holds predicates between events (what they
-    need: SELECT *, no CONSUME BY, a window under NEXT/LAST/MAX)."""
+    need: SELECT *, a window under NEXT/LAST/MAX); CONSUME BY as drawn: it consumes after an
+    event that completes a complex event satisfying them."""
     import dataclasses
 
     q = draw(queries(schema, full=True, **options))
@@ -456,8 +457,7 @@ def queries_between_events(draw, schema: Schema, **options) -> ast.Query:
     strategy = q.strategy
     if strategy in ("NEXT", "LAST", "MAX") and q.within is None:
         strategy = None
-    return dataclasses.replace(q, formula=formula, projection="*", consume=None,
-                               strategy=strategy)
+    return dataclasses.replace(q, formula=formula, projection="*", strategy=strategy)
 
 
 # ---------------------------------------------------------------------------------------

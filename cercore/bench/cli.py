@@ -5,6 +5,7 @@
     cercore-bench scaling [...]         # Cython vs Python, vs window, vs length, memory
     cercore-bench realtime [...]        # events pushed one at a time; latency to output
     cercore-bench absence [...]         # ABSENT and deadlines beside the same query without
+    cercore-bench correlated [...]      # predicates between events beside their twins
     cercore-bench cogra | prepp [...]   # plug-in experiments (trend aggregation, push-pull)
 
 Plug-ins: ``EXPERIMENTS`` maps a subcommand to a module defining
@@ -35,7 +36,7 @@ from cercore.runtime.backend import CYTHON_AVAILABLE
 EXPERIMENTS = {"cogra": "cercore.bench.cogra", "prepp": "cercore.bench.prepp",
                "breakdown": "cercore.bench.breakdown", "multi": "cercore.bench.multiquery",
                "spark": "cercore.bench.spark", "realtime": "cercore.bench.realtime",
-               "absence": "cercore.bench.absence"}
+               "absence": "cercore.bench.absence", "correlated": "cercore.bench.correlated"}
 DATASETS = ("stock_trace", "stocks", "smart_homes", "taxis")
 FAMILIES = ("sequence", "no-output", "window", "operators")
 BUILTIN = ("core", "suite", "scaling")

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -49,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 import cercore
+from cercore.bench.runner import rss_bytes
 from cercore.errors import CercoreError
 
 ABSENT = "NotExists"  # a ticker that never trades (S3': evaluated in full, no output)
@@ -341,15 +341,6 @@ def cycled(events: list[Record], n: int, time_attribute: str = "stock_time") -> 
         shift += span
 
 
-def rss_bytes() -> int:
-    """This process's resident set size now (Linux /proc; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return 0
-
-
 def memory_child(backend: str, n: int, query: str = PARTITIONED) -> dict:
     """Push ``n`` cycled trace events through ``query`` (default: the PARTITION BY query,
     WITHIN 1000 [stock_time]) on ``backend``, sampling RSS ``MEMORY_SAMPLES`` times."""
@@ -365,7 +356,7 @@ def memory_child(backend: str, n: int, query: str = PARTITIONED) -> dict:
     for k, (typ, attrs) in enumerate(cycled(events, n), start=1):
         outputs += len(push(typ, attrs))
         if k % every == 0:
-            samples.append((k, rss_bytes()))
+            samples.append((k, rss_bytes() or 0))  # (0 where it cannot be read)
     return {"backend": backend, "events": n, "outputs": outputs, "samples": samples}
 
 
@@ -387,7 +378,7 @@ def memory_rows(backends: list[str], n: int, query: str = PARTITIONED) -> list[d
         rows.append({"experiment": "memory", "backend": b, "events": n, "outputs": got["outputs"],
                      "rss_warm_mib": warm / 2**20, "rss_end_mib": samples[-1][1] / 2**20,
                      "rss_max_mib": max(r for _, r in samples) / 2**20,
-                     "growth": samples[-1][1] / warm - 1})
+                     "growth": samples[-1][1] / warm - 1 if warm else 0.0})
     return rows
 
 

@@ -160,7 +160,7 @@ def result_keys(plan: str, table: pa.Table) -> list:
 
 def spark_run(spark, in_path: str, out_path: str, plan: str, decl) -> tuple[float, float]:
     """(wall, CPU of the whole process tree) seconds of ``find`` (``aggregate`` for a trend
-    plan) written to Parquet."""
+    plan) written to Parquet; ``plan`` names one of ``QUERIES`` or is a CEQL query's text."""
     from cercore.spark import aggregate, find
 
     shutil.rmtree(out_path, ignore_errors=True)
@@ -171,7 +171,7 @@ def spark_run(spark, in_path: str, out_path: str, plan: str, decl) -> tuple[floa
         if plan in TRENDS:
             out = aggregate(df, TRENDS[plan], schema=decl, sequence="seq", exact="string")
         else:
-            out = find(df, QUERIES[plan], schema=decl, sequence="seq")
+            out = find(df, QUERIES.get(plan, plan), schema=decl, sequence="seq")
         out.write.parquet(out_path)
     return time.perf_counter() - t0, tree_cpu_seconds(os.getpid()) - cpu0
 

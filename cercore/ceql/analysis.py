@@ -19,6 +19,7 @@ from itertools import product
 from cercore.ceql import ast
 from cercore.ceql.guards import Guard, guard_and, guard_of
 from cercore.ceql.normal import NAtom, NContig, NFormula, NIter, NNot, NOr, NSeq, atoms_of
+from cercore.ceql.regex import regex_problem
 from cercore.ceql.terms import event_terms
 from cercore.errors import CEQLSemanticError
 from cercore.schema import Schema, did_you_mean
@@ -84,6 +85,10 @@ class AnalysedQuery:
     deadline: Deadline | None = None
     # ABSENT(ψ) WITHIN T ; φ at its start: no ψ event in the T before φ's first event
     lookback: Deadline | None = None
+    # the predicates between events the engine checks: those the partition does not already
+    # guarantee (an equality x.a = y.b between the attributes that key every type x and y
+    # can bind holds on every complex event, since each partition is evaluated apart)
+    checked_predicates: tuple[ast.Compare, ...] = ()
 
     @property
     def attribute_projection(self) -> dict[str, tuple[str, ...] | None] | None:
@@ -197,7 +202,10 @@ class _Analyser:
                              self.resolve_projection(),
                              self.q.strategy if self.q.strategy not in ("ALL", "ANY") else None,
                              event_predicates, implied, self.absences,
-                             self.resolve_deadline(window), self.resolve_lookback(window))
+                             self.resolve_deadline(window), self.resolve_lookback(window),
+                             checked_predicates=tuple(
+                                 c for c in event_predicates if not partition_guarantees(
+                                     c, partition, self.schema, _bindable(self.q.formula))))
 
     def check_clauses(self) -> None:
         q = self.q
@@ -513,8 +521,7 @@ class _Analyser:
     def resolve_event_predicates(self) -> tuple[ast.Compare, ...]:
         """The predicates between events, all in the FILTER of the whole pattern and joined
         by AND there: the engine checks them on each complex event (on every valuation that
-        produces it), which needs the complex event whole (SELECT *) and decides nothing
-        about partial matches (no CONSUME BY)."""
+        produces it), which needs the complex event whole (SELECT *)."""
         found: list[ast.Compare] = []
         f = self.q.formula
         while isinstance(f, ast.Filter):  # the FILTERs that apply to the whole pattern
@@ -548,10 +555,6 @@ class _Analyser:
         if self.q.projection != "*":
             raise self.error("predicates between events need SELECT * (they are checked on the "
                              "whole complex event)", where)
-        if self.q.consume not in (None, "NONE"):
-            raise self.error(f"CONSUME BY {self.q.consume} with predicates between events is "
-                             "not supported", where,
-                             "consumption would depend on predicates the automaton cannot see")
         if self.q.strategy in ("NEXT", "LAST", "MAX") and self.q.within is None:
             raise self.error(f"SELECT {self.q.strategy} with predicates between events needs "
                              "WITHIN", where, "the strategy picks among every complex event "
@@ -889,13 +892,30 @@ def _ties(c: ast.Compare) -> bool:
         and c.left.var != c.right.var
 
 
-def regex_problem(pattern: str) -> str | None:
-    """Why ``pattern`` (a LIKE pattern) is no regular expression, or None."""
-    try:
-        re.compile(pattern)
-    except (re.error, OverflowError, RecursionError) as e:  # x{99999999999}: overflow
-        return f"invalid regular expression {pattern!r}: {e}"
-    return None
+def partition_guarantees(c: ast.Compare, partition_by: tuple[tuple[str, ...], ...],
+                         schema: Schema, bindable: dict[str, set[str]]) -> bool:
+    """Does evaluating each PARTITION BY key apart already make ``c`` hold on every complex
+    event? True for an equality ``x.a = y.b`` (NEXT allowed) when one group keys every type x
+    can bind by ``a`` and every type y can bind by ``b`` (a type with none of the group's
+    attributes is never evaluated), and ``a`` and ``b`` are one type of int, bool or string:
+    then partition keys are equal exactly when ``=`` holds (a null key joins no partition, as
+    ``=`` on null is false). Doubles are left to the check: NaN is one key but never equal."""
+    if c.op != "==" or not all(isinstance(e, ast.EventAttr) for e in (c.left, c.right)):
+        return False
+    types = schema.attribute_types()
+    kind = {types.get(c.left.attr), types.get(c.right.attr)}
+    if len(kind) != 1 or next(iter(kind)) not in (AttrType.INT, AttrType.BOOL,
+                                                   AttrType.STRING):
+        return False
+
+    def keyed_by(group: tuple[str, ...], e: ast.EventAttr) -> bool:
+        for t in bindable.get(e.var, ()):
+            et = schema.event_types[t]
+            if next((a for a in group if et.has(a)), e.attr) != e.attr:
+                return False
+        return True
+
+    return any(keyed_by(g, c.left) and keyed_by(g, c.right) for g in partition_by)
 
 
 def _single_event(f: ast.Formula) -> bool:

@@ -22,7 +22,8 @@ import cercore
 from cercore.ceql import ast
 from cercore.ceql.printer import format_pred
 from cercore.errors import CEQLSemanticError
-from cercore.network.query import MIRRORED, Leaf, NetQuery, Node, Op, Predicate
+from cercore.network.query import Leaf, NetQuery, Node, Op, Predicate
+from cercore.predicates import MIRRORED
 from cercore.schema import Schema
 from cercore.types import INT64_MAX, window_length
 

@@ -22,7 +22,8 @@ from cercore.ceql.parser import parse_text
 from cercore.ceql.printer import format_literal, format_name
 from cercore.errors import CEQLSemanticError
 from cercore.network.errors import NetworkError
-from cercore.network.query import MIRRORED, Leaf, NetQuery, Node, Op, Predicate
+from cercore.network.query import Leaf, NetQuery, Node, Op, Predicate
+from cercore.predicates import MIRRORED
 from cercore.trends.parse import LEADING, ToTrendAst, TrendErrorReport
 
 FORM = "PATTERN SEQ(A a, AND(B b, C)) WHERE a.x = b.x WITHIN 30"

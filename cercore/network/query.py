@@ -80,8 +80,6 @@ class NetEvent:
         return self.t if name == "t" else None
 
 
-# a comparison with its sides swapped: x op y == y MIRRORED[op] x
-MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
 
 @dataclass(frozen=True)

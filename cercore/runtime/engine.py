@@ -29,13 +29,14 @@ from cercore.runtime.constants import (
     window_start,
 )
 from cercore.runtime.deadlines import DeadlineQueue, LookbackIndex
-from cercore.runtime.event_predicates import EventPredicateCheck
+from cercore.runtime.event_predicates import BetweenPlan, EventPredicateCheck, IncrementalCheck
 from cercore.runtime.interface import CompiledPlan, Evaluator, EvaluatorInput
 from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
 from cercore.runtime.output import ComplexEvent, MatchArrays
 from cercore.runtime.partitions import PartitionIndex
 from cercore.runtime.selection import select_arrays, select_stream
 from cercore.runtime.store import EventStore
+from cercore.runtime.term_values import TermValues
 
 __all__ = ["NO_PARTITION", "Engine"]
 
@@ -61,7 +62,7 @@ class Engine(ReadsInput):
         # keeps the winners among the starts inside the window (cercore.runtime.selection);
         # with predicates between events, the automaton ranks nothing: the engine selects
         # among the complex events that satisfy them
-        between = self.analysed.event_predicates
+        between = self.analysed.checked_predicates  # (the partition guarantees the rest)
         self.selects = query.ranking_strategy \
             if self.window.kind is not None or between else None
         self.det = LazyDeterminiser(query.cea, None if between else query.ranking_strategy,
@@ -88,13 +89,22 @@ class Engine(ReadsInput):
         self.skip_inert = inert_letters_skippable(self.analysed)
         q = self.analysed.query
         self.limit = NO_LIMIT if q.limit is None else int(q.limit)
-        self.event_check = None if not between else EventPredicateCheck(
-            between, self.schema.attribute_types(),
-            BindingSolver(query.cea, {x.id: x.variables for x in self.analysed.atoms},
-                          self.encoder.atom_masks, None), NOT_READ)
-        # what the engine does after the evaluator: predicates between events, strategy
-        # selection and then LIMIT (the evaluator then reports every complex event)
-        self.post = self.selects is not None or self.event_check is not None
+        # predicates between events: checked by the evaluator while it enumerates, over the
+        # values of the attributes they read (term_values, fed and pruned with the store)
+        self.between_plan = self.term_values = self.event_check = None
+        if between:
+            variables = {x.id: x.variables for x in self.analysed.atoms}
+            types = self.schema.attribute_types()
+            self.between_plan = BetweenPlan(between, types, variables)
+            self.term_values = self.store.terms = TermValues(
+                types, self.between_plan.attributes, typed=backend == "cython")
+            self.event_check = EventPredicateCheck(
+                self.between_plan, self.term_values,
+                BindingSolver(query.cea, variables, self.encoder.atom_masks, None), NOT_READ)
+        self._check_between(self.evaluator)
+        # what the engine does after the evaluator: strategy selection and then LIMIT (the
+        # evaluator then reports every complex event that satisfies the predicates)
+        self.post = self.selects is not None
         # without PARTITION BY, CONSUME BY PARTITION is CONSUME BY ANY (one partition)
         self.consume = {None: CONSUME_NONE, "NONE": CONSUME_NONE, "ANY": CONSUME_ANY,
                         "PARTITION": CONSUME_PARTITION}[q.consume]
@@ -112,6 +122,17 @@ class Engine(ReadsInput):
         # run_one's fixed arguments, and whether an event's window time is its read count
         self._one_args = (self.window.epsilon or 0, self.window.kind is not None,
                           NO_LIMIT if self.post else self.limit, self.window.kind == "events")
+
+    def _check_between(self, evaluator: Evaluator) -> None:
+        """Have ``evaluator`` check the predicates between events while it enumerates."""
+        if self.between_plan is not None:
+            evaluator.check_between(self.between_plan, IncrementalCheck(
+                self.between_plan, self.term_values, self._whole_check))
+
+    def _whole_check(self, start: int, end: int, positions) -> bool:
+        """Every valuation of a complex event being enumerated (for a path the evaluator could
+        not check as it walked)."""
+        return self.event_check.holds(self.store.view(self._bindings), start, end, positions)
 
     def _make_evaluator(self, backend: str) -> Evaluator:
         if backend == "cython":
@@ -232,6 +253,7 @@ class Engine(ReadsInput):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._check_between(self.evaluator)  # (an evaluator pickles no engine callback)
 
     def to_backend(self, backend: str) -> Engine:
         """A copy of this engine, continuing exactly where it stopped, on ``backend``
@@ -244,6 +266,7 @@ class Engine(ReadsInput):
             state = clone.evaluator.to_state()
             clone.evaluator = clone._make_evaluator(backend)
             clone.evaluator.from_state(state)
+            clone._check_between(clone.evaluator)
             clone.backend = backend
             clone.options = dataclasses.replace(clone.options, backend=backend)
             clone.encoder.compiled = backend == "cython"
@@ -414,9 +437,6 @@ class Engine(ReadsInput):
         strategy selection and LIMIT."""
         if type(found) is not list:
             found = list(found)
-        if self.event_check is not None:
-            found = [ce for ce in found
-                     if self.event_check.holds(view, ce.start, ce.end, ce.positions)]
         return list(select_stream(self.selects, found, self.limit))
 
     def _counted(self, found: Iterator) -> Iterator:
@@ -464,9 +484,6 @@ class Engine(ReadsInput):
         view = self.store.view(self._bindings)
         found = evaluator.run(args, view=view)
         if self.deadlines is not None or self.lookback is not None:
-            if self.event_check is not None:
-                found = (ce for ce in found
-                         if self.event_check.holds(view, ce.start, ce.end, ce.positions))
             if self.selects is not None:
                 found = select_stream(self.selects, found, self.limit)
             if self.lookback is not None:
@@ -483,9 +500,6 @@ class Engine(ReadsInput):
             finally:
                 self.n_complex_events += evaluator.reported - before
         else:
-            if self.event_check is not None:
-                found = (ce for ce in found
-                         if self.event_check.holds(view, ce.start, ce.end, ce.positions))
             for ce in select_stream(self.selects, found, self.limit):
                 self.n_complex_events += 1
                 yield ce
@@ -575,13 +589,8 @@ class Engine(ReadsInput):
         view = self.store.view(self._bindings)
         start, end, offsets, positions = self.evaluator.run_arrays(args)
         if self.post:
-            keep = None
-            if self.event_check is not None:
-                keep = np.fromiter((self.event_check.holds(
-                    view, int(start[i]), int(end[i]), positions[offsets[i]:offsets[i + 1]].tolist())
-                    for i in range(len(start))), dtype=bool, count=len(start))
             start, end, offsets, positions = select_arrays(self.selects, start, end, offsets,
-                                                           positions, self.limit, keep)
+                                                           positions, self.limit, None)
         self.n_complex_events += len(start)
         out = MatchArrays(start, end, offsets, positions, view.times(start), view.times(end))
         self._finish(batch, error if raises else None, n_read)

@@ -26,13 +26,7 @@ from cercore.runtime.constants import (
 from cercore.runtime.interface import EvaluatorInput
 from cercore.runtime.letters import LetterEncoder
 from cercore.runtime.output import ComplexEvent
-from cercore.runtime.state import (
-    NODE_FIELDS,
-    STATE_FORMAT,
-    WORK_KEYS,
-    EvaluatorState,
-    check_pickled,
-)
+from cercore.runtime.state import NODE_FIELDS, WORK_KEYS, EvaluatorState, pickled, unpickled
 from cercore.runtime.tecs import NodeArena
 
 # work counter (``work_counts`` key) -> the attribute the hot loop increments
@@ -55,7 +49,16 @@ class PythonEvaluator:
         self.reclaimed = False  # a reclamation pass ran since the last pop_reclaimed()
         self.reported = 0  # complex events yielded so far (the engine counts deltas)
         self.last_tau = UNBOUNDED_PAST
+        self.between = None  # predicates between events, checked while enumerating
+        self.labels: dict[tuple[int, int], int] = {}  # (det state, letter) -> -2 - label
         self.reset_work_counts()
+
+    def check_between(self, plan, check) -> None:
+        """Check predicates between events while enumerating: ``plan`` (a ``BetweenPlan``)
+        labels the OUTPUT nodes, ``check`` (an ``IncrementalCheck``) prunes the walk."""
+        self.between = check
+        self.plan = plan
+        self.labels = {}
 
     # ---- per batch ------------------------------------------------------------------------------
     def run(self, batch: EvaluatorInput, view=None) -> Iterator:
@@ -98,10 +101,20 @@ class PythonEvaluator:
         """The complex events of one event's final nodes (at most ``limit``), then CONSUME
         BY."""
         left = limit
+        # with predicates between events, CONSUME BY needs a complex event that satisfies
+        # them: under LIMIT 0 the enumeration looks for one and reports nothing
+        matched = False
+        probing = self.between is not None and consume != CONSUME_NONE and left == 0
+        if probing:
+            left = 1
         for node in finals:
             if left == 0:
                 break
-            for start, positions in self.enumerate(node, tau):
+            for start, positions in self.enumerate(node, tau, pos):
+                matched = True
+                if probing:
+                    left = 0
+                    break
                 self.reported += 1
                 yield (start, pos, positions) if view is None \
                     else ComplexEvent.view(start, pos, positions, view)
@@ -110,7 +123,8 @@ class PythonEvaluator:
                     break
         if consume != CONSUME_NONE:
             maxs = self.arena.maxs
-            if any(maxs[node] >= tau for node in finals):
+            if matched if self.between is not None else any(maxs[node] >= tau
+                                                            for node in finals):
                 # the partition(s) start afresh: no partial match, no strategy history
                 if consume == CONSUME_ANY:
                     self.partitions.clear()
@@ -151,6 +165,16 @@ class PythonEvaluator:
         self.w_determinisation_misses += 1
         return tr
 
+    def _label(self, sid: int, letter: int) -> int:
+        """The binding label of det state ``sid``'s marking move on ``letter``, encoded for
+        an OUTPUT node's ``right``."""
+        code = self.labels.get((sid, letter))
+        if code is None:
+            det = self.det
+            code = self.labels[sid, letter] = -2 - self.plan.label(
+                det.cea, det.subsets[sid], self.encoder.atom_masks[letter])
+        return code
+
     # ---- work counters --------------------------------------------------------------------------
     def work_counts(self) -> dict[str, int]:
         """Work done so far, counted in operations (not time); the same keys, counting the same
@@ -170,7 +194,11 @@ class PythonEvaluator:
         - ``enumerated``: complex events produced by Algorithm 2 (reported or cut by LIMIT
           after production);
         - ``enumerated_positions``: their positions, summed over complex events;
-        - ``enumeration_nodes``: tECS nodes the depth-first enumeration visited.
+        - ``enumeration_nodes``: tECS nodes the depth-first enumeration visited;
+        - ``predicate_checks``: events joining an enumerated path that predicates between
+          events were checked on (each with the combinations it completes);
+        - ``branches_pruned``: paths abandoned because such a check failed (with every complex
+          event below), or complex events the whole check dropped at the bottom.
 
         The counters travel with ``to_state``/pickling and survive backend moves."""
         return {key: getattr(self, attr) for key, attr in _WORK_ATTRIBUTES.items()}
@@ -219,7 +247,8 @@ class PythonEvaluator:
             merged = NIL
             if q_mark != NO_STATE:
                 merged = arena.merge(ul)
-                out = arena.extend(merged, pos)
+                out = arena.extend(merged, pos, NIL if self.between is None
+                                   else self._label(p, letter))
                 n_merge += 1
                 n_out += 1
                 target = new.get(q_mark)
@@ -259,9 +288,15 @@ class PythonEvaluator:
         return finals
 
     # ---- Algorithm 2 --------------------------------------------------------------------------
-    def enumerate(self, node: int, tau: int) -> Iterator[tuple[int, tuple[int, ...]]]:
+    def enumerate(self, node: int, tau: int, end: int = -1
+                  ) -> Iterator[tuple[int, tuple[int, ...]]]:
         """(start, positions) of every complex event below ``node`` that starts at time ≥ tau,
-        depth-first, left before right (latest start first)."""
+        depth-first, left before right (latest start first). With predicates between events
+        (``check_between``), a branch whose events fail one is abandoned as soon as they are
+        bound; ``end`` is the complex events' end (for the whole check at the bottom)."""
+        if self.between is not None:
+            yield from self._enumerate_checked(node, tau, end)
+            return
         arena = self.arena
         kind, pos, maxs, left, right = arena.kind, arena.pos, arena.maxs, arena.left, arena.right
         if maxs[node] < tau:
@@ -292,6 +327,55 @@ class PythonEvaluator:
                         stack.append((r, path))
                 n = left[n]
         self.w_enumeration_nodes += visited
+
+    def _enumerate_checked(self, node: int, tau: int, end: int
+                           ) -> Iterator[tuple[int, tuple[int, ...]]]:
+        """``enumerate`` checking predicates between events as each event joins the path
+        (cercore.runtime.event_predicates): the same walk, with the path's depth on the
+        stack so that backtracking restores the events bound so far."""
+        arena = self.arena
+        kind, pos, maxs, left, right = arena.kind, arena.pos, arena.maxs, arena.left, arena.right
+        check = self.between
+        if maxs[node] < tau:
+            return
+        check.cut(0)
+        stack: list[tuple[int, tuple | None, int]] = [(node, None, 0)]
+        visited = 0
+        checks0, pruned0 = check.checks, check.pruned
+        try:
+            while stack:
+                n, path, depth = stack.pop()
+                check.cut(depth)
+                while True:
+                    visited += 1
+                    k = kind[n]
+                    if k == BOTTOM:
+                        out = []
+                        while path is not None:
+                            out.append(path[0])
+                            path = path[1]
+                        self.w_enumeration_nodes += visited
+                        visited = 0
+                        self.w_enumerated += 1
+                        self.w_enumerated_positions += len(out)
+                        positions = tuple(out)
+                        if check.accepts(pos[n], end, positions):
+                            yield pos[n], positions
+                        break
+                    if k == OUTPUT:
+                        if not check.push(pos[n], -2 - right[n], depth):
+                            break
+                        path = (pos[n], path)
+                        depth += 1
+                    else:
+                        r = right[n]
+                        if r != NIL and maxs[r] >= tau:
+                            stack.append((r, path, depth))
+                    n = left[n]
+        finally:
+            self.w_enumeration_nodes += visited
+            self.w_predicate_checks += check.checks - checks0
+            self.w_branches_pruned += check.pruned - pruned0
 
     # ---- memory -------------------------------------------------------------------------------
     def reclaim(self, tau: int) -> None:
@@ -357,11 +441,9 @@ class PythonEvaluator:
         self.reset_work_counts(state.work)
 
     def __getstate__(self) -> dict:
-        return {"format": STATE_FORMAT, "backend": "python", "det": self.det,
-                "encoder": self.encoder, "evaluator": self.to_state().to_dict()}
+        return pickled(self)
 
     def __setstate__(self, d: dict) -> None:
-        check_pickled(d)
-        self.det, self.encoder = d["det"], d["encoder"]
         self.reported = 0
-        self.from_state(EvaluatorState.from_dict(d["evaluator"]))
+        self.between, self.labels = None, {}  # (the engine checks predicates again)
+        unpickled(self, d)

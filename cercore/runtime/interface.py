@@ -45,6 +45,15 @@ class Evaluator(Protocol):
         """Step ``batch.active`` in order; yield each complex event as soon as its last event
         is read: ``(start, end, positions)``, or a ComplexEvent view over ``view``."""
 
+    def run_one(self, pid: int, letter: int, pos: int, time: int, epsilon: int,
+                windowed: bool, limit: int, consume: int, view: Any = None) -> list | Iterator:
+        """One event (the record path): what ``run`` does for it, its complex events as a
+        list (an iterator when they overflow the output buffer)."""
+
+    def check_between(self, plan: Any, check: Any) -> None:
+        """Check predicates between events while enumerating (``plan``: a ``BetweenPlan``,
+        ``check``: an ``IncrementalCheck``; cercore.runtime.event_predicates)."""
+
     def run_arrays(self, batch: EvaluatorInput
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``run`` in bulk: (start, end, offsets, positions) int64 arrays."""

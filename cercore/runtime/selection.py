@@ -10,7 +10,8 @@ winners among them, straight from the orders of Foundations §4.1–4.2:
 * LAST: C beats D iff C = D or max(C Δ D) ∈ C (the latest events win);
 * MAX: the ⊆-maximal ones.
 
-NEXT and LAST are total orders, so one pass finds the winner; MAX compares every pair. The cost
+NEXT and LAST are total orders, so one pass finds the winner; MAX compares each complex event
+with the winners found so far, largest first. The cost
 per triggering event is the number of starts inside the window that complete there (times
 their length; squared for MAX), which ``explain`` states. LIMIT applies after selection.
 """
@@ -34,8 +35,17 @@ def select_end(strategy: str | None, position_sets: Sequence[frozenset[int]]) ->
     if n <= 1 or strategy is None:
         return list(range(n))
     if strategy == "MAX":
-        return [i for i, c in enumerate(position_sets)
-                if not any(c < d for d in position_sets)]
+        # largest first: a set is ⊆-maximal iff no maximal one found before strictly holds it
+        # (any superset is contained in a maximal one, and is larger), so each set is compared
+        # with the winners, not with every other candidate
+        winners: list[frozenset[int]] = []
+        kept = []
+        for i in sorted(range(n), key=lambda i: -len(position_sets[i])):
+            c = position_sets[i]
+            if not any(c < d for d in winners):
+                winners.append(c)
+                kept.append(i)
+        return sorted(kept)
     pick = min if strategy == "NEXT" else max
     best = position_sets[0]
     for c in position_sets[1:]:

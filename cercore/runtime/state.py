@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from cercore.runtime.constants import MISSING
+from cercore.runtime.constants import MISSING, OUTPUT
 
 STATE_FORMAT = 2
 
@@ -46,7 +46,8 @@ NODE_FIELDS: tuple[str, ...] = NODE_DTYPE.names
 # Work counters, identical on both backends (documented in PythonEvaluator.work_counts).
 WORK_KEYS = ("events", "transitions", "determinisation_misses", "nodes_bottom", "nodes_output",
              "nodes_union", "union_list_inserts", "union_list_merges", "step_work_max",
-             "enumerated", "enumerated_positions", "enumeration_nodes")
+             "enumerated", "enumerated_positions", "enumeration_nodes", "predicate_checks",
+             "branches_pruned")
 
 _ARRAYS = {**{f: NODE_DTYPE[f] for f in NODE_FIELDS}, "part_ids": np.int64,
            "part_offsets": np.int64, "entry_states": np.int32, "entry_offsets": np.int64,
@@ -60,6 +61,21 @@ def check_pickled(d: dict) -> None:
     if fmt != STATE_FORMAT:
         raise ValueError(f"unsupported cercore evaluator state format {fmt!r} "
                          f"(this version reads format {STATE_FORMAT})")
+
+
+def pickled(evaluator) -> dict:
+    """The pickle envelope of an evaluator of either backend (``__getstate__``)."""
+    return {"format": STATE_FORMAT, "backend": evaluator.backend, "det": evaluator.det,
+            "encoder": evaluator.encoder, "evaluator": evaluator.to_state().to_dict()}
+
+
+def unpickled(evaluator, d: dict) -> None:
+    """Load a pickle envelope into a fresh evaluator of either backend (``__setstate__``);
+    the engine installs its check of predicates between events again."""
+    check_pickled(d)
+    evaluator.det = d["det"]
+    evaluator.encoder = d["encoder"]
+    evaluator.from_state(EvaluatorState.from_dict(d["evaluator"]))
 
 
 @dataclass
@@ -112,9 +128,12 @@ class EvaluatorState:
             raise ValueError("evaluator state: transition table must have shape (rows, cols, 3)")
         if len(self.pre_ids) != len(self.pre_states):
             raise ValueError("evaluator state: pre state arrays of different lengths")
-        for arr in (self.left, self.right, self.list_nodes):
+        # (an OUTPUT node's right holds its binding label, encoded negative)
+        for arr in (self.left, self.right[self.kind != OUTPUT], self.list_nodes):
             if arr.size and (arr.max() >= n or arr.min() < -1):
                 raise ValueError("evaluator state: node id out of range")
+        if (self.right[self.kind == OUTPUT] >= 0).any():
+            raise ValueError("evaluator state: an OUTPUT node with a right child")
         self.compact_at, self.last_tau = int(self.compact_at), int(self.last_tau)
         self.reclaimed = bool(self.reclaimed)
         self.work = {k: int(self.work.get(k, 0)) for k in WORK_KEYS}

@@ -27,6 +27,7 @@ import numpy as np
 
 from cercore.input import Batch
 from cercore.runtime.output import Event
+from cercore.runtime.term_values import TermValues
 from cercore.types import INT64_MIN, TimeForm
 
 CHUNK = 1024  # events of a record chunk: the granularity of pruning under push
@@ -236,6 +237,9 @@ class EventStore:
         self.chunk: RecordChunk | None = None  # the open record chunk (the last entry)
         self._view: StoreView | None = None  # the view of the current lists
         self._binder = None
+        # the values predicates between events read, by position (set by the engine that
+        # has such predicates): fed and pruned with the entries
+        self.terms: TermValues | None = None
 
     @property
     def batches(self) -> list:
@@ -248,11 +252,15 @@ class EventStore:
         self.chunk = None
         self.entries.append(BatchEntry(batch, times, letters, pids))
         self.starts.append(batch.first_position)
+        if self.terms is not None:
+            self.terms.add_batch(batch)
 
     def add_record(self, position: int, type_id: int, row: dict, time: int, letter: int,
                    pid: int) -> bool:
         """Store one event evaluated on its own (see ``RecordChunk`` for which); True when it
         opened a new chunk (the moment to prune)."""
+        if self.terms is not None:
+            self.terms.add_row(position, row)
         chunk = self.chunk
         if chunk is not None and len(chunk.items) < CHUNK:
             chunk.items.append((position, type_id, row, time, letter, pid))
@@ -285,6 +293,8 @@ class EventStore:
             self.entries = entries[keep:]
             self.starts = self.starts[keep:]
             self._view = None
+            if self.terms is not None:
+                self.terms.drop_before(self.starts[0])
 
     def __getstate__(self) -> dict:
         """The store without the events already dead (a batch entry is kept whole while any

@@ -6,7 +6,8 @@ Nodes live in a struct-of-arrays arena indexed by int (the layout the Cython are
   UNION (``left``/``right`` children, max-start of left ≥ max-start of right);
 - ``pos``: stream position (BOTTOM: where the run starts; OUTPUT: the marked event);
 - ``maxs``: maximum-start, the largest start *time* of any open complex event below the node;
-- ``left``/``right``: child indices, NIL when absent or reclaimed.
+- ``left``/``right``: child indices, NIL when absent or reclaimed; an OUTPUT node's ``right``
+  is NIL or its binding label, encoded negative (``extend``).
 
 Max-starts are window times (event ticks or timestamps), so enumeration can prune with one
 comparison. Union lists (§4.2) are Python lists of node ids sorted by decreasing max-start, the
@@ -45,8 +46,11 @@ class NodeArena:
     def new_bottom(self, pos: int, time: int) -> int:
         return self._new(BOTTOM, pos, time, NIL, NIL)
 
-    def extend(self, node: int, pos: int) -> int:
-        return self._new(OUTPUT, pos, self.maxs[node], node, NIL)
+    def extend(self, node: int, pos: int, label: int = NIL) -> int:
+        """An OUTPUT node; ``label`` (in ``right``, which OUTPUT nodes do not use otherwise):
+        NIL, or the event's binding label encoded as ``-2 - label``
+        (cercore.runtime.event_predicates)."""
+        return self._new(OUTPUT, pos, self.maxs[node], node, label)
 
     def union(self, n1: int, n2: int) -> int:
         """A node for the union of two safe nodes of equal max-start (Figure 5 (a)–(d))."""
@@ -108,7 +112,7 @@ class NodeArena:
             if left[n] != NIL:
                 stack.append(left[n])
             r = right[n]
-            if r != NIL and maxs[r] >= tau:
+            if r >= 0 and maxs[r] >= tau:  # (an OUTPUT node's label is negative)
                 stack.append(r)
         order.sort()  # children are older than parents: keep creation order
         for new, old in enumerate(order):
@@ -121,7 +125,7 @@ class NodeArena:
             lo = left[old]
             nl.append(remap[lo] if lo != NIL else NIL)
             r = right[old]
-            nr.append(remap[r] if r != NIL and maxs[r] >= tau else NIL)
+            nr.append(r if r < NIL else remap[r] if r != NIL and maxs[r] >= tau else NIL)
         self.kind, self.pos, self.maxs, self.left, self.right = nk, np_, nm, nl, nr
         for ul in lists:
             ul[:] = [remap[n] for n in ul]

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cercore.ceql import ast as ceql
-from cercore.ceql.analysis import Spot, regex_problem, unstated_unit_warning
+from cercore.ceql.analysis import Spot, unstated_unit_warning
 from cercore.ceql.guards import TRUE_GUARD, Guard, guard_and, guard_of
+from cercore.ceql.regex import regex_problem
 from cercore.ceql.terms import event_terms, rename_terms
 from cercore.errors import CEQLSemanticError
 from cercore.predicates import scalar_pred

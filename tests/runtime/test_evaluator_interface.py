@@ -46,6 +46,8 @@ def test_both_backends_satisfy_the_interface(backend):
     "SELECT * FROM S WHERE A ; B WITHIN 2 SECONDS CONSUME BY ANY LIMIT 1",
     "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 2 SECONDS CONSUME BY PARTITION",
     "SELECT * FROM S WHERE A ; B WITHIN 4 EVENTS",
+    "SELECT * FROM S WHERE A AS a ; B+ AS b FILTER b.v > a.v - 1 AND b.w <= NEXT(b).w "
+    "PARTITION BY [k] WITHIN 3 SECONDS CONSUME BY PARTITION",
 ])
 def test_the_engine_uses_only_the_interface(backend, query):
     events = [event("ABD"[i % 3], i // 2, i % 2) for i in range(40_000)]
@@ -55,6 +57,10 @@ def test_the_engine_uses_only_the_interface(backend, query):
     engine.evaluator = OnlyTheInterface(engine.evaluator)
     got = [(ce.start, ce.end, ce.positions, ce.bindings) for ce in engine.process(events)]
     assert [g[:3] for g in got] == expected and expected
+    pushed = compiled.engine(backend)  # the record path
+    pushed.evaluator = OnlyTheInterface(pushed.evaluator)
+    assert [(ce.start, ce.end, ce.positions) for e in events[:3000]
+            for ce in pushed.push(*e)] == [c for c in expected if c[1] < 3000]
     arrays = compiled.engine(backend)
     arrays.evaluator = OnlyTheInterface(arrays.evaluator)
     assert len(arrays.process_arrays(events)) == len(expected)
