@@ -15,6 +15,7 @@ from cercore.errors import (
     CercoreError,
     ConfigError,
     EventError,
+    UnknownOptionError,
 )
 from cercore.input.options import EngineOptions
 from cercore.query import CompiledQuery, compile, multi_engine, run
@@ -39,6 +40,7 @@ __all__ = [
     "EventType",
     "Schema",
     "Stream",
+    "UnknownOptionError",
     "compile",
     "multi_engine",
     "run",

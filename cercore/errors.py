@@ -59,6 +59,11 @@ class ConfigError(CercoreError, ValueError):
     slack, an unknown backend."""
 
 
+class UnknownOptionError(ConfigError, TypeError):
+    """A keyword option that no option is named (a misspelling: ``on_eror=``): a
+    ``ConfigError`` with a did-you-mean, and a ``TypeError`` as for any function."""
+
+
 class EventError(CercoreError, ValueError):
     """An input event is unusable: unknown type, missing or mistyped attribute, time going
     backwards. ``position`` is the event's 0-based index in the input stream; ``reason`` is

@@ -10,6 +10,7 @@ trend-aggregation rows (``write_rows``) -- as JSON lines, CSV or an aligned tabl
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import os
 import shutil
@@ -29,6 +30,8 @@ OUTPUT_FORMATS = ("jsonl", "csv", "table")
 
 # ---- writing -------------------------------------------------------------------------------
 def _json_default(v: Any) -> Any:
+    if isinstance(v, dt.datetime):  # event times read as instants: ISO-8601, as read
+        return v.isoformat()
     item = getattr(v, "item", None)  # numpy scalars
     if item is not None:
         return item()
@@ -112,7 +115,7 @@ def _no_flush() -> None:
 
 
 def _blank(v: Any) -> Any:
-    return "" if v is None else v
+    return "" if v is None else v.isoformat() if isinstance(v, dt.datetime) else v
 
 
 def _terminal_width(f) -> int:
@@ -132,6 +135,8 @@ def format_value(v: Any) -> str:
         return "true" if v else "false"
     if isinstance(v, float):
         return repr(v)
+    if isinstance(v, dt.datetime):
+        return v.isoformat()
     return str(v)
 
 
@@ -164,23 +169,27 @@ def _table_lines(ces: Iterable, width: int, max_lines: int, counter: list[int],
     if not head:
         yield "(no complex events)"
         return
+    # several queries (QueryMatch items): a column names each item's query
+    names = [str(ce.query) for ce in head if getattr(ce, "query", None) is not None]
+    w_q = max([5] + [len(n) for n in names]) if names else 0
     w_no = max(1, len(str(len(head))))
     w_start = max([5] + [len(str(ce.start)) for ce in head])
     w_end = max([3] + [len(str(ce.end)) for ce in head])
     if len(head) >= sample:  # more may follow: leave room to grow
         w_no, w_start, w_end = max(w_no, 6), w_start + 2, w_end + 2
-    prefix_w = w_no + w_start + w_end + 6
+    q_w = w_q + 2 if w_q else 0
+    prefix_w = w_no + q_w + w_start + w_end + 6
     ev_w = max(20, width - prefix_w)
-    yield (f"{'#':>{w_no}}  {'start':>{w_start}}  {'end':>{w_end}}  events\n"
-           f"{'-' * w_no}  {'-' * w_start}  {'-' * w_end}  {'-' * min(ev_w, 40)}")
+    q_head, q_rule = (f"{'query':<{w_q}}  ", f"{'-' * w_q}  ") if w_q else ("", "")
+    yield (f"{'#':>{w_no}}  {q_head}{'start':>{w_start}}  {'end':>{w_end}}  events\n"
+           f"{'-' * w_no}  {q_rule}{'-' * w_start}  {'-' * w_end}  {'-' * min(ev_w, 40)}")
     for ce in _chain(head, it):
         counter[0] += 1
         count = counter[0]
         parts = [format_event(e) for e in ce.events]
-        if getattr(ce, "query", None) is not None:  # a QueryMatch: name its query first
-            parts[:0] = [f"[{ce.query}]"]
         chunks = _wrap_events(parts, ev_w, max_lines)
-        first = f"{count:>{w_no}}  {ce.start:>{w_start}}  {ce.end:>{w_end}}  "
+        query = f"{str(getattr(ce, 'query', '')):<{w_q}}  " if w_q else ""
+        first = f"{count:>{w_no}}  {query}{ce.start:>{w_start}}  {ce.end:>{w_end}}  "
         yield "\n".join([(first + chunks[0]).rstrip()]
                          + [" " * prefix_w + chunk for chunk in chunks[1:]])
 
@@ -233,7 +242,7 @@ def write_rows(rows: Iterable[dict], columns: list[str], out, fmt: str,
         flush = f.flush if stream else _no_flush
         if fmt == "jsonl":
             for r in rows:
-                f.write(json.dumps(r) + "\n")
+                f.write(json.dumps(r, default=_json_default) + "\n")
                 flush()
                 n += 1
         elif fmt == "csv":
@@ -241,7 +250,8 @@ def write_rows(rows: Iterable[dict], columns: list[str], out, fmt: str,
             w.writeheader()
             flush()
             for r in rows:
-                w.writerow(r)
+                w.writerow({k: _blank(v) if isinstance(v, dt.datetime) else v
+                            for k, v in r.items()})
                 flush()
                 n += 1
         elif stream:

@@ -11,10 +11,11 @@ from cercore.ceql import ast
 from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.guards import format_guard
 from cercore.ceql.normal import format_normal
-from cercore.errors import CEQLSemanticError, ConfigError
+from cercore.errors import CEQLSemanticError, ConfigError, UnknownOptionError
 from cercore.input.options import EngineOptions
 from cercore.runtime.output import ComplexEvent
-from cercore.schema import Schema
+from cercore.runtime.partitions import describe_keys
+from cercore.schema import Schema, did_you_mean
 
 if TYPE_CHECKING:
     from cercore.trends.query import CompiledTrendQuery
@@ -116,6 +117,11 @@ class CompiledQuery:
             + ("" if a.implied_partition is None else
                " (the last group is implied by the equality predicates between events: each "
                "key is evaluated apart, in constant time per event)"),
+            *([] if not a.partition_by else [
+                "  key per event type: " + describe_keys(
+                    self.schema, a.partition_by,
+                    [n for n in self.schema.type_names
+                     if self.schema.event_types[n].id in {t for x in a.atoms for t in x.types}])]),
             "selection strategy: " + _STRATEGY_TEXT[a.strategy]
             + (_WINDOWED_STRATEGY_TEXT if self.ranking_strategy and w.kind else ""),
             "reported atoms (SELECT): " + ("all" if a.marked is None else
@@ -194,6 +200,10 @@ _WINDOWED_STRATEGY_TEXT = (
     "length; squared for MAX), so delay is no longer output-linear")
 
 
+#: keywords of ``compile`` and ``run`` that apply to declaration text (``Schema.parse``)
+SCHEMA_OPTIONS = ("time_attribute", "time_unit")
+
+
 def compile(query: str | ast.Query, schema: Schema | str, *,
             next_algorithm: str | None = None,
             **schema_options: Any) -> CompiledQuery | CompiledTrendQuery:
@@ -206,6 +216,13 @@ def compile(query: str | ast.Query, schema: Schema | str, *,
     from cercore.trends.parse import is_trend_query
     from cercore.trends.query import CompiledTrendQuery
 
+    unknown = sorted(set(schema_options) - set(SCHEMA_OPTIONS))
+    if unknown:
+        known = (*SCHEMA_OPTIONS, *EngineOptions.names(), "next_algorithm")
+        raise UnknownOptionError(
+            f"unknown option(s) {', '.join(map(repr, unknown))}"
+            + did_you_mean(unknown[0], known) + f" (schema options: {', '.join(SCHEMA_OPTIONS)}"
+            f"; engine options: {', '.join(EngineOptions.names())})")
     schema = Schema.coerce(schema, **schema_options)
     if isinstance(query, str) and is_trend_query(query):
         return CompiledTrendQuery(query, schema, next_algorithm or "exact")

@@ -5,10 +5,14 @@ Declarations use CORE's syntax::
 
     CREATE STREAM S { EVENT BUY { name:string, price:double, ts:primary_time }, EVENT SELL {...} }
 
-``primary_time`` (CORE's own marker) is an ``int`` attribute that carries event time. The
-cercore way to name it without touching the declaration is ``Schema.parse(text,
-time_attribute="ts", time_unit="ms")`` (CLI: ``--time-attribute ts --time-unit ms``).
-Time values are integers in ``time_unit`` units (``s``, ``ms``, ``us`` or ``ns``; default ``s``).
+``primary_time`` (CORE's own marker) is an ``int`` attribute that carries event time;
+``primary_time(ms)`` also states its unit (``s``, ``ms``, ``us`` or ``ns``). The cercore way
+to name it without touching the declaration is ``Schema.parse(text, time_attribute="ts",
+time_unit="ms")`` (CLI: ``--time-attribute ts --time-unit ms``). Integer times count
+``time_unit`` units (default ``s``, and ``time_unit_stated`` is False: ``explain`` and the CLI
+say so where a time window meets it); timestamps (``datetime``, pandas ``datetime64``, Arrow
+``timestamp``, ISO-8601 text) are read as instants and converted to that unit
+(``cercore.types.coerce_time``).
 """
 
 from __future__ import annotations
@@ -55,14 +59,17 @@ class Schema:
     event_types: dict[str, EventType] = field(default_factory=dict)
     time_attribute: str | None = None
     time_unit: str = "s"
+    time_unit_stated: bool = True  # False: the default unit, which nobody stated
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
-    def parse(cls, text: str, *, time_attribute: str | None = None, time_unit: str = "s") -> Schema:
-        """Parse one or more ``CREATE STREAM`` declarations."""
+    def parse(cls, text: str, *, time_attribute: str | None = None,
+              time_unit: str | None = None) -> Schema:
+        """Parse one or more ``CREATE STREAM`` declarations; ``time_unit`` is the unit of
+        integer times (default: the declaration's ``primary_time(unit)``, else ``s``)."""
         from cercore.ceql.parser import parse_declarations
 
-        schema = cls(time_unit=time_unit)
+        schema = cls(time_unit=time_unit or "s", time_unit_stated=time_unit is not None)
         declared_time: str | None = None
         for decl in parse_declarations(text):
             types = []
@@ -77,6 +84,13 @@ class Schema:
                             )
                         declared_time = attr.name
                         attrs.append((attr.name, AttrType.INT))
+                        if attr.unit is not None:
+                            if time_unit is not None and time_unit != attr.unit:
+                                raise CEQLSemanticError(
+                                    f"time unit {time_unit!r} given, but the declaration "
+                                    f"says {attr.name}:primary_time({attr.unit})",
+                                    line=attr.line, column=attr.column, text=text)
+                            schema.time_unit, schema.time_unit_stated = attr.unit, True
                     else:
                         attrs.append((attr.name, AttrType(attr.type)))
                 schema._add_event_type(ev.name, attrs, text=text, line=ev.line, column=ev.column)
@@ -174,9 +188,10 @@ class Schema:
             evs = []
             for n in s.event_types:
                 e = self.event_types[n]
-                attrs = ", ".join(
-                    f"{a}:{'primary_time' if a == self.time_attribute else t.value}"
-                    for a, t in e.attributes)
+                time = ("primary_time" if not self.time_unit_stated
+                        else f"primary_time({self.time_unit})")
+                attrs = ", ".join(f"{a}:{time if a == self.time_attribute else t.value}"
+                                  for a, t in e.attributes)
                 evs.append(f"EVENT {n} {{ {attrs} }}")
             out.append(f"CREATE STREAM {s.name} {{ " + ", ".join(evs) + " }")
         return "\n".join(out)

@@ -24,6 +24,7 @@ from pathlib import Path
 # Files of the package that are not Python modules: without them `cercore demo` and the CEQL
 # parser fail. tests/test_build.py checks this list against the source tree.
 PACKAGE_DATA: dict[str, tuple[str, ...]] = {
+    "cercore": ("py.typed",),  # PEP 561: the package's type hints are for type checkers
     "cercore.ceql": ("grammar.lark",),
     "cercore.data": (
         "block_sells.ceql",
@@ -35,7 +36,7 @@ PACKAGE_DATA: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# The README's first example: a SELL of INTC, then a BUY of RIMM, then a BUY of QQQ within 10 s.
+# docs/guide.md's first example: a SELL of INTC, then a BUY of RIMM, then a BUY of QQQ within 10 s.
 SCHEMA = """
 CREATE STREAM S {
   EVENT BUY  { id:int, name:string, volume:int, price:double, stock_time:primary_time },

@@ -172,3 +172,21 @@ def test_smoke_test_knows_the_pure_mode_modules():
     named = next(node.value for node in ast.parse(smoke).body if isinstance(node, ast.Assign)
                  and any(getattr(t, "id", None) == "PURE_MODE_MODULES" for t in node.targets))
     assert {k.value for k in pure.keys} == set(ast.literal_eval(named))
+
+
+def test_the_package_is_typed():
+    """PEP 561: ``py.typed`` ships with cercore (package data, sdist), so type checkers read
+    its hints."""
+    assert (ROOT / "cercore" / "py.typed").is_file()
+    assert "py.typed" in _pyproject()["tool"]["setuptools"]["package-data"]["cercore"]
+    assert _in_sdist("cercore/py.typed")
+
+
+def test_the_pandas_pin_of_the_spark_extra_is_explained():
+    """The spark extra keeps pandas below 3; the reason is where users see it (the Spark
+    guide) and beside the pin."""
+    text = (ROOT / "pyproject.toml").read_text()
+    pin = next(line for line in text.splitlines() if line.startswith("spark = "))
+    assert '"pandas<3"' in pin
+    assert "# pandas<3:" in text.split(pin)[0].splitlines()[-2]
+    assert "pandas below 3 because" in (ROOT / "docs" / "spark.md").read_text()

@@ -42,6 +42,22 @@ def test_an_unknown_option_names_the_options():
         CEQL.engine(on_eror="skip")
 
 
+def test_a_misspelled_option_is_a_cercore_error_with_a_did_you_mean():
+    for make in (lambda: CEQL.engine(on_eror="skip"), lambda: TREND.engine(on_eror="skip"),
+                 lambda: cercore.multi_engine([CEQL], on_eror="skip"),
+                 lambda: cercore.run("SELECT * FROM S WHERE A", SCHEMA, [], on_eror="skip")):
+        with pytest.raises(cercore.CercoreError, match="'on_eror'; did you mean 'on_error'"):
+            make()
+    with pytest.raises(cercore.UnknownOptionError):
+        CEQL.engine(bakend="python")
+
+
+def test_attributes_that_are_not_a_dict_are_named_as_such():
+    with pytest.raises(cercore.EventError, match="the attributes of a A event must be a dict "
+                                                 r"\(attribute -> value\), got int 5"):
+        CEQL.engine().push("A", 5)
+
+
 def test_a_numpy_integer_slack_is_kept_as_an_int():
     assert EngineOptions(reorder_slack=np.int64(3)).reorder_slack == 3
     assert type(EngineOptions(reorder_slack=np.int64(3)).reorder_slack) is int

@@ -160,3 +160,30 @@ def test_the_csv_module_reads_every_cell_arrow_reads_as_arrow_does(cell):
         mine = read(cell)
         assert mine is not BAD and (mine == arrow or math.isnan(arrow) and math.isnan(mine)), \
             (arrow_type, cell, arrow, mine)
+
+
+def test_coerce_time_reads_integers_and_instants_exactly():
+    """The time attribute's values (cercore.types.coerce_time): integers as ints read them,
+    instants as whole units since 1970, nothing else (and no silent rounding)."""
+    import datetime as dt
+
+    import pandas as pd
+
+    from cercore.types import NOT_A_VALUE, coerce_time, time_problem
+
+    assert coerce_time(17, "s") == 17 and coerce_time(17.0, "ms") == 17
+    for bad in (True, "17", "yesterday", 17.5, object()):
+        assert coerce_time(bad, "s") is NOT_A_VALUE
+    at = dt.datetime(2024, 3, 1, 9, 30, 2)
+    assert coerce_time(at, "s") == 1709285402
+    assert coerce_time(at.replace(tzinfo=dt.timezone(dt.timedelta(hours=1))), "s") == \
+        1709285402 - 3600
+    assert coerce_time("2024-03-01T09:30:02Z", "ms") == 1709285402000
+    assert coerce_time(np.datetime64("2024-03-01T09:30:02"), "us") == 1709285402000000
+    assert coerce_time(np.datetime64("NaT"), "s") is NOT_A_VALUE
+    ns = pd.Timestamp("2024-03-01T09:30:02.000000001")
+    assert coerce_time(ns, "ns") == 1709285402000000001
+    assert coerce_time(ns, "us") is NOT_A_VALUE
+    assert "primary_time(ns)" in time_problem(ns, "us")
+    assert coerce_time(dt.datetime(9999, 1, 1), "ns") is NOT_A_VALUE  # beyond int64 ns
+    assert "out of range" in time_problem(dt.datetime(9999, 1, 1), "ns")

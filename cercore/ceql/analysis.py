@@ -185,7 +185,13 @@ class _Analyser:
             raise self.error(f"a predicate between events names {x!r}, {reads}: it is "
                              "supported only as equalities (x.a = y.b) that tie every event of "
                              "the pattern, the absent ones included, to one key", c, hint)
-        if window.kind is None:
+        if window.kind is None and (self.trailing is not None or self.leading is not None):
+            self.warnings.append(
+                "no WITHIN clause after the pattern: the ABSENT(...) WITHIN span bounds only "
+                "the wait beside the pattern, not the pattern itself, so the events it reads "
+                "are kept for the whole stream (memory grows with it); add a WITHIN for the "
+                "pattern (e.g. ... WITHIN 5 MINUTES at the end) to bound it")
+        elif window.kind is None:
             self.warnings.append("no WITHIN clause: memory grows with the stream "
                                  "(nothing can be reclaimed)")
         return AnalysedQuery(self.q, self.schema, self.text, formula, self.atoms, self.leaves,
@@ -268,6 +274,10 @@ class _Analyser:
                     "a time window needs event time, but the schema names no time attribute", w,
                     "mark one attribute primary_time in the declaration, or pass "
                     "time_attribute=... (CLI: --time-attribute)")
+            if not self.schema.time_unit_stated:
+                told = unstated_unit_warning(attr)
+                if told not in self.warnings:
+                    self.warnings.append(told)
             units = window_length(w.seconds, self.schema.time_unit)
             return WindowSpec("time", self.within_int64(
                 INT64_MAX + 1 if units is None else units, self.schema.time_unit, w), attr)
@@ -306,6 +316,18 @@ class _Analyser:
                                      + did_you_mean(a, declared),
                                      self.spot(r"\bPARTITION\s+BY\b", a))
         used = {self.schema.type_names[t] for a in self.atoms for t in a.types}
+        for group in self.q.partition_by:
+            for name in sorted(used):
+                have = [a for a in group if self.schema.event_types[name].has(a)]
+                if len(have) > 1:
+                    raise self.error(
+                        f"event type {name} has {len(have)} of the attributes of PARTITION BY "
+                        f"[{', '.join(group)}] ({', '.join(have)}): inside one bracket each "
+                        "event type has exactly one of them (one key that types name "
+                        "differently, e.g. [plug, household])",
+                        self.spot(r"\bPARTITION\s+BY\b", group[0]),
+                        "for the pair as a composite key, write PARTITION BY "
+                        + ", ".join(f"[{a}]" for a in group))
         for group in self.q.partition_by:
             lacking = sorted(n for n in used
                              if not any(self.schema.event_types[n].has(a) for a in group))
@@ -370,9 +392,14 @@ class _Analyser:
         before = any(not isinstance(x, ast.Absent) for x in elements[:k])
         after = any(not isinstance(x, ast.Absent) for x in elements[k + 1:])
         if e.deadline is not None and e is not self.trailing and e is not self.leading:
+            hint = "between two elements, write A ; ABSENT(B) ; C (no span)"
+            if _has_looser_operator(self.q.formula):
+                hint = ("':' and OR bind looser than ';': A : B ; ABSENT(C) WITHIN 30 SECONDS "
+                        "reads as A : (B ; ABSENT(C) WITHIN 30 SECONDS); write (A : B) ; "
+                        "ABSENT(C) WITHIN 30 SECONDS. Or, " + hint)
             raise self.error("a span (ABSENT(...) WITHIN ...) ends or starts the whole pattern: "
                              "A ; ABSENT(B) WITHIN 5 MINUTES, ABSENT(B) WITHIN 5 MINUTES ; A",
-                             e, "between two elements, write A ; ABSENT(B) ; C (no span)")
+                             e, hint)
         if not before and e is not self.leading:
             raise self.error("ABSENT(...) at the start of a pattern needs a span: "
                              "ABSENT(B) WITHIN 5 MINUTES ; A", e,
@@ -806,6 +833,23 @@ def _leading_absence(f: ast.Formula) -> ast.Absent | None:
         f = f.formula
     first = _sequence(f)[0]
     return first if isinstance(first, ast.Absent) and first.deadline is not None else None
+
+
+def unstated_unit_warning(attribute: str) -> str:
+    """What a time window over an integer time attribute of no stated unit is told (CEQL
+    and trend queries alike)."""
+    return (f"a time window reads integer values of {attribute!r} as seconds, the default "
+            f"unit, which the declaration does not state: write {attribute}:primary_time(ms) "
+            "(or s, us, ns), or pass time_unit= (CLI: --time-unit); timestamps (datetimes, "
+            "ISO-8601 text) are read as instants whatever the unit")
+
+
+def _has_looser_operator(f) -> bool:
+    """Whether the formula has a ':' or OR, which bind looser than ';' (so a span written
+    after them may sit inside one of their operands)."""
+    if isinstance(f, (ast.Contig, ast.Or)):
+        return True
+    return any(_has_looser_operator(c) for c in _children(f))
 
 
 def _trailing_absence(f: ast.Formula) -> ast.Absent | None:

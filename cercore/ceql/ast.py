@@ -348,10 +348,12 @@ class Query(Node):
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AttrDecl(Node):
-    """``name:type``; type is ``int|double|string|bool|primary_time`` (lower case)."""
+    """``name:type``; type is ``int|double|string|bool|primary_time`` (lower case);
+    ``unit``: the time unit of ``primary_time(ms)`` (``s``, ``ms``, ``us``, ``ns``), or None."""
 
     name: str
     type: str
+    unit: str | None = None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from lark import Token, Transformer, v_args
 
 from cercore.ceql import ast
 from cercore.errors import CEQLSyntaxError
+from cercore.types import TIME_UNITS_PER_SECOND
 
 #: Attribute types of the declaration language (``primary_time`` marks the time attribute).
 ATTRIBUTE_TYPES = ("int", "double", "string", "bool", "primary_time")
@@ -467,7 +468,7 @@ class ToAst(Transformer):
         return ast.EventDecl(name.value, attrs, **token_pos(name))
 
     def attr_decl(self, meta, ch):
-        name, typ = name_tokens(ch)
+        name, typ, *unit_tok = name_tokens(ch)
         t = typ.value.lower()
         if t not in ATTRIBUTE_TYPES:
             guess = _TYPE_ALIASES.get(t) or next(
@@ -475,4 +476,13 @@ class ToAst(Transformer):
             hint = (f"did you mean '{guess}'? " if guess else "") + (
                 "types are int, double, string, bool and primary_time")
             raise self._error(f"unknown attribute type '{typ.value}'", typ, hint=hint)
-        return ast.AttrDecl(name.value, t, **token_pos(name))
+        unit = None
+        if unit_tok:
+            unit = unit_tok[0].value.lower()
+            if t != "primary_time":
+                raise self._error(f"only primary_time takes a unit, not {t}", unit_tok[0],
+                                  hint=f"write {name.value}:primary_time({unit_tok[0].value})")
+            if unit not in TIME_UNITS_PER_SECOND:
+                raise self._error(f"unknown time unit '{unit_tok[0].value}'", unit_tok[0],
+                                  hint="units are " + ", ".join(TIME_UNITS_PER_SECOND))
+        return ast.AttrDecl(name.value, t, unit, **token_pos(name))

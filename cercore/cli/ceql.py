@@ -38,8 +38,9 @@ def _add_schema_options(p: argparse.ArgumentParser, several: bool = False) -> No
                    help="CREATE STREAM declarations: a file path or the text")
     p.add_argument("--time-attribute", metavar="A", default=None,
                    help="the int attribute that carries event time (instead of primary_time)")
-    p.add_argument("--time-unit", default="s", choices=["s", "ms", "us", "ns"],
-                   help="unit of the time attribute (default: s)")
+    p.add_argument("--time-unit", default=None, choices=["s", "ms", "us", "ns"],
+                   help="unit of integer times (default: the declaration's "
+                        "primary_time(unit), else s)")
 
 
 def add_subcommands(sub) -> None:
@@ -72,8 +73,9 @@ def add_subcommands(sub) -> None:
     run.add_argument("--reorder-slack", type=int, default=None, metavar="D",
                      help="tolerate events up to D time units out of order: buffer them and "
                           "evaluate in time order (default: out-of-order time is an error)")
-    run.add_argument("--advance", type=int, default=None, metavar="T",
-                     help="at the end of the input, event time has reached T (a watermark): "
+    run.add_argument("--advance", type=_time_argument, default=None, metavar="T",
+                     help="at the end of the input, event time has reached T (a watermark: an "
+                          "integer time, or a timestamp such as 2024-03-01T09:35:00): "
                           "ABSENT(...) deadlines before T fire (default: nothing is known past "
                           "the last event, so they do not)")
     run.add_argument("--stats", action="store_true", help="print engine counters on stderr")
@@ -84,6 +86,14 @@ def add_subcommands(sub) -> None:
                                          "window, the partitioning and the automaton.")
     _add_schema_options(explain)
     explain.set_defaults(func=cmd_explain)
+
+
+def _time_argument(text: str) -> int | str:
+    """``--advance``: an integer time, or a timestamp (ISO-8601 text, read by ``advance``)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 def query_names(paths: list[str]) -> list[str]:

@@ -27,10 +27,27 @@ from cercore.cli import ceql, demo, network
 from cercore.cli.common import EXIT_USAGE, PROG
 from cercore.errors import CercoreError
 
+EXAMPLES = """\
+examples:
+  cercore demo                                  the bundled stock queries on the bundled trace
+  cercore run "SELECT * FROM S WHERE BUY AS b ; SELL AS s FILTER b[price > 100]
+               WITHIN 30 SECONDS" --schema stocks.decl --input trades.csv --format table
+  cercore run query.ceql --schema stocks.decl < events.jsonl --input-format jsonl
+  tail -f events.csv | cercore run query.ceql --schema stocks.decl
+  cercore explain query.ceql --schema stocks.decl   how it compiles, and its warnings
+
+A declaration (stocks.decl) names the event types and their attributes:
+  CREATE STREAM S { EVENT BUY { name:string, price:double, ts:primary_time(ms) },
+                    EVENT SELL { name:string, price:double, ts:primary_time(ms) } }
+Times are integers in the declared unit, or timestamps (ISO-8601 text, datetimes).
+`cercore COMMAND --help` describes each command's options.
+"""
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Complex Event Recognition with CEQL queries (CORE).")
+        prog=PROG, description="Complex Event Recognition with CEQL queries (CORE).",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version",
                         version=f"%(prog)s {cercore.__version__} (backend: {cercore.BACKEND})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

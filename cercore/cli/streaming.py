@@ -21,6 +21,7 @@ from typing import Any
 
 from cercore.cli.common import PROG
 from cercore.errors import CercoreError, EventError
+from cercore.input.files import locate_row
 from cercore.input.lines import LINE_FORMATS, FollowedFile, LineEvents, stream_lines
 from cercore.io import guess_format, read_events
 from cercore.schema import Schema
@@ -35,6 +36,35 @@ def add_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
                      help="with --follow: stop (as at the end of the input) after SECONDS "
                           "without new data (default: never; stop with Ctrl-C)")
+    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="show how much of a file read whole has been evaluated, on stderr "
+                          f"(default: when stderr is a terminal and the file has at least "
+                          f"{PROGRESS_MIN_EVENTS:,} events)")
+
+
+PROGRESS_MIN_EVENTS = 200_000  # below this a file is done before a progress line helps
+PROGRESS_CHUNK = 65_536  # events evaluated between two updates of the progress line
+
+
+class Progress:
+    """A one-line progress display on a text stream: ``events  n / total  (p%)`` rewritten
+    in place (carriage return), cleared at the end."""
+
+    def __init__(self, total: int, out=None) -> None:
+        self.total = total
+        self.out = out if out is not None else sys.stderr
+        self.shown = False
+
+    def update(self, done: int) -> None:
+        pct = 100 * done // self.total if self.total else 100
+        self.out.write(f"\r{PROG}: {done:,} / {self.total:,} events ({pct}%)")
+        self.out.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.out.write("\r\033[K" if self.out.isatty() else "\n")
+            self.out.flush()
 
 
 def _stdin_is_a_file() -> bool:
@@ -60,6 +90,8 @@ class EventSource:
         self.lines: LineEvents | None = None
         self.followed: FollowedFile | None = None
         self.table: Any = None
+        self.path: tuple[str, str | None] | None = None  # a file read whole, its format
+        self.progress: bool | None = getattr(args, "progress", None)  # None: when a terminal
         fmt = args.input_format
         follow = getattr(args, "follow", False)
         idle = getattr(args, "idle_timeout", None)
@@ -85,6 +117,7 @@ class EventSource:
             else:
                 self.table = read_events(args.input, schema, fmt, type_column=args.type_column,
                                          stream_column=stream_column, on_error=args.on_error)
+                self.path = (args.input, fmt)
             return
         self.lines = LineEvents(lines, schema, fmt, type_column=args.type_column,
                                 stream_column=stream_column, on_error=args.on_error,
@@ -108,15 +141,36 @@ class EventSource:
                         yield from engine.process(iter((rec,)), tag)
                 return
             self.table = table
-        yield from engine.process(self.table)
+        n = self.table.num_rows
+        show = self.progress if self.progress is not None else \
+            (n >= PROGRESS_MIN_EVENTS and sys.stderr.isatty())
+        if not show:
+            yield from engine.process(self.table)
+            return
+        # the same engine over consecutive slices: the same complex events, in the same order
+        progress = Progress(n)
+        try:
+            for offset in range(0, n, PROGRESS_CHUNK):
+                yield from engine.process(self.table.slice(offset, PROGRESS_CHUNK))
+                progress.update(min(offset + PROGRESS_CHUNK, n))
+        finally:
+            progress.close()
 
     @contextmanager
     def naming(self, engine: Any) -> Iterator[None]:
-        """Re-raise an engine's EventError about the last event read with its line named
-        (the reader's own errors name it already)."""
+        """Re-raise an engine's EventError about an event with its file and line named: the
+        last event read from a stream, any event of a file read whole (the reader's own
+        errors name it already)."""
         try:
             yield
         except EventError as exc:
+            if self.path is not None and exc.position is not None \
+                    and getattr(engine.input, "reorder", None) is None:
+                spot = locate_row(self.path[0], exc.position, self.path[1])
+                if spot is not None and spot not in exc.args[0]:
+                    raise EventError(f"{exc.args[0]} ({spot})", field=exc.field,
+                                     reason=exc.reason) from None
+                raise
             lines = self.lines
             if lines is None or exc.position is None or exc.position != lines.count - 1 \
                     or getattr(engine.input, "reorder", None) is not None:

@@ -26,7 +26,18 @@ from cercore.input.columns import Columns, StringColumn
 from cercore.input.event import Event
 from cercore.input.options import checked_on_error
 from cercore.schema import Schema, did_you_mean
-from cercore.types import INT64_MAX, INT64_MIN, NOT_A_VALUE, AttrType, coerce, is_arrow_string
+from cercore.types import (
+    INT64_MAX,
+    INT64_MIN,
+    NOT_A_VALUE,
+    NS_PER_UNIT,
+    AttrType,
+    TimeForm,
+    coerce,
+    coerce_time,
+    is_arrow_string,
+    time_problem,
+)
 
 UNKNOWN_STREAM = -2  # stream code of a name no stream has
 _MISSING = object()
@@ -77,6 +88,10 @@ class EventDecoder:
             for typ in schema.streams[name].event_types:
                 self._stream_carries[sid, self.type_ids[typ]] = True
         self.skips = skips.SkipLog()
+        # the time attribute also reads instants (cercore.types.coerce_time); the form of
+        # the first one read is how complex events report their times
+        self.time_attribute = schema.time_attribute
+        self.time_form = TimeForm(schema.time_unit)
 
     @functools.cached_property
     def stream_ids(self) -> dict[str, int]:
@@ -175,6 +190,12 @@ class EventDecoder:
             raise EventError(rec.message, position=pos, reason=skips.UNREADABLE)
         if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[1], dict):
             return rec
+        if isinstance(rec, tuple) and len(rec) == 2 and isinstance(rec[0], str):
+            attrs = repr(rec[1])
+            raise EventError(f"the attributes of a {rec[0]} event must be a dict (attribute "
+                             f"-> value), got {type(rec[1]).__name__} "
+                             f"{attrs if len(attrs) <= 40 else attrs[:37] + '...'}",
+                             position=pos, reason=skips.NOT_AN_EVENT)
         raise EventError("expected a (type, attributes) pair or an Event, got "
                          f"{type(rec).__name__}", position=pos, reason=skips.NOT_AN_EVENT)
 
@@ -198,9 +219,20 @@ class EventDecoder:
             elif v is _MISSING:
                 raise EventError(f"{typ} event lacks attribute {a!r}", position=pos, field=a,
                                  reason=skips.MISSING_ATTRIBUTE)
+            elif a == self.time_attribute:
+                row[a] = self._time_value(v, typ, a, pos)
             else:
                 row[a] = _check_value(v, t, typ, a, pos)
         return self.type_ids[typ], row
+
+    def _time_value(self, v, typ: str, a: str, pos: int) -> int:
+        """A value of the time attribute as an int in the schema's unit (``coerce_time``)."""
+        value = coerce_time(v, self.time_form.unit)
+        if value is NOT_A_VALUE:
+            raise EventError(f"{typ}.{a} {time_problem(v, self.time_form.unit)}",
+                             position=pos, field=a, reason=skips.WRONG_TYPE)
+        self.time_form.saw_value(v)
+        return value
 
     # ---- Arrow --------------------------------------------------------------------------
     def from_arrow(self, table, first_position: int, type_column: str = "event_type",
@@ -259,14 +291,19 @@ class EventDecoder:
                 valid[a] = np.zeros(n, dtype=bool)
                 continue
             col = one_array(table.column(a))
-            vals, ok, wrong = arrow_values(col, t)
+            if a == self.time_attribute:
+                vals, ok, wrong = arrow_time_values(col, self.time_form)
+            else:
+                vals, ok, wrong = arrow_values(col, t)
             ok = owners if ok is None else ok & owners
             if wrong is not None:
                 w = wrong & ok
 
                 def mistyped(k: int, a=a, t=t, col=col) -> EventError:
-                    return EventError(f"attribute {a!r} must be {t.value}, got "
-                                      f"{col[k].as_py()!r}", position=first_position + k,
+                    what = (time_problem(col[k].as_py(), self.time_form.unit)
+                            if a == self.time_attribute
+                            else f"must be {t.value}, got {col[k].as_py()!r}")
+                    return EventError(f"attribute {a!r} {what}", position=first_position + k,
                                       field=a, reason=skips.WRONG_TYPE)
 
                 for k in np.flatnonzero(w).tolist():
@@ -477,6 +514,69 @@ def arrow_values(col, t: AttrType) -> tuple[Any, np.ndarray | None, np.ndarray |
         wrong = raw > np.uint64(INT64_MAX)
         return np.where(wrong, 0, raw).astype(np.int64), ok, (wrong if wrong.any() else None)
     return raw.astype(np.int64, copy=False), ok, None
+
+
+def arrow_time_values(col, form: TimeForm) -> tuple[Any, np.ndarray | None,
+                                                      np.ndarray | None]:
+    """``arrow_values`` for the time attribute: integers as an int attribute reads them;
+    instants -- an Arrow ``timestamp[unit, tz]`` column (pandas ``datetime64``, Parquet,
+    CSV), or text (ISO-8601) -- as the whole number of ``form.unit`` since the Unix epoch
+    (``cercore.types.coerce_time``; a value with a fraction of a unit is of the wrong
+    type). Records in ``form`` that the input wrote instants, and their zone."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    typ = col.type
+    if pa.types.is_dictionary(typ):
+        col = col.dictionary.take(col.indices)
+        typ = col.type
+    n = len(col)
+    if pa.types.is_timestamp(typ):
+        ok = _valid(col)
+        raw = pc.cast(col, pa.int64())
+        raw = (raw if ok is None else pc.fill_null(raw, 0)).to_numpy(zero_copy_only=False)
+        have, want = NS_PER_UNIT[typ.unit], NS_PER_UNIT[form.unit]
+        if have >= want:  # the column's unit is coarser: scale up (beyond int64: wrong)
+            factor = have // want
+            limit = INT64_MAX // factor
+            wrong = np.abs(raw) > limit
+            values = np.where(wrong, 0, raw) * factor
+        else:  # finer: a value with a fraction of form.unit is wrong
+            div = want // have
+            wrong = raw % div != 0
+            values = raw // div
+        if ok is not None:
+            wrong &= ok
+        if n and (ok is None or ok.any()):
+            form.saw(_arrow_zone(typ.tz))
+        return values.astype(np.int64), ok, (wrong if wrong.any() else None)
+    if is_arrow_string(typ) or pa.types.is_date(typ):
+        ok = _valid(col)
+        cells = col.to_pylist()
+        values = np.zeros(n, dtype=np.int64)
+        wrong = np.zeros(n, dtype=bool)
+        for k, v in enumerate(cells):
+            if v is None:
+                continue
+            if pa.types.is_date(typ):  # a date is its midnight
+                v = np.datetime64(v, "ns")
+            t = coerce_time(v, form.unit)
+            if t is NOT_A_VALUE:
+                wrong[k] = True
+            else:
+                values[k] = t
+                form.saw_value(v)
+        return values, ok, (wrong if wrong.any() else None)
+    return arrow_values(col, AttrType.INT)
+
+
+def _arrow_zone(tz: str | None):
+    """The tzinfo of an Arrow timestamp type's zone (None: naive)."""
+    if tz is None:
+        return None
+    import pyarrow as pa
+
+    return pa.scalar(0, pa.timestamp("s", tz)).as_py().tzinfo
 
 
 def arrow_cells(col, t: AttrType) -> list:

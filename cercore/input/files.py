@@ -4,7 +4,10 @@ Input files hold one event per row: a type column (``event_type`` by default) an
 attribute, named as in the declaration. An event type's missing attributes are null (an empty
 CSV cell, a JSON ``null`` or an absent key). Columns are read as the declared types
 (``cercore.types``: ``int`` -> int64, ``double`` -> float64, ``string`` -> string, ``bool`` ->
-bool; a value is converted only where it denotes a value of that type exactly).
+bool; a value is converted only where it denotes a value of that type exactly). The time
+attribute holds integers or instants: ISO-8601 text (``2024-03-01T09:30:02``, ``...Z``,
+``...+01:00``) becomes an Arrow ``timestamp`` column, which the decoder reads as instants
+(``cercore.input.decode.arrow_time_values``).
 
 Formats: CSV (``.csv``), JSON Lines (``.jsonl``, ``.ndjson``; ``.json`` may also hold one JSON
 array of objects) and Parquet (``.parquet``, ``.pq``). ``cercore.input.lines`` reads CSV and
@@ -15,6 +18,7 @@ Users reach this through ``cercore.io.read_events``.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import os
@@ -27,9 +31,10 @@ from typing import IO, Any
 from cercore.errors import CercoreError, EventError
 from cercore.input.options import checked_on_error
 from cercore.schema import Schema, did_you_mean
-from cercore.types import NOT_A_VALUE, AttrType, coerce, is_arrow_string
+from cercore.types import NOT_A_VALUE, AttrType, coerce, is_arrow_string, parse_instant
 
-__all__ = ["INPUT_FORMATS", "decode_utf8", "guess_format", "read_events", "text_or_file"]
+__all__ = ["INPUT_FORMATS", "decode_utf8", "guess_format", "locate_row", "read_events",
+           "text_or_file"]
 
 INPUT_FORMATS = ("csv", "jsonl", "parquet")
 
@@ -79,10 +84,11 @@ def read_events(path: str | os.PathLike | IO[bytes], schema: Schema, format: str
         raise CercoreError(f"unknown input format {format!r}; use one of "
                            + ", ".join(INPUT_FORMATS))
     types = _column_types(schema, type_column, stream_column)
+    time = schema.time_attribute
     if format == "parquet":  # typed columns: a bad value is a file-level problem
-        return _read_parquet(path, types, type_column)
+        return _read_parquet(path, types, type_column, time)
     reader = {"csv": _read_csv, "jsonl": _read_jsonl}[format]
-    return reader(path, types, type_column, on_error == "skip")
+    return reader(path, types, type_column, on_error == "skip", time)
 
 
 def _column_types(schema: Schema, type_column: str, stream_column: str | None
@@ -117,7 +123,8 @@ def _check_columns(columns: list[str], types: dict[str, AttrType], type_column: 
                          + ", ".join(repr(c) for c in columns), field=type_column)
 
 
-def _read_csv(path, types: dict[str, AttrType], type_column: str, lenient: bool = False):
+def _read_csv(path, types: dict[str, AttrType], type_column: str, lenient: bool = False,
+              time: str | None = None):
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -127,7 +134,8 @@ def _read_csv(path, types: dict[str, AttrType], type_column: str, lenient: bool 
         data = data.encode()
     header = _csv_header(data.split(b"\n", 1)[0].decode("utf-8-sig", "replace"), types,
                          type_column, where)
-    column_types = {c: types[c].arrow_type() for c in header if c != type_column}
+    # the time column's type is Arrow's guess: int64 for integers, timestamp for ISO-8601
+    column_types = {c: types[c].arrow_type() for c in header if c not in (type_column, time)}
     column_types[type_column] = pa.string()
     convert = pacsv.ConvertOptions(
         column_types=column_types, null_values=[""], strings_can_be_null=True,
@@ -139,13 +147,13 @@ def _read_csv(path, types: dict[str, AttrType], type_column: str, lenient: bool 
         # the cells Arrow's fast path does not read (``+7``, ``7.0`` for an int): the csv
         # module reads every row, by the cell readers below, whatever ``on_error`` says --
         # raising at the first bad row, or keeping bad rows as rejected
-        rows = _csv_rows(data, header, types, type_column, where)
+        rows = _csv_rows(data, header, types, type_column, where, time)
         if not lenient:
             rows = list(rows)
             problem = next((p for _, p in rows if p is not None), None)
             if problem is not None:
                 raise problem from None
-        return _rows_table(rows, header, types, type_column)
+        return _rows_table(rows, header, types, type_column, time)
 
 
 def _csv_header(line: str, types: dict[str, AttrType], type_column: str,
@@ -163,23 +171,27 @@ def _csv_header(line: str, types: dict[str, AttrType], type_column: str,
 
 
 def _csv_rows(data: bytes, header: list[str], types: dict[str, AttrType], type_column: str,
-              where: str) -> Iterator[tuple[dict[str, Any], EventError | None]]:
+              where: str, time: str | None = None
+              ) -> Iterator[tuple[dict[str, Any], EventError | None]]:
     """Every data row with the csv module (slow path, only after Arrow failed): its values
     (converted; None where empty or bad) and the row's first problem, if any."""
     text = data.decode("utf-8-sig", "replace")
-    return _csv_line_rows(io.StringIO(text, newline=""), header, types, type_column, where)
+    return _csv_line_rows(io.StringIO(text, newline=""), header, types, type_column, where,
+                          time)
 
 
 def _csv_line_rows(lines: Iterable[str], header: list[str], types: dict[str, AttrType],
-                   type_column: str, where: str
+                   type_column: str, where: str, time: str | None = None
                    ) -> Iterator[tuple[dict[str, Any], EventError | None]]:
     """``_csv_rows`` over text lines (line ends kept; the header line first, skipped), each
     read only when the row before it has been handled: a file read whole, or a stream read
-    line by line (``cercore.input.lines``)."""
+    line by line (``cercore.input.lines``). ``time``: the time column (integers or
+    ISO-8601 instants)."""
     reader = csv.reader(lines)
     next(reader, None)
     # per column: None (strings, the type column) or the cell's converter
-    converters = [None if col == type_column else _CELL_READERS[types[col]] for col in header]
+    converters = [None if col == type_column else _time_cell if col == time
+                  else _CELL_READERS[types[col]] for col in header]
     columns = list(zip(header, converters))
     for row_number, row in enumerate(reader, start=1):
         line = reader.line_num
@@ -202,7 +214,8 @@ def _csv_line_rows(lines: Iterable[str], header: list[str], types: dict[str, Att
                 values[col] = None
                 problem = problem or EventError(
                     f"{where}, line {line} (row {row_number}), column {col!r}: cannot read "
-                    f"{cell!r} as {types[col].value}", field=col)
+                    f"{cell!r} as " + ("an integer or an ISO-8601 time" if col == time
+                                       else types[col].value), field=col)
         yield values, problem
 
 
@@ -228,6 +241,42 @@ def _int_cell(cell: str) -> Any:
     return NOT_A_VALUE
 
 
+def _time_cell(cell: str) -> Any:
+    """A time cell: an integer (as ``_int_cell``) or an ISO-8601 instant (a datetime)."""
+    v = _int_cell(cell)
+    return v if v is not NOT_A_VALUE else _time_text(cell)
+
+
+def _time_text(text: str) -> Any:
+    instant = parse_instant(text)
+    return NOT_A_VALUE if instant is None else instant
+
+
+def _time_array(values: list):
+    """The Arrow column of a time attribute's values: int64 for integers, ``timestamp[us]``
+    for datetimes (``timestamp[us, UTC]`` when any states its zone; naive ones are UTC);
+    a column mixing the two is kept as text, for the decoder to name the odd cells."""
+    import pyarrow as pa
+
+    present = [v for v in values if v is not None]
+    instants = [v for v in present if isinstance(v, dt.datetime)]
+    if not instants:
+        return pa.array(values, type=pa.int64())
+    if len(instants) < len(present):
+        return pa.array([None if v is None else v.isoformat() if isinstance(v, dt.datetime)
+                         else str(v) for v in values], type=pa.string())
+    if all(v.tzinfo is None for v in instants):
+        return pa.array(values, type=pa.timestamp("us"))
+    # one offset throughout (+02:00): kept, so times are reported as written; else UTC
+    offsets = {v.utcoffset() for v in instants}
+    zone = "UTC"
+    if len(offsets) == 1 and None not in offsets:
+        minutes = int(next(iter(offsets)).total_seconds()) // 60
+        zone = f"{'-' if minutes < 0 else '+'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return pa.array([None if v is None else v.replace(tzinfo=dt.UTC) if v.tzinfo is None
+                     else v for v in values], type=pa.timestamp("us", zone))
+
+
 def _double_cell(cell: str) -> Any:
     return float(cell) if _FLOAT_TEXT.fullmatch(cell) else NOT_A_VALUE
 
@@ -242,7 +291,7 @@ _CELL_READERS = {AttrType.STRING: None, AttrType.INT: _int_cell, AttrType.DOUBLE
 
 
 def _rows_table(rows: Iterable[tuple[dict[str, Any], EventError | None]], columns: list[str],
-                types: dict[str, AttrType], type_column: str):
+                types: dict[str, AttrType], type_column: str, time: str | None = None):
     """A table of converted rows; a row with a problem keeps its place, nulled, with the
     problem's message in REJECT_COLUMN."""
     import pyarrow as pa
@@ -255,13 +304,15 @@ def _rows_table(rows: Iterable[tuple[dict[str, Any], EventError | None]], column
         for c in columns:
             data[c].append(None if problem is not None else values.get(c))
         rejected.append(None if problem is None else str(problem))
-    arrays = {c: pa.array(data[c], type=pa.string() if c == type_column
-                          else types[c].arrow_type()) for c in columns}
+    arrays = {c: _time_array(data[c]) if c == time else
+              pa.array(data[c], type=pa.string() if c == type_column
+                       else types[c].arrow_type()) for c in columns}
     arrays[REJECT_COLUMN] = pa.array(rejected, type=pa.string())
     return pa.table(arrays)
 
 
-def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: bool = False):
+def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: bool = False,
+                time: str | None = None):
     where = _name(path)
     data = path.read() if hasattr(path, "read") else Path(path).read_bytes()
     try:
@@ -289,7 +340,8 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: boo
     columns = [type_column]  # in order of first appearance
     null_type_at = None  # the first object whose type is null
     for number, obj in records:
-        values, problem = _json_row(obj, types, type_column, f"{where}, {unit} {number}")
+        values, problem = _json_row(obj, types, type_column, f"{where}, {unit} {number}",
+                                    time)
         if problem is not None and not lenient:
             raise problem
         for key in values:
@@ -308,15 +360,16 @@ def _read_jsonl(path, types: dict[str, AttrType], type_column: str, lenient: boo
         raise EventError(f"{where}: no {type_column!r} key (the event type) in any object",
                          field=type_column)
     ordered = [type_column] + sorted(columns[1:], key=list(types).index)
-    table = _rows_table(rows, ordered, types, type_column)
+    table = _rows_table(rows, ordered, types, type_column, time)
     return table if any(p is not None for _, p in rows) else table.drop_columns(
         [table.column_names[-1]])
 
 
-def _json_row(obj: Any, types: dict[str, AttrType], type_column: str, where: str
-              ) -> tuple[dict[str, Any], EventError | None]:
+def _json_row(obj: Any, types: dict[str, AttrType], type_column: str, where: str,
+              time: str | None = None) -> tuple[dict[str, Any], EventError | None]:
     """One JSON object's values, converted, and its first problem (values of a bad row are
-    dropped; a key no event type declares fails the file)."""
+    dropped; a key no event type declares fails the file). ``time``: the time attribute,
+    whose strings are read as ISO-8601 instants (datetimes)."""
     if isinstance(obj, EventError):  # a malformed line
         return {}, obj
     if not isinstance(obj, dict):
@@ -334,12 +387,54 @@ def _json_row(obj: Any, types: dict[str, AttrType], type_column: str, where: str
                                       field=key)
             values[key] = v
         else:
-            converted = coerce(v, types[key])
+            if key == time and isinstance(v, str):
+                converted = _time_text(v)
+            else:
+                converted = coerce(v, types[key])
             if converted is NOT_A_VALUE:
                 return {}, EventError(f"{where}, column {key!r}: cannot read {v!r} as "
-                                      f"{types[key].value}", field=key)
+                                      + ("an integer or an ISO-8601 time" if key == time
+                                         else types[key].value), field=key)
             values[key] = converted
     return values, None
+
+
+def locate_row(path: str | os.PathLike, row: int, format: str | None = None) -> str | None:
+    """Where the ``row``-th event (0-based: its position when read whole, no reorder
+    slack) is written in the file ``path``, as ``"FILE, line N"`` (``"FILE, row N"`` for
+    Parquet, ``"FILE, item N"`` for one JSON array), for messages about an event found bad
+    after reading (time going backwards); None when the file has no such row. Reads the
+    file again: called only for an error."""
+    where = str(path)
+    format = format or guess_format(path)
+    format = {"json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}.get(format, format)
+    if format == "parquet":
+        return f"{where}, row {row}"
+    try:
+        text = Path(path).read_bytes().decode("utf-8-sig", "replace")
+    except OSError:
+        return None
+    if format == "csv":  # data rows as the readers count them: empty rows are no events
+        reader = csv.reader(io.StringIO(text, newline=""))
+        next(reader, None)
+        k = 0
+        for cells in reader:
+            if not cells:
+                continue
+            if k == row:
+                return f"{where}, line {reader.line_num}"
+            k += 1
+        return None
+    if text.lstrip().startswith("["):
+        return f"{where}, item {row + 1}"
+    k = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        if k == row:
+            return f"{where}, line {number}"
+        k += 1
+    return None
 
 
 def text_or_file(value: str) -> str:
@@ -395,7 +490,8 @@ def _json_line(line: str, number: int, where: str) -> Any:
         return EventError(f"{where}, line {number}: JSON nested too deeply")
 
 
-def _read_parquet(path, types: dict[str, AttrType], type_column: str):
+def _read_parquet(path, types: dict[str, AttrType], type_column: str,
+                  time: str | None = None):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -421,6 +517,9 @@ def _read_parquet(path, types: dict[str, AttrType], type_column: str):
                 raise EventError(f"{where}: column {name!r} must hold strings, not {col.type}",
                                  field=name)
             columns[name] = col  # read as it is: the engine maps names through the dictionary
+            continue
+        if name == time and (pa.types.is_timestamp(col.type) or pa.types.is_date(col.type)):
+            columns[name] = col  # instants: the decoder reads them (arrow_time_values)
             continue
         t = types[name]
         columns[name] = _cast_column(col, t, name, where)

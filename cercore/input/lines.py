@@ -201,7 +201,7 @@ class LineEvents:
 
     def _csv_rows(self) -> Iterator[tuple[dict[str, Any], EventError | None]]:
         return _csv_line_rows(self._csv_texts(), self._header, self.types, self.type_column,
-                              self.where)
+                              self.where, self.schema.time_attribute)
 
     def _csv_texts(self) -> Iterator[str]:
         """The CSV text's lines, the header first; each read when the csv module asks."""
@@ -218,7 +218,8 @@ class LineEvents:
             if isinstance(text, EventError) or text.strip():
                 number = self.line
                 obj = text if isinstance(text, EventError) else _json_line(text, number, where)
-                yield _json_row(obj, types, tc, f"{where}, line {number}")
+                yield _json_row(obj, types, tc, f"{where}, line {number}",
+                                self.schema.time_attribute)
             text = self._next_json_line()
 
     def _next_json_line(self) -> str | EventError | None:

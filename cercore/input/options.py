@@ -13,7 +13,8 @@ import operator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from cercore.errors import ConfigError
+from cercore.errors import ConfigError, UnknownOptionError
+from cercore.schema import did_you_mean
 
 BACKENDS = ("auto", "python", "cython")
 ON_ERROR = ("raise", "skip")
@@ -82,8 +83,10 @@ class EngineOptions:
         TypeError, as for any function."""
         unknown = sorted(set(given) - set(cls.names()))
         if unknown:
-            raise TypeError(f"unknown engine option(s) {', '.join(map(repr, unknown))}; the "
-                            f"options are {', '.join(cls.names())}")
+            hint = did_you_mean(unknown[0], cls.names()) if len(unknown) == 1 else ""
+            raise UnknownOptionError(
+                f"unknown engine option(s) {', '.join(map(repr, unknown))}{hint} (the options "
+                f"are {', '.join(cls.names())})")
         if given.get("backend", "") is None:
             del given["backend"]
         base = options if options is not None else cls.DEFAULT

@@ -31,7 +31,7 @@ from cercore.input.batch import SKIPPED, Batch
 from cercore.input.decode import RAW, REJECT_COLUMN, Rejected, check_columns
 from cercore.input.event import Event
 from cercore.input.tabular import is_tabular, tabular_columns
-from cercore.types import INT64_MIN
+from cercore.types import INT64_MIN, NOT_A_VALUE, coerce_time
 
 
 class TimeOrder:
@@ -42,8 +42,10 @@ class TimeOrder:
     them, such as a declared type lacking the window's attribute -- are not checked, and take
     the time of the last event before them that has one (``times``)."""
 
-    def __init__(self, attribute: str, reject, carriers: np.ndarray | None = None) -> None:
+    def __init__(self, attribute: str, reject, carriers: np.ndarray | None = None,
+                 unit: str = "s") -> None:
         self.attribute = attribute
+        self.unit = unit  # of integer times: a watermark given as an instant is read in it
         self.reject = reject  # EventDecoder.reject: True when a bad event is skipped
         self.carriers = carriers  # type id -> declares the attribute (last entry: SKIPPED)
         self.last: int | None = None
@@ -131,10 +133,11 @@ class TimeOrder:
 class ReorderBuffer:
     """Min-heap of buffered events keyed by (time, arrival sequence)."""
 
-    def __init__(self, time_attribute: str, slack: int) -> None:
+    def __init__(self, time_attribute: str, slack: int, unit: str = "s") -> None:
         if slack < 0:
             raise ConfigError(f"reorder_slack must be >= 0, got {slack}")
         self.attr = time_attribute
+        self.unit = unit  # of the schema's time: an instant is read as that many units
         self.slack = slack
         self.heap: list[tuple[int, int, str, dict, str | None]] = []
         self.seq = 0  # arrival counter: ties in time keep arrival order
@@ -150,7 +153,9 @@ class ReorderBuffer:
         error)`` handles an event that is too late to reorder."""
         for typ, attrs, stream in records:
             t = attrs.get(self.attr) if isinstance(attrs, dict) else None
-            if t is None or isinstance(t, bool) or not isinstance(t, int):
+            if t is not None and type(t) is not int:
+                t = coerce_time(t, self.unit)  # an instant, a whole float: its units
+            if t is None or t is NOT_A_VALUE:
                 # no usable time: let the engine's own checks report it, in order
                 yield from self._release_all()
                 yield typ, attrs, stream

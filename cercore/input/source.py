@@ -20,6 +20,7 @@ from cercore.input.order import ReorderBuffer, TimeOrder, records_of
 from cercore.input.skips import SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
 from cercore.schema import Schema, did_you_mean
+from cercore.types import NOT_A_VALUE, coerce_time, is_instant, time_problem
 
 # Events per batch. Each batch costs a fixed amount of Python (one numpy call per column and
 # predicate, one evaluator call); at 16k events that is amortised to a few ns per event, while
@@ -59,7 +60,8 @@ class EventInput:
             if time_attribute is None:
                 raise ConfigError("reorder_slack needs event time: the schema names no time "
                                  "attribute and the query has no time window")
-            self.reorder = ReorderBuffer(time_attribute, options.reorder_slack)
+            self.reorder = ReorderBuffer(time_attribute, options.reorder_slack,
+                                         schema.time_unit)
 
     @property
     def skips(self) -> SkipLog:
@@ -72,7 +74,8 @@ class EventInput:
         for name in self.schema.type_names:
             et = self.schema.event_types[name]
             carriers[et.id] = et.has(attribute)
-        return TimeOrder(attribute, self.decoder.reject, None if carriers[:-1].all() else carriers)
+        return TimeOrder(attribute, self.decoder.reject, None if carriers[:-1].all() else carriers,
+                         self.schema.time_unit)
 
     def consumed(self, batch: Batch, n: int) -> None:
         """The engine evaluated the first ``n`` events of ``batch``."""
@@ -280,13 +283,20 @@ class ReadsInput(AsyncInput):
 
 
 def checked_watermark(t: Any, order: TimeOrder | None) -> int:
-    """``t`` as a watermark for a stream whose time ``order`` is checked: an int not before
-    the last event's time (ConfigError without event time, EventError when it goes back)."""
+    """``t`` as a watermark for a stream whose time ``order`` is checked: an int (or an
+    instant -- a datetime, ISO-8601 text -- read as event times are, ``coerce_time``) not
+    before the last event's time (ConfigError without event time, EventError when it goes
+    back)."""
     if order is None:
         raise ConfigError("advance() needs event time: the schema names no time attribute "
                           "(without one, time is the input position)")
+    if not isinstance(t, bool) and (is_instant(t) or isinstance(t, str)):
+        units = coerce_time(t, order.unit)
+        if units is NOT_A_VALUE:
+            raise ConfigError(f"advance({t!r}): {time_problem(t, order.unit)}")
+        t = units
     if isinstance(t, bool) or not isinstance(t, (int, np.integer)):
-        raise ConfigError(f"advance() takes an integer time, not {t!r}")
+        raise ConfigError(f"advance() takes an integer time or a timestamp, not {t!r}")
     t = int(t)
     if order.last is not None and t < order.last:
         raise EventError(f"advance({t}) is before the last event's time {order.last}",

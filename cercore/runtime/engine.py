@@ -15,7 +15,7 @@ from cercore.errors import ConfigError, EventError
 from cercore.input import SKIPPED, Batch, EventInput, ReadFilter, ReadsInput
 from cercore.input.options import EngineOptions
 from cercore.input.order import TimeOrder
-from cercore.input.source import in_hand
+from cercore.input.source import checked_watermark, in_hand
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.constants import (
@@ -82,7 +82,7 @@ class Engine(ReadsInput):
         self.tick = 0  # query-read events so far (EVENTS windows count these)
         self.partitions = PartitionIndex(self.schema, self.analysed.partition_by)
         self.store = EventStore(self.schema, self.report_time,
-                                self.analysed.attribute_projection)
+                                self.analysed.attribute_projection, self.input.decoder.time_form)
         self.n_complex_events = 0
         self._binder = None  # built on the first ce.bindings
         # events that satisfy no atom are not stepped where they cannot change anything
@@ -200,6 +200,7 @@ class Engine(ReadsInput):
         reorder slack holds up to ``t`` and returns the complex events they complete; from
         now on an event before ``t`` is late (raised, or skipped and counted)."""
         self._usable()
+        t = checked_watermark(t, self.time_order)  # (a timestamp: its units)
         out = [ce for batch in self._watermark(t) for ce in self._guarded(self._run(batch))]
         return out + self.fire_deadlines(t)
 

@@ -90,6 +90,7 @@ class MultiEngine(AsyncInput):
             raise ConfigError("queries evaluated together must share one schema")
         engine = Engine(query, self.options)
         engine.input.position = self.input.position
+        engine.store.time_form = self.input.decoder.time_form  # the shared input decodes
         attr = engine.order_attribute
         if attr is not None:
             shared = next(((o, users) for o, users in self.time_orders

@@ -20,6 +20,29 @@ from cercore.schema import Schema
 from cercore.types import AttrType
 
 
+def key_attributes(schema: Schema, groups) -> dict[str, tuple[str, ...] | None]:
+    """PARTITION BY's meaning, one home for CEQL and trend queries: per event type, the
+    attribute keying each group -- ``[a], [b]`` is the composite key (a, b); inside one
+    bracket, ``[plug, household]`` is one key that types name differently, each type keyed by
+    the listed attribute it has (the analyses refuse a type with several) -- or None when the
+    type has none of a group's attributes (its events belong to no partition)."""
+    out: dict[str, tuple[str, ...] | None] = {}
+    for name in schema.type_names:
+        et = schema.event_types[name]
+        attrs = tuple(next((a for a in g if et.has(a)), None) for g in groups)
+        out[name] = None if None in attrs else attrs
+    return out
+
+
+def describe_keys(schema: Schema, groups, types) -> str:
+    """``explain``'s line of the key attributes of each event type in ``types`` (names, in
+    alphabetical order):
+    ``LOAD: plug; ALARM: household`` (``(no key: never matches)`` for a type without one)."""
+    keys = key_attributes(schema, groups)
+    return "; ".join(f"{t}: " + (", ".join(keys[t]) if keys[t] is not None
+                                   else "(no key: in no partition)") for t in sorted(types))
+
+
 class PartitionIndex:
     """Partition keys -> ids for one query."""
 
@@ -28,11 +51,8 @@ class PartitionIndex:
         # one of them (its events belong to no partition)
         self.plan: list[tuple[str, ...] | None] | None = None
         if groups:
-            self.plan = []
-            for name in schema.type_names:
-                et = schema.event_types[name]
-                attrs = tuple(next((a for a in g if et.has(a)), None) for g in groups)
-                self.plan.append(None if None in attrs else attrs)
+            keys = key_attributes(schema, groups)
+            self.plan = [keys[name] for name in schema.type_names]
         self.ids: dict[tuple, int] = {}
         self.next_id = 0
         # the coded way: one group whose key attributes all have one type, int/bool/string

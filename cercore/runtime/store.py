@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import bisect
 import operator
+from typing import Any
 
 import numpy as np
 
 from cercore.input import Batch
 from cercore.runtime.output import Event
 from cercore.runtime.term_values import TermValues
-from cercore.types import INT64_MIN
+from cercore.types import INT64_MIN, TimeForm
 
 CHUNK = 1024  # events of a record chunk: the granularity of pruning under push
 
@@ -131,22 +132,32 @@ class StoreView:
     """What a complex event needs to materialise itself: the store's entries (see the module
     docstring for what it may see)."""
 
-    __slots__ = ("attributes", "binder", "entries", "schema", "starts", "time_attribute")
+    __slots__ = ("attributes", "binder", "entries", "schema", "starts", "time_attribute",
+                 "time_form")
 
     def __init__(self, entries: list, starts: list[int], schema, time_attribute: str | None,
-                 binder, attributes=None) -> None:
+                 binder, attributes=None, time_form: TimeForm | None = None) -> None:
         self.entries = entries
         self.starts = starts
         self.schema = schema
         self.time_attribute = time_attribute
         self.binder = binder  # (view, complex event) -> bindings
         self.attributes = attributes  # SELECT x[a, b]: variable -> attributes (None: all)
+        # how the input wrote event times (the decoder's): they are reported that way
+        self.time_form = time_form
 
     def _locate(self, position: int):
         return self.entries[bisect.bisect_right(self.starts, position) - 1]
 
     def event(self, position: int) -> Event:
-        return self._locate(position).event(position, self.schema)
+        event = self._locate(position).event(position, self.schema)
+        form = self.time_form
+        if form is not None and form.instants and event.attributes.get(self.time_attribute) \
+                is not None:
+            attrs = dict(event.attributes)
+            attrs[self.time_attribute] = form.as_read(attrs[self.time_attribute])
+            event = Event(event.type, event.position, attrs)
+        return event
 
     def events(self, ce) -> list[Event]:
         """The events of ``ce``; under ``SELECT x[a, b]`` each keeps the attributes that the
@@ -171,11 +182,14 @@ class StoreView:
                              {a: v for a, v in e.attributes.items() if a in keep}))
         return out
 
-    def time(self, position: int) -> int | None:
-        """The event's time attribute (None when the schema names none)."""
+    def time(self, position: int) -> Any:
+        """The event's time attribute as the input wrote it: an int, or a datetime where
+        the input wrote instants (None when the schema names none)."""
         if self.time_attribute is None:
             return None
-        return self._locate(position).time(position, self.time_attribute)
+        t = self._locate(position).time(position, self.time_attribute)
+        form = self.time_form
+        return t if form is None or not form.instants else form.as_read(t)
 
     def time_of(self, position: int, attribute: str) -> int | None:
         """Any attribute of a stored event (``time`` reads the reported time attribute)."""
@@ -212,10 +226,12 @@ class EventStore:
 
     dead_before = INT64_MIN  # window time before which no event is needed (the last prune's)
 
-    def __init__(self, schema, time_attribute: str | None = None, attributes=None) -> None:
+    def __init__(self, schema, time_attribute: str | None = None, attributes=None,
+                 time_form: TimeForm | None = None) -> None:
         self.schema = schema
         self.time_attribute = time_attribute
         self.attributes = attributes
+        self.time_form = time_form  # the decoder's: how the input writes event times
         self.entries: list = []
         self.starts: list[int] = []
         self.chunk: RecordChunk | None = None  # the open record chunk (the last entry)
@@ -260,7 +276,8 @@ class EventStore:
         view = self._view
         if view is None or view.binder != binder:  # (a bound method: equal, not the same)
             view = self._view = StoreView(self.entries, self.starts, self.schema,
-                                          self.time_attribute, binder, self.attributes)
+                                          self.time_attribute, binder, self.attributes,
+                                          self.time_form)
         return view
 
     def prune(self, tau: int) -> None:

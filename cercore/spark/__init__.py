@@ -18,6 +18,8 @@ calling convention ``(df, query, *, options)``.
   ``aggregate`` gives the result rows as a DataFrame, ``aggregate_rows`` collects them.
 * SQL (``cercore.spark.sql``): ``register(spark)`` adds the table functions ``cer_find`` and
   ``cer_aggregate`` for ``spark.sql``.
+* Errors cercore raises in the workers: ``with cercore_errors(): df.collect()`` gives them
+  back as the ``CercoreError`` they are (``cercore.spark.errors``); ``aggregate_rows`` does.
 * Every function works on a classic and on a Spark Connect session
   (``SparkSession.builder.remote(...)``; ``cercore.spark.session``).
 * PrePP (``cercore.spark.network``): ``run_plan`` realises a push-pull plan as semi-join
@@ -29,6 +31,7 @@ shipped with ``--py-files``).
 """
 
 from cercore.spark.ceql import explain, find, output_schema
+from cercore.spark.errors import cercore_errors
 from cercore.spark.frames import infer_schema
 from cercore.spark.network import (
     SparkPlanRun,
@@ -42,7 +45,7 @@ from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan
 from cercore.spark.trends import aggregate, aggregate_rows
 
 __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
-           "aggregate_rows", "choose_plan", "estimate_pairwise", "estimate_rates",
+           "aggregate_rows", "cercore_errors", "choose_plan", "estimate_pairwise", "estimate_rates",
            "events_dataframe", "explain", "find", "infer_schema", "late_events",
            "output_schema", "register", "run_plan", "state_partitions", "stop_query"]
 

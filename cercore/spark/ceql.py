@@ -23,25 +23,37 @@ from cercore.spark.plan import (
 PLANS = ("auto", TCER, KEYED, SINGLE)
 
 
-def output_schema(df_schema):
-    """The Spark schema of ``find``'s result for an input DataFrame with ``df_schema``."""
+def output_schema(df_schema, time_type: str | None = None):
+    """The Spark schema of ``find``'s result for an input DataFrame with ``df_schema``;
+    ``time_type`` (``EngineJob.time_type``): the time column holds timestamps of that Spark
+    type, and ``start_time``/``end_time`` are reported in it (else as integers)."""
     from pyspark.sql.types import LongType, StructField, StructType
 
     return StructType([
         StructField("match_id", LongType(), False),
-        *_body_fields(df_schema),
+        *_body_fields(df_schema, time_type),
     ])
 
 
-def _body_fields(df_schema):
-    from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+def _body_fields(df_schema, time_type: str | None = None):
+    from pyspark.sql.types import (
+        ArrayType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
 
+    time = {None: LongType, "timestamp": TimestampType,
+            "timestamp_ntz": TimestampNTZType}[time_type]()
     return [
         StructField("partition", StringType(), True),
         StructField("start", LongType(), True),
         StructField("end", LongType(), True),
-        StructField("start_time", LongType(), True),
-        StructField("end_time", LongType(), True),
+        StructField("start_time", time, True),
+        StructField("end_time", time, True),
         StructField("positions", ArrayType(LongType(), True), True),
         StructField("events", ArrayType(StructType(list(df_schema.fields)), True), True),
     ]
@@ -115,7 +127,8 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     BY key as a JSON array of text; null without PARTITION BY, ``slice k`` for a stream's T-CER
     slice k), ``start``/``end`` (positions in
     (time, sequence) order: global in batch, per key in streaming), ``start_time``/``end_time``
-    (the time of those events, integers in the schema's unit), ``positions`` and ``events``
+    (the time of those events: timestamps for a timestamp time column, else integers in the
+    schema's unit), ``positions`` and ``events``
     (the matched rows, every input column, in position order)."""
     if slice_advance is not None and slice_advance < 1:  # both batch and streaming slice by it
         raise ValueError("slice_advance must be a positive integer")
@@ -125,7 +138,7 @@ def find(df, query: str, *, schema: Schema | str | None = None,
                    streaming=streaming)
     compiled = prep.job.compiled()
     chosen = _plan_for(prep, compiled, plan, streaming)
-    body = output_schema(df.schema)
+    body = output_schema(df.schema, prep.job.time_type)
     if streaming:
         from cercore.spark.partitions import warn_default_state_partitions
         from cercore.spark.streaming import run_streaming

@@ -241,14 +241,30 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
                                    f"does not hold the declared {t.value}")
             sources.append((attr, attr))
     hidden.append((KEY, _key_column(schema, query, _quote(type_source))))
+    time_type = None if time is None or not is_timestamp(cols[time]) \
+        else cols[time].typeName()  # timestamps are reported as timestamps
     job = EngineJob(query, schema, tuple(sources), tuple(df_schema.names), options,
-                    has_time=time is not None, type_source=type_source)
+                    has_time=time is not None, type_source=type_source, time_type=time_type)
     return Columns(job, schema, time, inferred, sequence, hidden)
 
 
 def sql_string(text: str) -> str:
     """``text`` as a Spark SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def with_integer_time(df, attribute: str | None, unit: str):
+    """``df`` with the time column ``attribute`` as integers in ``unit`` when it is a Spark
+    timestamp (the one conversion every entry point uses: ``find`` through its hidden time
+    column, ``aggregate`` through this); ``df`` itself otherwise."""
+    if attribute is None or attribute not in df.columns:
+        return df
+    dt = df.schema[attribute].dataType
+    if not is_timestamp(dt):
+        return df
+    from pyspark.sql import functions as F
+
+    return df.withColumn(attribute, F.expr(_integer_time(_quote(attribute), dt, unit)))
 
 
 def _integer_time(col: str, dt, unit: str) -> str:

@@ -20,6 +20,7 @@ from cercore.input.options import EngineOptions
 from cercore.runtime.output import MatchArrays
 from cercore.schema import Schema
 from cercore.spark.match_id import match_ids
+from cercore.types import TIME_UNITS_PER_SECOND
 
 # hidden columns the adapter adds to the user's DataFrame (never part of the output events)
 PREFIX = "__cer_"
@@ -46,6 +47,9 @@ class EngineJob:
     options: EngineOptions = EngineOptions.DEFAULT  # the user's (type_column: their column)
     has_time: bool = True
     type_source: str = TYPE  # the column holding the event type (the user's, when usable)
+    # the Spark type of the time column when it holds timestamps ("timestamp" or
+    # "timestamp_ntz"; None: integers): complex events report their times in it
+    time_type: str | None = None
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -369,8 +373,10 @@ def complex_event_batch(table: pa.Table, job: EngineJob, start, end, offsets, lo
         "partition": partition,
         "start": pa.array(pos[start], pa.int64()),
         "end": pa.array(pos[end], pa.int64()),
-        "start_time": start_time.cast(pa.int64()),
-        "end_time": end_time.cast(pa.int64()),
+        "start_time": _reported_time(start_time, out_schema.field("start_time").type,
+                                     job.schema.time_unit),
+        "end_time": _reported_time(end_time, out_schema.field("end_time").type,
+                                   job.schema.time_unit),
         "positions": pa.ListArray.from_arrays(offsets32, pa.array(pos[local], pa.int64()),
                                               type=out_schema.field("positions").type),
         "events": pa.ListArray.from_arrays(offsets32, struct.take(take),
@@ -382,6 +388,18 @@ def complex_event_batch(table: pa.Table, job: EngineJob, start, end, offsets, lo
     arrays = [cols[f.name].combine_chunks() if isinstance(cols[f.name], pa.ChunkedArray)
               else cols[f.name] for f in out_schema]
     return pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+
+
+def _reported_time(times, target, unit: str):
+    """Event times (integers in ``unit``) as the output column's type: integers as they are,
+    or -- for a timestamp time column -- Arrow timestamps (microseconds, as Spark's are)."""
+    times = times.cast(pa.int64())
+    if not pa.types.is_timestamp(target):
+        return times
+    per_second = TIME_UNITS_PER_SECOND[unit]
+    micros = (pc.multiply(times, 1_000_000 // per_second) if per_second <= 1_000_000
+              else pc.divide(times, per_second // 1_000_000))
+    return micros.cast(pa.timestamp("us")).cast(target)
 
 
 LOW_BITS = 33  # monotonically_increasing_id(): partition index << 33 | row in partition

@@ -49,6 +49,7 @@ gathered into Arrow batches of ``CHUNK`` rows for the engine.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
@@ -159,7 +160,8 @@ class CerFind(_Chunked):
         for name, sql in hidden:  # (hidden timestamp attributes: bigint, like TIME)
             select.append(SelectedColumn(sql, alias=name))
             selected.append(StructField(name, StringType() if name in _TEXT else LongType()))
-        return FindAnalysis(schema=output_schema(events), select=select, job=cols.job,
+        return FindAnalysis(schema=output_schema(events, cols.job.time_type), select=select,
+                            job=cols.job,
                             selected=StructType(selected), positioned=pos is not None,
                             advanced=until is not None)
 
@@ -290,8 +292,9 @@ class CerAggregate(_Chunked):
             self.count += batch.num_rows
         job = self.analysis.job
         keep = pc.is_in(batch.column(job.options.type_column), pa.array(self.analysis.read))
-        for a in job.query.plan.partition_attrs:  # events without a partition belong to none
-            keep = pc.and_(keep, pc.is_valid(batch.column(a)))
+        for group in job.query.plan.partition_groups:  # events without a partition: none
+            valid = [pc.is_valid(batch.column(a)) for a in group]
+            keep = pc.and_(keep, functools.reduce(pc.or_, valid))
         batch = batch.filter(pc.fill_null(keep, False))
         if batch.num_rows:
             yield from self._emit(self.run.feed(batch))

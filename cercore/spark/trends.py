@@ -20,6 +20,8 @@ pinned: one small job reads the time extent first (windowed queries only).
 
 from __future__ import annotations
 
+import functools
+import operator
 from functools import partial
 from typing import Any
 
@@ -27,7 +29,8 @@ from cercore.errors import ConfigError
 from cercore.input.options import EngineOptions
 from cercore.schema import Schema
 from cercore.spark.batch import floor_div, into_partitions, slices_of
-from cercore.spark.frames import spark_options
+from cercore.spark.errors import cercore_errors
+from cercore.spark.frames import spark_options, with_integer_time
 from cercore.spark.job import GROUP
 from cercore.spark.partitions import partition_cap
 from cercore.spark.session import parallelism as session_parallelism
@@ -86,6 +89,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
     schema = plan.schema
     read = read_types(plan)
     is_pandas = type(df).__module__.startswith("pandas")
+    if not is_pandas:  # a timestamp time column: integers in the schema's unit, as find reads it
+        df = with_integer_time(df, schema.time_attribute, schema.time_unit)
     if not is_pandas and df.isStreaming:
         from cercore.spark.ceql import require_watermark
         from cercore.spark.partitions import warn_default_state_partitions
@@ -101,7 +106,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
                               "spark=spark)")
         pdf = df.reset_index(drop=True).copy()
         pdf[POSITION] = range(len(pdf))
-        df = spark.createDataFrame(pdf)
+        df = with_integer_time(spark.createDataFrame(pdf), schema.time_attribute,
+                               schema.time_unit)
     else:
         if sequence is not None:
             df = df.withColumn(POSITION, F.col(sequence).cast("long"))
@@ -118,8 +124,8 @@ def _run_batch(df, query: CompiledTrendQuery, *, options: EngineOptions, exact: 
 
     plan = query.plan
     schema = plan.schema
-    for a in plan.partition_attrs:  # events without a partition belong to none
-        df = df.filter(F.col(a).isNotNull())
+    for group in plan.partition_groups:  # events without a partition belong to none
+        df = df.filter(functools.reduce(operator.or_, [F.col(a).isNotNull() for a in group]))
     tcol = schema.time_attribute or POSITION
     spark = df.sparkSession
     parallelism = session_parallelism(spark)
@@ -170,7 +176,9 @@ def aggregate_rows(df: Any, query: CompiledTrendQuery | str, *,
     out = aggregate(df, query, spark=spark, options=options, exact="string", **option)
     _, exact_columns = row_schema(query, "string")
     rows = []
-    for r in out.collect():
+    with cercore_errors():
+        collected = out.collect()
+    for r in collected:
         row = r.asDict()
         for c in exact_columns:
             row[c] = int(row[c])

@@ -20,6 +20,8 @@ window closes windows on a quiet key. Result rows have the columns of the batch 
 
 from __future__ import annotations
 
+import functools
+import operator
 import pickle
 from typing import Any
 
@@ -122,8 +124,8 @@ def run_streaming(query, df, *, options: EngineOptions, exact: str, watermark: s
     if tattr is None or tattr not in df.columns:
         raise CercoreError("streaming needs the schema's time attribute as a column of "
                            "integers")
-    for a in plan.partition_attrs:  # events without a partition belong to none
-        df = df.filter(F.col(a).isNotNull())
+    for group in plan.partition_groups:  # events without a partition belong to none
+        df = df.filter(functools.reduce(operator.or_, [F.col(a).isNotNull() for a in group]))
     df = df.withColumn(SEQ, F.col(sequence).cast("long") if sequence else F.lit(0).cast("long"))
     df = df.withColumn(GROUP, F.to_json(F.array(*[F.col(a).cast("string")
                                                   for a in plan.group_by])))

@@ -10,11 +10,13 @@ every consecutive pair ``(u, v)`` has ``u in preds[v]``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cercore.ceql import ast as ceql
+from cercore.ceql.analysis import Spot, unstated_unit_warning
 from cercore.ceql.guards import TRUE_GUARD, Guard, guard_and, guard_of
 from cercore.ceql.regex import regex_problem
 from cercore.ceql.terms import event_terms, rename_terms
@@ -91,6 +93,10 @@ class TrendPlan:
     event_grained: frozenset = frozenset()
     types: frozenset = frozenset()
     text: str = ""  # the query text: a plan pickles as (text, schema) and is planned again
+    # the partition key's groups (``PartitionIndex``): PARTITION BY's brackets, then each
+    # equivalence and GROUP BY attribute alone; ``partition_attrs`` lists their attributes
+    partition_groups: tuple[tuple[str, ...], ...] = ()
+    warnings: tuple[str, ...] = ()  # what explain and the CLI tell (an unstated time unit)
 
     def __reduce__(self):
         return (replan, (self.text, self.schema, self.next_algorithm))
@@ -129,6 +135,7 @@ class _Analyser:
         self.vars: list[Var] = []
         self.by_name: dict[str, Var] = {}
         self.succ: dict[int, set[int]] = {}
+        self.warnings: list[str] = []
 
     def error(self, message: str, node=None, hint: str | None = None) -> CEQLSemanticError:
         line = getattr(node, "line", None) if node is not None else None
@@ -288,6 +295,34 @@ class _Analyser:
             v.guard = guard_and([guard_of(c, leaves, index) for c in own])
         return leaves
 
+    def check_partition_group(self, group: tuple[str, ...], types, q) -> None:
+        """PARTITION BY [a, ...] as CEQL reads it: every event type of the pattern has
+        exactly one of the bracket's attributes (one key, named differently by different
+        types); a type with several is an error that suggests the composite key."""
+        hint = ("for the pair as a composite key, write PARTITION BY "
+                + ", ".join(f"[{a}]" for a in group))
+        m = re.search(r"\bPARTITION\s+BY\s*\[\s*" + re.escape(group[0]), self.text or "",
+                      re.IGNORECASE)
+        if m is not None:  # the bracket's first attribute (the AST keeps no place of it)
+            before = self.text[:m.end() - len(group[0])]
+            q = Spot(before.count("\n") + 1, len(before) - before.rfind("\n"))
+        for t in sorted(types):
+            have = [a for a in group if self.schema.event_types[t].has(a)]
+            if not have:
+                known = {a for n in types for a, _ in self.schema.event_types[n].attributes}
+                unknown = next((a for a in group if a not in known), None)
+                if unknown is not None and len(group) == 1:
+                    raise self.error(f"unknown attribute {unknown!r} in PARTITION BY"
+                                     + did_you_mean(unknown, known), q)
+                raise self.error(f"{t} has none of PARTITION BY [{', '.join(group)}]", q,
+                                 hint="every event of a trend must carry its partition key")
+            if len(have) > 1:
+                raise self.error(
+                    f"event type {t} has {len(have)} of the attributes of PARTITION BY "
+                    f"[{', '.join(group)}] ({', '.join(have)}): inside one bracket each event "
+                    "type has exactly one of them (one key that types name differently)",
+                    q, hint=hint)
+
     # -- main --------------------------------------------------------------------------------
     def run(self) -> TrendPlan:
         q = self.q
@@ -299,7 +334,8 @@ class _Analyser:
         n = len(self.vars)
         preds = [frozenset(u for u in range(n) if v in self.succ[u]) for v in range(n)]
 
-        equivalence: list[str] = list(q.partition_by)
+        # COGRA's [a, b] equivalence predicates: each attribute equal across the trend
+        equivalence: list[str] = []
         adjacent: list[AdjacentPredicate] = []
         for c in self.conjuncts(q.condition):
             if isinstance(c, ast.Equiv):
@@ -335,6 +371,8 @@ class _Analyser:
             adjacent.append(AdjacentPredicate(p.id, s.id, c, scalar_pred(c)))
 
         types = frozenset(v.type for v in self.vars)
+        for group in q.partition_by:
+            self.check_partition_group(group, types, q)
         for a in dict.fromkeys(equivalence):
             for t in sorted(types):
                 if not self.schema.event_types[t].has(a):
@@ -345,7 +383,12 @@ class _Analyser:
             for t in sorted(types):
                 if not self.schema.event_types[t].has(a):
                     raise self.error(f"GROUP BY attribute {a!r} is missing from {t}", q)
-        partition_attrs = tuple(dict.fromkeys(equivalence + list(q.group_by)))
+        # the partition key, one home with CEQL (cercore.runtime.partitions.key_attributes):
+        # PARTITION BY's groups, then each equivalence and GROUP BY attribute on its own
+        partition_groups = tuple(dict.fromkeys(
+            [*q.partition_by, *((a,) for a in equivalence), *((g,) for g in q.group_by)]))
+        partition_attrs = tuple(dict.fromkeys(a for g in partition_groups for a in g))
+        equivalence = [a for g in q.partition_by for a in g] + equivalence
 
         fields: list[Field] = []
 
@@ -387,7 +430,8 @@ class _Analyser:
                          adjacent,
                          tuple(dict.fromkeys(equivalence)), q.group_by, partition_attrs,
                          aggregates, fields, self.window(), q.semantics, self.next_algorithm,
-                         types=types, text=self.text)
+                         types=types, text=self.text, partition_groups=partition_groups,
+                         warnings=tuple(self.warnings))
         if self.next_algorithm == "paper" and len(types) < n:
             raise self.error("the paper's skip-till-next-match algorithm needs each event type "
                              "once in the pattern", q, hint="use the exact algorithm")
@@ -414,6 +458,9 @@ class _Analyser:
 
         size = units(w.size, w.unit)
         slide = size if w.slide is None else units(w.slide, w.slide_unit)
+        if "s" in (w.unit, w.slide_unit if w.slide is not None else None) \
+                and not self.schema.time_unit_stated:
+            self.warnings.append(unstated_unit_warning(self.schema.time_attribute))
         return size, slide
 
 

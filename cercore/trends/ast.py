@@ -114,7 +114,7 @@ class TrendQuery(Node):
     pattern: Any
     semantics: str = "any"  # "any" | "next" | "contiguous"
     condition: Any = None
-    partition_by: tuple[str, ...] = ()
+    partition_by: tuple[tuple[str, ...], ...] = ()  # bracketed groups, as in CEQL
     group_by: tuple[str, ...] = ()
     window: Window | None = None
     streams: tuple[str, ...] = ()

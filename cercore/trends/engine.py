@@ -76,9 +76,9 @@ class RollUp:
     def __init__(self, plan: TrendPlan) -> None:
         self.vx = reference.Vectors(plan.fields)
         self.group_by = plan.group_by
-        gidx = [plan.partition_attrs.index(a) for a in plan.group_by]
+        gidx = [plan.partition_groups.index((a,)) for a in plan.group_by]
         # (a partition's key is its group's when the groups are the partitions)
-        self.same = gidx == list(range(len(plan.partition_attrs)))
+        self.same = gidx == list(range(len(plan.partition_groups)))
         self.gidx = gidx
         self.sums = [i for i, f in enumerate(plan.fields, 1) if f.kind == "sum"]
         # (column, slot, count slot dividing it for AVG, else None)
@@ -177,7 +177,7 @@ class TrendEngine(ReadsInput):
         self.letters = variable_letters(plan, self.backend == "cython")
         self._roll_up = RollUp(plan)
         self.small_batch = SMALL_BATCH  # (0: every batch takes the columnar pass)
-        self.partitions = PartitionIndex(self.schema, [(a,) for a in plan.partition_attrs])
+        self.partitions = PartitionIndex(self.schema, list(plan.partition_groups))
         self.events_read = 0  # events in some partition's stream I
         names = self.schema.type_names
         pattern = {v.type for v in plan.vars}
@@ -437,9 +437,12 @@ class TrendEngine(ReadsInput):
         if not closed:
             return []
         window, key_of, roll_up = self.plan.window, self.partitions.key_of, self._roll_up
+        form = self.input.decoder.time_form  # times written as instants: bounds as datetimes
         rows: list[dict] = []
         for k, parts in closed:
             bounds = None if window is None else (k * window[1], k * window[1] + window[0])
+            if bounds is not None and form.instants:
+                bounds = (form.as_read(bounds[0]), form.as_read(bounds[1]))
             rows += roll_up.rows([(key_of(pid), agg.result()) for pid, agg in parts.items()],
                                  bounds)
         live = self.runner.live_partitions()

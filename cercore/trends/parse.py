@@ -201,8 +201,10 @@ class ToTrendAst(transform.ToAst):
     trend_filter = cogra_where
 
     def trend_partition(self, meta, ch):
-        attrs = [a for c in ch if isinstance(c, tuple) for a in c]
-        return ("@partition_by", tuple(dict.fromkeys(attrs)))
+        # as in CEQL: [a], [b] is the composite key; [a, b] one key named a or b by each
+        # event type (cercore.runtime.partitions.key_attributes)
+        groups = [tuple(dict.fromkeys(c)) for c in ch if isinstance(c, tuple)]
+        return ("@partition_by", tuple(dict.fromkeys(groups)))
 
     def trend_group(self, meta, ch):
         attrs: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cercore.input.options import EngineOptions
+from cercore.runtime.partitions import describe_keys
 from cercore.schema import Schema
 from cercore.trends import ast
 from cercore.trends.analysis import SEMANTICS_TEXT, TrendPlan, analyse
@@ -21,6 +22,11 @@ class CompiledTrendQuery:
         self.schema = schema
         self.ast: ast.TrendQuery = parse_trend_query(text)
         self.plan: TrendPlan = analyse(self.ast, schema, text, next_algorithm)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What ``explain`` and the CLI tell about the query (as for CEQL queries)."""
+        return list(self.plan.warnings)
 
     @property
     def granularity(self) -> str:
@@ -76,7 +82,11 @@ class CompiledTrendQuery:
                 f"{condition_text(a.cond)} ({names[a.pred_var]} -> {names[a.succ_var]})"
                 for a in p.adjacent)
                 or "none"),
-            "partitions: " + (", ".join(p.partition_attrs) or "one (no equivalence or GROUP BY)"),
+            "partitions: " + (", ".join("[" + ", ".join(g) + "]" for g in p.partition_groups)
+                              or "one (no equivalence or GROUP BY)"),
+            *([] if not p.partition_groups else [
+                "  key per event type: " + describe_keys(
+                    p.schema, p.partition_groups, sorted(p.types))]),
             "groups (roll-up): " + (", ".join(p.group_by) or "one"),
             f"window: {window}",
             "aggregates: " + ", ".join(str(a) for a, _, _ in p.aggregates),
@@ -101,6 +111,8 @@ class CompiledTrendQuery:
         lines.append("counts: exact -- " + (
             "int64 with overflow checks; a window that would overflow goes on with Python "
             "integers" if chosen == "cython" else "Python integers"))
+        if p.warnings:
+            lines += ["warnings:", *(f"  - {m}" for m in p.warnings)]
         return "\n".join(lines)
 
 

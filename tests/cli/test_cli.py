@@ -99,7 +99,8 @@ def test_on_error_skip_counts(files, capsys):
     code, out, err = run_cli(capsys, "run", QUERY, "--schema", DECL, "--input",
                              files / "bad.csv")
     assert code == 2 and "Traceback" not in err
-    assert "cercore: error: event 1: unknown event type 'C'" in err.splitlines()
+    assert f"cercore: error: event 1: unknown event type 'C' ({files / 'bad.csv'}, line 3)" \
+        in err.splitlines()
     assert "cercore: warning: no WITHIN clause" in err  # compile warnings go to stderr too
     code, out, err = run_cli(capsys, "run", QUERY, "--schema", DECL, "--input",
                              files / "bad.csv", "--on-error", "skip")
