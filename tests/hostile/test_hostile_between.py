@@ -126,10 +126,13 @@ def as_table(records: list[tuple[str, dict]]) -> pa.Table:
                      "s": col("s", pa.string(), str), "b": col("b", pa.bool_(), bool)})
 
 
-def outcome(compiled, records, backend: str, path: str):
+def outcome(compiled, records, backend: str, path: str, batch: int | None = None):
     """((start, end, positions) in order, work counts), or the CercoreError's type name.
-    Any other exception escapes (and fails the test)."""
+    Any other exception escapes (and fails the test). ``batch``: the batch size of the list
+    and table paths."""
     engine = compiled.engine(backend)
+    if batch is not None:
+        engine.input.batch_size = batch
     try:
         if path == "push":
             found = [ce for t, a in records for ce in engine.push(t, a)]
@@ -147,35 +150,36 @@ def outcome(compiled, records, backend: str, path: str):
 PATHS = ("push", "list", "live", "table")
 
 
-def assert_every_path_agrees(text: str, records) -> None:
+def assert_every_path_agrees(text: str, records, batch: int | None = None) -> None:
     try:
         compiled = cercore.compile(text, SCHEMA)
     except cercore.CEQLError:
         assume(False)  # (a refused query: the campaigns in test_fuzz.py pin refusals)
-    results = {(b, p): outcome(compiled, records, b, p) for b in BACKENDS for p in PATHS}
+    results = {(b, p): outcome(compiled, records, b, p, batch) for b in BACKENDS for p in PATHS}
     (first_key, first), *rest = results.items()
     for key, got in rest:
         assert got == first, (f"{key} differs from {first_key}:\n{text}\n{records}\n"
                               f"{got}\n{first}")
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@example(text="SELECT * FROM S WHERE A AS x ; B AS y FILTER y.d / x.i > 1",
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(text="SELECT * FROM S WHERE A AS x ; B AS y FILTER y.d / x.i > 1", batch=1,
          records=[("A", {"i": 0, "d": 1.0, "s": "", "b": True}),
                   ("B", {"i": 1, "d": math.inf, "s": "", "b": True}),
                   ("A", {"i": -0.0, "d": 0.0, "s": "", "b": True}),
                   ("B", {"i": 2, "d": 3, "s": "", "b": True})])
 @example(text="SELECT * FROM S WHERE A AS x ; B AS y FILTER x.i < y.d AND x.i * y.i > 0",
-         records=[("A", {"i": INT64_MAX, "d": 0.0, "s": "", "b": True}),
+         batch=None, records=[("A", {"i": INT64_MAX, "d": 0.0, "s": "", "b": True}),
                   ("B", {"i": 2, "d": 2.0**63, "s": "", "b": True}),
                   ("A", {"i": 2**53 + 1, "d": 0.0, "s": "", "b": True}),
                   ("B", {"i": -1, "d": 2.0**53, "s": "", "b": True})])
-@example(text="SELECT * FROM S WHERE A+ AS x FILTER (x.d % NEXT(x).d) != x.d",
+@example(text="SELECT * FROM S WHERE A+ AS x FILTER (x.d % NEXT(x).d) != x.d", batch=3,
          records=[("A", {"i": 0, "d": d, "s": "", "b": True})
                   for d in (math.inf, 0.0, -0.0, math.nan, 1e308, -1e308)])
-@given(text=queries(), records=events())
-def test_every_path_agrees_on_hostile_values(text, records):
-    assert_every_path_agrees(text, records)
+@given(text=queries(), records=events(), batch=st.sampled_from([None, 1, 3]))
+def test_every_path_agrees_on_hostile_values(text, records, batch):
+    """(``batch``: the list and table paths cut the stream into batches of that size.)"""
+    assert_every_path_agrees(text, records, batch)
 
 
 def ev(t: str, i=0, d=0.0, s="", b=True) -> tuple[str, dict]:
