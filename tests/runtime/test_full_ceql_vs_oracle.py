@@ -152,7 +152,7 @@ def check(schema, q: ast.Query, events, backend: str, path: str = "list",
         assert len(found) == len(set(found)), f"duplicates at {end} ({path}):\n{text}"
     if oracle is None:
         oracle = evaluate_with_bindings(q, schema, events)
-    expected = {end: set(ces) for end, ces in oracle.items()}
+    expected = {end: set(found) for end, found in oracle.items()}
     if q.limit is None:
         if {e: set(f) for e, f in got.items()} != expected:
             pytest.fail(f"{backend}, {path}:\n" + describe(text, events, got, expected))
