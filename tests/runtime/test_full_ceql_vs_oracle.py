@@ -307,6 +307,33 @@ def test_predicates_between_events_in_a_multi_engine(data):
                 + "\n".join(printer.format_query(q) for q in qs)
 
 
+@settings(max_examples=150, **SETTINGS)
+@given(data=st.data())
+def test_predicates_between_events_across_a_checkpoint(data):
+    """An engine pickled between two parts of the stream and restored on each backend (a
+    checkpoint, ``to_backend``) goes on checking predicates between events (the restored
+    evaluator gets the check again): the two parts' complex events, in order, are the
+    uninterrupted run's -- which the oracle checks -- and so are the work counts."""
+    import pickle
+
+    schema, q, events = data.draw(rich_cases_between_events())
+    assume(not ranked_without_start(q))
+    cut = data.draw(st.integers(0, len(events)))
+    compiled = cercore.compile(printer.format_query(q), schema)
+    for backend in BACKENDS:
+        whole_engine = compiled.engine(backend=backend, stream_column=STREAM_COLUMN)
+        whole = fed(whole_engine, events, "list")
+        check(schema, q, events, backend, "list", ces=whole)
+        for other in BACKENDS:
+            engine = compiled.engine(backend=backend, stream_column=STREAM_COLUMN)
+            first = fed(engine, events[:cut], "list")
+            moved = pickle.loads(pickle.dumps(engine)).to_backend(other)
+            # (positions go on from the cut: the restored engine's input position)
+            rest = fed(moved, events[cut:], "push")
+            assert keys_of(first + rest, "list") == keys_of(whole, "list"), (backend, other, cut)
+            assert moved.stats["work"] == whole_engine.stats["work"], (backend, other, cut)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_limit_keeps_the_first_of_the_order_that_steps_every_event(backend):
     """Found by test_full_ceql_cython: the C events are inert for ``T>D ; T>D+``, and an
