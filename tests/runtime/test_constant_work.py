@@ -453,8 +453,10 @@ def test_predicate_checks_are_linear_in_the_enumeration(backend, name):
     check fails (one branch pruned), so walks <= enumerated + pruned. A check happens when an
     event joins the path, at most once per event on the walk that pushes it (a prefix shared
     by several complex events was checked on an earlier walk and is not checked again), and a
-    walk pushes at most as many events as the longest path holds. So the checks are paid for
-    by the output and the pruning, never by the stream: the rest of this module bounds those.
+    walk pushes at most as many events as the longest path holds (the event whose check fails
+    included: with the events above it, it is a path of the window). So the checks are paid
+    for by the complex events enumerated and the branches pruned, each at most the longest
+    path, never by the stream's length.
     Also: every pruned branch failed a check (no path here is checked whole at the bottom),
     and both backends count the same."""
     counts, _, reported = run_between(name, 4, backend)
