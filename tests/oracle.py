@@ -53,7 +53,8 @@ Semantics (the product's decisions, DESIGN.md "Semantics decisions"):
   not applied here: the caller checks the engine reports the first n of these candidates.
 * PARTITION BY groups: an event's key has one value per group, the value of the group's first
   attribute that the event's type declares; no such attribute, or a None value, puts the event in
-  no partition (it still is a tick). The formula runs on each partition's substream; positions
+  no partition (it still is a tick). Keys compare as values (-0.0 is 0.0, 3 is 3.0); every NaN
+  is one key. The formula runs on each partition's substream; positions
   and ticks stay global.
 * Predicates on one event: an atomic predicate (comparison, LIKE, IN, IN RANGE, NOT IN) touching
   a missing/None attribute, or dividing by zero, is false; ``NOT`` is plain negation. int op int
@@ -412,7 +413,7 @@ def _partitions(q: ast.Query, schema: Schema, events, visible: list[int]) -> lis
             attr = next((a for a in group if declared.has(a)), None)
             if attr is None or attrs.get(attr) is None:
                 break
-            key.append(attrs[attr])
+            key.append(math.nan if attrs[attr] != attrs[attr] else attrs[attr])  # one NaN key
         else:
             parts.setdefault(tuple(key), []).append(i)
     return list(parts.values())

@@ -439,14 +439,35 @@ def event_predicates(draw, schema: Schema, formula: ast.Formula, n: int) -> list
     return out
 
 
+# patterns that bind events the way predicates between events are written over them: pairs,
+# chains, iterations (every pair, NEXT), contiguity, negation, and events that different runs
+# bind to different variables (the enumerator checks those paths whole at the bottom)
+SHAPES = ("A AS x ; B AS y", "A AS x ; B+ AS y", "A+ AS x", "A:+ AS x", "A AS x ; B AS y ; A AS z",
+          "(A OR B)+ AS x ; C AS y", "A AS x : B AS y", "A AS x ; NOT(C) ; B AS y",
+          "(A AS x ; B AS y)+", "A+ AS x ; A+ AS y", "(A OR B) AS x ; (A OR B) AS y",
+          "(A AS x OR B AS x) ; (A AS y OR C AS y)", "A AS x ; B{2} AS y", "A AS x ; B+ AS y ; C")
+
+
+def shaped_formulas() -> st.SearchStrategy[ast.Formula]:
+    """One of SHAPES (over stream S's types A, B, C), parsed."""
+    from cercore.ceql import parser
+
+    return st.sampled_from(SHAPES).map(
+        lambda text: parser.parse_query(f"SELECT * FROM S WHERE {text}").formula)
+
+
 @st.composite
-def queries_between_events(draw, schema: Schema, **options) -> ast.Query:
+def queries_between_events(draw, schema: Schema, shaped: bool = False,
+                           **options) -> ast.Query:
     """A full query whose outermost FILTER also holds predicates between events (what they
     need: SELECT *, a window under NEXT/LAST/MAX); CONSUME BY as drawn: it consumes after an
-    event that completes a complex event satisfying them."""
+    event that completes a complex event satisfying them. ``shaped``: the pattern is one of
+    SHAPES (any stream), the rest of the query drawn as usual."""
     import dataclasses
 
     q = draw(queries(schema, full=True, **options))
+    if shaped:
+        q = dataclasses.replace(q, formula=draw(shaped_formulas()), streams=())
     preds = draw(event_predicates(schema, q.formula, draw(st.integers(1, 2))))
     formula = q.formula
     if preds:  # (none when the pattern binds no variable, e.g. NOT(A) alone)

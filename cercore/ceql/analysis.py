@@ -546,6 +546,11 @@ class _Analyser:
                                  "event bound to its variables")
         if not found:
             return ()
+        for c in found:
+            if not event_terms(c):
+                raise self.error("a predicate between events must name an event (x.attr or "
+                                 "NEXT(x).attr)", c, "a comparison of constants says nothing "
+                                 "about the events: drop it, or put it inside x[...]")
         absent = _absent_read(self.q.formula)
         # a predicate naming a variable an ABSENT reads (its own, or a name it shares with the
         # present elements, as an event type) says which events count; it is exact when it is

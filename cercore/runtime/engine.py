@@ -171,7 +171,10 @@ class Engine(ReadsInput):
     def process_arrays(self, events: Any, stream: str | None = None) -> MatchArrays:
         """``process`` in bulk: every complex event of ``events`` as numpy arrays (see
         ``MatchArrays``; ``.to_arrow()`` gives a pyarrow Table), with no Python object per
-        complex event. Not available with a reorder slack."""
+        complex event. Not available with a reorder slack. Under ``ABSENT(ψ) WITHIN T`` the
+        arrays hold what ``process`` would yield for the same input: complex events of earlier
+        input whose deadline it passes, and not yet those whose deadline it does not (they
+        come with later input or ``advance``)."""
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")
         self._usable()
@@ -582,9 +585,10 @@ class Engine(ReadsInput):
     def _run_arrays(self, batch: Batch, shared: dict | None = None,
                     raises: bool = True) -> MatchArrays:
         if self.spans:
-            raise ConfigError("process_arrays does not support ABSENT(...) WITHIN ... (a "
-                              "deadline reports complex events when it passes; a look back "
-                              "rules some out); use process")
+            # ABSENT(ψ) WITHIN T: what ``_run`` reports for the batch -- the complex events
+            # whose deadline the batch passes (found in earlier batches too), those no ψ event
+            # precedes -- as arrays (a span decides per complex event anyway)
+            return MatchArrays.of(list(self._run(batch, shared, raises)))
         args, error, n_read = self._prepare(batch, shared)
         view = self.store.view(self._bindings)
         start, end, offsets, positions = self.evaluator.run_arrays(args)

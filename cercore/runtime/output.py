@@ -31,6 +31,21 @@ class MatchArrays:
         return len(self.start)
 
     @classmethod
+    def of(cls, found: list) -> MatchArrays:
+        """Complex events (``ComplexEvent``) as arrays, in their order, with their times (zero
+        where there is none)."""
+        n = len(found)
+        start = np.fromiter((ce.start for ce in found), np.int64, n)
+        end = np.fromiter((ce.end for ce in found), np.int64, n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(ce.positions) for ce in found], out=offsets[1:])
+        positions = np.fromiter((p for ce in found for p in ce.positions), np.int64,
+                                int(offsets[-1]))
+        start_time = np.fromiter((ce.start_time or 0 for ce in found), np.int64, n)
+        end_time = np.fromiter((ce.end_time or 0 for ce in found), np.int64, n)
+        return cls(start, end, offsets, positions, start_time, end_time)
+
+    @classmethod
     def concat(cls, parts: list[MatchArrays]) -> MatchArrays:
         if not parts:
             z = np.zeros(0, dtype=np.int64)

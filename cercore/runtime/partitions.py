@@ -19,6 +19,16 @@ from cercore.runtime.constants import NO_PARTITION
 from cercore.schema import Schema
 from cercore.types import AttrType
 
+# every NaN in a key is this one object, so that the dict of keys finds a NaN key again
+# (NaN != NaN: two NaN objects would be two keys, and which one an event brings would decide
+# its partition -- one per pushed event, one per batch)
+_NAN = float("nan")
+
+
+def _canonical(key: tuple) -> tuple:
+    """``key`` with each NaN replaced by ``_NAN`` (all NaNs are one key value)."""
+    return tuple(_NAN if v != v else v for v in key)
+
 
 def key_attributes(schema: Schema, groups) -> dict[str, tuple[str, ...] | None]:
     """PARTITION BY's meaning, one home for CEQL and trend queries: per event type, the
@@ -95,6 +105,7 @@ class PartitionIndex:
         ids = self.ids
         keys_seen.sort(key=lambda x: x[0])  # new ids in first-seen order across types
         for _, key, lut, j in keys_seen:
+            key = _canonical(key)
             pid = ids.get(key)
             if pid is None:
                 pid = ids[key] = self.next_id
@@ -116,7 +127,7 @@ class PartitionIndex:
         if self.coded is not None:
             v = row.get(attrs[0])
             return NO_PARTITION if v is None else self.coded.id_of(v, self)
-        key = tuple(row.get(a) for a in attrs)
+        key = _canonical(tuple(row.get(a) for a in attrs))
         if None in key:
             return NO_PARTITION
         pid = self.ids.get(key)

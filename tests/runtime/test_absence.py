@@ -144,10 +144,60 @@ def test_pending_deadlines_survive_a_pickle(backend):
         assert restored.stats["complex_events"] == len(want)
 
 
-def test_process_arrays_refuses_a_deadline():
-    e = cercore.compile(DEADLINE, DECL).engine()
-    with pytest.raises(cercore.ConfigError, match="deadline"):
-        e.process_arrays(STREAM)
+def arrays(m) -> list[tuple]:
+    """``MatchArrays`` as (start, end, positions, start time, end time), in order."""
+    o = m.offsets.tolist()
+    return [(s, e, tuple(m.positions[o[i]:o[i + 1]].tolist()), ts, te) for i, (s, e, ts, te)
+            in enumerate(zip(m.start.tolist(), m.end.tolist(), m.start_time.tolist(),
+                             m.end_time.tolist()))]
+
+
+def timed(found) -> list[tuple]:
+    return [(ce.start, ce.end, tuple(ce.positions), ce.start_time, ce.end_time) for ce in found]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("text", [DEADLINE, "SELECT * FROM S WHERE ABSENT(B AS b) WITHIN 2 "
+                                  "SECONDS ; A AS a FILTER b[v > 1] PARTITION BY [k]"],
+                         ids=["deadline", "look back"])
+def test_process_arrays_runs_deadlines_and_look_backs(backend, text):
+    """``process_arrays`` reports what ``process`` yields, batch by batch: the same complex
+    events, in the same order, with the same positions and times -- including, under a
+    deadline, the complex events of an earlier batch that a later batch's events show to be
+    due (reported late, with that batch), and none that a ψ event rules out. Counted alike."""
+    q = cercore.compile(text, DECL)
+    for cut in range(len(STREAM) + 1):
+        bulk, arr = q.engine(backend), q.engine(backend)
+        want = [timed(bulk.process(STREAM[:cut])), timed(bulk.process(STREAM[cut:]))]
+        got = [arrays(arr.process_arrays(STREAM[:cut])), arrays(arr.process_arrays(STREAM[cut:]))]
+        assert got == want, cut
+        assert arr.stats["complex_events"] == bulk.stats["complex_events"]
+        assert ces(arr.advance(100)) == ces(bulk.advance(100))
+    whole = arrays(q.engine(backend).process_arrays(STREAM))
+    assert whole == timed(q.engine(backend).process(STREAM))
+    if text == DEADLINE:  # (test_deadline_fires_on_the_first_later_event says why)
+        assert whole == [(0, 0, (0,), 0, 0), (4, 4, (4,), 6, 6)]
+        # cut after the A at 6: its deadline passes with the next batch, which reports it
+        e = q.engine(backend)
+        assert arrays(e.process_arrays(STREAM[:5])) == [(0, 0, (0,), 0, 0)]
+        assert arrays(e.process_arrays(STREAM[5:])) == [(4, 4, (4,), 6, 6)]
+    else:  # the B at 1 has v = 0; the B at 4 (k = 2) precedes nothing of its partition
+        assert whole == [(0, 0, (0,), 0, 0), (2, 2, (2,), 2, 2), (4, 4, (4,), 6, 6),
+                         (5, 5, (5,), 12, 12)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_multi_engine_arrays_run_deadlines(backend):
+    """``MultiEngine.process_arrays`` (each query's ``evaluate_batch_arrays``): a deadline
+    query beside a plain one gets what its own ``process`` yields, late reports included."""
+    plain = "SELECT * FROM S WHERE A AS a ; B AS b PARTITION BY [k]"
+    m = cercore.multi_engine({"d": DEADLINE, "p": plain}, DECL, backend=backend)
+    got = [m.process_arrays(STREAM[:5]), m.process_arrays(STREAM[5:])]
+    for name, text in (("d", DEADLINE), ("p", plain)):
+        alone = cercore.compile(text, DECL).engine(backend)
+        want = [timed(alone.process(STREAM[:5])), timed(alone.process(STREAM[5:]))]
+        assert [arrays(g[name]) for g in got] == want, name
+    assert [arrays(g["d"]) for g in got] == [[(0, 0, (0,), 0, 0)], [(4, 4, (4,), 6, 6)]]
 
 
 # ---- deadlines: random queries and streams against the oracle -------------------------------
@@ -173,8 +223,13 @@ def runs(compiled, events, cuts, watermark, backend):
     out = []
     e = compiled.engine(backend)
     pieces = [0, *cuts, len(events)]
-    out.append(("bulk", finish(e, [c for lo, hi in itertools.pairwise(pieces)
-                                   for c in ces(e.process(events[lo:hi]))])))
+    bulk = [timed(e.process(events[lo:hi])) for lo, hi in itertools.pairwise(pieces)]
+    out.append(("bulk", finish(e, [c[:3] for found in bulk for c in found])))
+    # process_arrays with the same cuts: batch by batch what process yields, times included
+    e = compiled.engine(backend)
+    batches = [arrays(e.process_arrays(events[lo:hi])) for lo, hi in itertools.pairwise(pieces)]
+    assert batches == bulk, (backend, printer.format_query(compiled.analysed.query))
+    out.append(("arrays", finish(e, [c[:3] for found in batches for c in found])))
     e = compiled.engine(backend)
     out.append(("push", finish(e, [c for t, a in events for c in ces(e.push(t, a))])))
     e = compiled.engine(backend)
@@ -187,6 +242,12 @@ def runs(compiled, events, cuts, watermark, backend):
         found += [(x.start, x.end, tuple(x.positions)) for x in m.advance(watermark)
                   if x.query == "q"]
     out.append(("multi", found))
+    m = cercore.multi_engine({"q": compiled}, backend=backend)
+    found = [c[:3] for lo, hi in itertools.pairwise(pieces)
+             for c in arrays(m.process_arrays(events[lo:hi])["q"])]
+    if watermark is not None:
+        found += [(x.start, x.end, tuple(x.positions)) for x in m.advance(watermark)]
+    out.append(("multi arrays", found))
     return out
 
 
@@ -212,12 +273,6 @@ def test_deadlines_equal_the_oracle(case):
             # reported in deadline order: the times of their ends never go back
             ends = [times[c[1]] for c in got]
             assert ends == sorted(ends), (backend, path, text)
-
-
-def test_process_arrays_refuses_a_look_back():
-    q = cercore.compile("SELECT * FROM S WHERE ABSENT(B) WITHIN 2 SECONDS ; A", DECL)
-    with pytest.raises(cercore.ConfigError, match="look back"):
-        q.engine().process_arrays(STREAM)
 
 
 LOOK_BACK = ("SELECT * FROM S WHERE ABSENT(B) WITHIN 2 SECONDS ; A ; C PARTITION BY [k] "

@@ -142,6 +142,13 @@ def test_explain_says_where_they_run():
      "need SELECT \\*"),
     ("SELECT NEXT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price",
      "needs WITHIN"),
+    # a comparison of constants where a predicate between events goes: found by
+    # tests/hostile/test_hostile_between.py (the Cython kernel crashed on a check naming no
+    # variable; the reference skipped it, false or not)
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER 1 <= 0.5",
+     "must name an event"),
+    ("SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.price > b.price AND 1 / 0 = 1",
+     "must name an event"),
 ])
 def test_refused_with_a_located_error(query, message):
     with pytest.raises(cercore.CEQLSemanticError, match=message) as info:

@@ -6,6 +6,10 @@ WITHIN, on both backends, against the brute-force oracle (tests/oracle.py).
 LIMIT n is checked in two ways: the events reported at each end position are among the oracle's
 complex events there, as many as min(n, available), and they are exactly the first n that the
 same engine reports for the query without LIMIT (the documented enumeration order).
+
+Predicates between events are also checked on every way of feeding a stream (``PATHS``: push,
+a live iterator, an Arrow table, ``process_arrays``, and two queries in one ``multi_engine``),
+each against the oracle, with the Cython backend equal to the reference case by case.
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from oracle import evaluate_with_bindings, starts_unreported, stream_of
 from strategies import bindable, queries, queries_between_events, schemas, streams
@@ -22,30 +27,79 @@ from support import BACKENDS
 
 import cercore
 from cercore.ceql import ast, parser, printer
+from cercore.types import AttrType
 
 SETTINGS = dict(deadline=None)
 
 
+# the ways of feeding a stream: process(list), push one event at a time, a live iterator (the
+# record path), an Arrow table with a stream column, and process_arrays over that table
+PATHS = ("list", "push", "live", "table", "arrays")
+STREAM_COLUMN = "stream"  # (no attribute of tests/strategies.py's schemas is named so)
+ARROW_TYPES = {AttrType.INT: pa.int64(), AttrType.DOUBLE: pa.float64(),
+               AttrType.STRING: pa.string(), AttrType.BOOL: pa.bool_()}
+
+
+def as_table(schema, events) -> pa.Table:
+    """``events`` as one Arrow table: a column per attribute (null where an event's type does
+    not declare it, or the event has None), the stream tag (null: untagged) in STREAM_COLUMN."""
+    cols = {"event_type": pa.array([e[0] for e in events], pa.string())}
+    for a, t in schema.attribute_types().items():
+        cols[a] = pa.array([e[1].get(a) for e in events], ARROW_TYPES[t])
+    cols[STREAM_COLUMN] = pa.array([stream_of(e) for e in events], pa.string())
+    return pa.table(cols)
+
+
+def fed(engine, events, path: str, schema=None) -> list:
+    """What ``engine`` (an Engine or a MultiEngine made with ``stream_column=STREAM_COLUMN``)
+    yields for ``events`` fed through ``path``; ``schema``: for the table paths. The arrays
+    path gives (start, end, positions) triples (MultiEngine: (query, triple) pairs)."""
+    if path == "push":
+        return [ce for e in events for ce in engine.push(e[0], e[1], stream_of(e))]
+    if path == "table":
+        return list(engine.process(as_table(schema, events)))
+    if path == "arrays":
+        out = engine.process_arrays(as_table(schema, events))
+        named = out.items() if isinstance(out, dict) else [(None, out)]
+        triples = {name: [(s, e, tuple(m.positions[lo:hi].tolist()))
+                          for s, e, lo, hi in zip(m.start.tolist(), m.end.tolist(),
+                                                  m.offsets[:-1].tolist(), m.offsets[1:].tolist())]
+                   for name, m in named}
+        if not isinstance(out, dict):
+            return triples[None]
+        return [(name, t) for name, ts in triples.items() for t in ts]
+    tagged = itertools.groupby(events, key=stream_of)  # runs of events of one stream (or none)
+    wrap = iter if path == "live" else list  # (any other iterable than a list: the record path)
+    return [ce for tag, run in tagged for ce in engine.process(wrap([e[:2] for e in run]), tag)]
+
+
 def per_end(compiled, events, backend: str, with_bindings: bool = False,
-            step_every_event: bool = False):
+            step_every_event: bool = False, path: str = "list", ces=None):
     """End -> [(start, positions)] in reporting order (and, if asked, each one's bindings).
-    ``step_every_event``: the engine steps inert events too (as it does under LIMIT)."""
+    ``step_every_event``: the engine steps inert events too (as it does under LIMIT); ``path``:
+    how the events are fed (PATHS); ``ces``: the complex events already found (e.g. by a
+    MultiEngine) instead."""
     got: dict[int, list] = {}
     bindings = {}
     last_end = -1
-    engine = compiled.engine(backend=backend)
-    if step_every_event:
-        engine.skip_inert = False
-    tagged = itertools.groupby(events, key=stream_of)  # runs of events of one stream (or none)
-    for ce in (ce for tag, run in tagged for ce in engine.process([e[:2] for e in run], tag)):
-        if with_bindings:
-            bindings[ce.end, (ce.start, tuple(ce.positions))] = (
-                ce.bindings, [sorted(e.attributes) for e in ce.events])
-        assert ce.end >= last_end, "complex events must be reported when their end arrives"
-        assert all(ce.start <= p <= ce.end for p in ce.positions), ce
-        assert list(ce.positions) == sorted(set(ce.positions)), ce
-        last_end = ce.end
-        got.setdefault(ce.end, []).append((ce.start, tuple(ce.positions)))
+    if ces is None:
+        engine = compiled.engine(backend=backend, stream_column=STREAM_COLUMN)
+        if step_every_event:
+            engine.skip_inert = False
+        ces = fed(engine, events, path, compiled.schema)
+    for ce in ces:
+        if path == "arrays":  # (start, end, positions): no bindings to read
+            start, end, positions = ce
+        else:
+            start, end, positions = ce.start, ce.end, ce.positions
+            if with_bindings:
+                bindings[end, (start, tuple(positions))] = (
+                    ce.bindings, [sorted(e.attributes) for e in ce.events])
+        assert end >= last_end, "complex events must be reported when their end arrives"
+        assert all(start <= p <= end for p in positions), ce
+        assert list(positions) == sorted(set(positions)), ce
+        last_end = end
+        got.setdefault(end, []).append((start, tuple(positions)))
     return (got, bindings) if with_bindings else got
 
 
@@ -78,7 +132,10 @@ def describe(text, events, got, expected) -> str:
     return "\n".join(lines)
 
 
-def check(schema, q: ast.Query, events, backend: str) -> None:
+def check(schema, q: ast.Query, events, backend: str, path: str = "list",
+          oracle: dict | None = None, ces=None) -> None:
+    """The engine's complex events (fed through ``path``, or ``ces`` found already) are the
+    oracle's (computed unless given), with their bindings and projected attributes."""
     text = printer.format_query(q)
     parsed = parser.parse_query(text)
     assert parsed == q and repr(parsed) == repr(q), f"round trip changed the query:\n{text}"
@@ -90,19 +147,20 @@ def check(schema, q: ast.Query, events, backend: str) -> None:
         compiled = cercore.compile(text, schema)
     except cercore.CEQLSemanticError as e:
         pytest.fail(f"the engine refused a supported query:\n{text}\n{e}")
-    got, bindings = per_end(compiled, events, backend, with_bindings=True)
+    got, bindings = per_end(compiled, events, backend, with_bindings=True, path=path, ces=ces)
     for end, found in got.items():
-        assert len(found) == len(set(found)), f"duplicates at {end}:\n{text}"
-    oracle = evaluate_with_bindings(q, schema, events)
-    expected = {end: set(ces) for end, ces in oracle.items()}
+        assert len(found) == len(set(found)), f"duplicates at {end} ({path}):\n{text}"
+    if oracle is None:
+        oracle = evaluate_with_bindings(q, schema, events)
+    expected = {end: set(found) for end, found in oracle.items()}
     if q.limit is None:
         if {e: set(f) for e, f in got.items()} != expected:
-            pytest.fail(describe(text, events, got, expected))
+            pytest.fail(f"{backend}, {path}:\n" + describe(text, events, got, expected))
         for (end, ce), (binds, attrs) in bindings.items():
             want = {x: tuple(sorted(ps)) for x, ps in oracle[end][ce].items()}
-            assert binds == want, f"bindings of {ce} ending at {end}:\n{text}"
+            assert binds == want, f"bindings of {ce} ending at {end} ({path}):\n{text}"
             assert attrs == projected_attributes(q, events, ce[1], want), \
-                f"attributes of {ce} ending at {end}:\n{text}"
+                f"attributes of {ce} ending at {end} ({path}):\n{text}"
         return
     # the order LIMIT keeps the first ones of: an engine that steps every event (skipping
     # inert events, which LIMIT turns off, may reorder the complex events of one end;
@@ -111,9 +169,9 @@ def check(schema, q: ast.Query, events, backend: str) -> None:
                                         schema), events, backend, step_every_event=True)
     for end in sorted(set(got) | set(expected)):
         g, x = got.get(end, []), expected.get(end, set())
-        assert set(g) <= x and len(g) == min(q.limit, len(x)), describe(text, events, got,
-                                                                         expected)
-        assert g == unlimited.get(end, [])[:q.limit], f"not the first {q.limit}:\n{text}"
+        assert set(g) <= x and len(g) == min(q.limit, len(x)), \
+            f"{backend}, {path}:\n" + describe(text, events, got, expected)
+        assert g == unlimited.get(end, [])[:q.limit], f"not the first {q.limit} ({path}):\n{text}"
 
 
 @st.composite
@@ -153,12 +211,127 @@ def cases_between_events(draw, **query_options):
     return schema, q, draw(streams(schema, 7, favour=favour, tagged=True))
 
 
+@st.composite
+def rich_cases_between_events(draw):
+    """``cases_between_events`` with more complex events to check: half of the patterns are
+    SHAPES (tests/strategies.py), and two thirds of the LIMITs drawn are dropped (LIMIT 0 and 1
+    report little)."""
+    schema, q, events = draw(cases_between_events(shaped=draw(st.booleans())))
+    if q.limit is not None and draw(st.sampled_from(range(3))):
+        q = dataclasses.replace(q, limit=None)
+    return schema, q, events
+
+
 @settings(max_examples=400, **SETTINGS)
 @given(data=st.data())
 def test_predicates_between_events(backend, data):
     """b.price > s.price, l.v < NEXT(l).v hold for every combination of the events a valuation
     binds to the variables, under every strategy, window, partitioning and LIMIT."""
     check(*data.draw(cases_between_events()), backend=backend)
+
+
+def ranked_without_start(q: ast.Query) -> bool:
+    """NEXT/LAST/MAX over a match that starts unreported: refused (``check`` pins that)."""
+    return q.strategy in ("NEXT", "LAST", "MAX") and starts_unreported(q)
+
+
+def keys_of(ces, path: str) -> list[tuple]:
+    """(start, end, positions) of each complex event, in reporting order."""
+    if path == "arrays":
+        return list(ces)
+    return [(ce.start, ce.end, tuple(ce.positions)) for ce in ces]
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(data=st.data())
+def test_predicates_between_events_on_every_path(data):
+    """Every way of feeding the stream (PATHS: push, a live iterator, an Arrow table and
+    process_arrays over it, besides process(list)) gives the oracle's complex events, with
+    their bindings, for random queries with predicates between events; and on each path the
+    Cython backend reports the reference's complex events in the same order, having counted
+    the same work (``stats["work"]``: enumeration, predicate checks, branches pruned)."""
+    schema, q, events = data.draw(rich_cases_between_events())
+    assume(not ranked_without_start(q))
+    compiled = cercore.compile(printer.format_query(q), schema)
+    oracle = evaluate_with_bindings(q, schema, events)
+    for path in PATHS:
+        seen = {}
+        for backend in BACKENDS:
+            engine = compiled.engine(backend=backend, stream_column=STREAM_COLUMN)
+            ces = fed(engine, events, path, schema)
+            check(schema, q, events, backend, path, oracle, ces)
+            seen[backend] = keys_of(ces, path), engine.stats["work"]
+        first, *rest = seen.values()
+        for backend, got in zip(BACKENDS[1:], rest):
+            assert got[0] == first[0], f"{backend} reports another order ({path})"
+            assert got[1] == first[1], f"{backend} counts other work ({path}):\n" \
+                + printer.format_query(q)
+
+
+@st.composite
+def two_cases_between_events(draw):
+    """Two queries with predicates between events over one schema, and a stream that favours
+    the event types of both."""
+    schema = draw(schemas())
+    qs = [draw(queries_between_events(schema, shaped=draw(st.booleans()))) for _ in range(2)]
+    favour = set().union(*(bindable(q.formula) for q in qs)) & set(schema.event_types)
+    return schema, qs, draw(streams(schema, 7, favour=favour, tagged=True))
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(data=st.data())
+def test_predicates_between_events_in_a_multi_engine(data):
+    """Two such queries in one ``multi_engine``, on every path: each query's complex events
+    are the oracle's, and both backends report the same ones in the same order with the
+    same work per query."""
+    schema, qs, events = data.draw(two_cases_between_events())
+    assume(not any(ranked_without_start(q) for q in qs))
+    compiled = {f"q{i}": cercore.compile(printer.format_query(q), schema)
+                for i, q in enumerate(qs)}
+    oracles = [evaluate_with_bindings(q, schema, events) for q in qs]
+    for path in PATHS:
+        seen = {}
+        for backend in BACKENDS:
+            multi = cercore.multi_engine(compiled, backend=backend, stream_column=STREAM_COLUMN)
+            found = fed(multi, events, path, schema)
+            for (name, _), q, oracle in zip(compiled.items(), qs, oracles):
+                mine = [t for n, t in found if n == name] if path == "arrays" \
+                    else [m.ce for m in found if m.query == name]
+                check(schema, q, events, backend, path, oracle, mine)
+            work = {n: s["work"] for n, s in multi.stats["queries"].items()}
+            seen[backend] = [(n, k) for n, k in found] if path == "arrays" \
+                else [(m.query, *keys_of([m.ce], path)) for m in found], work
+        first, *rest = seen.values()
+        for backend, got in zip(BACKENDS[1:], rest):
+            assert got == first, f"{backend} differs ({path}):\n" \
+                + "\n".join(printer.format_query(q) for q in qs)
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(data=st.data())
+def test_predicates_between_events_across_a_checkpoint(data):
+    """An engine pickled between two parts of the stream and restored on each backend (a
+    checkpoint, ``to_backend``) goes on checking predicates between events (the restored
+    evaluator gets the check again): the two parts' complex events, in order, are the
+    uninterrupted run's -- which the oracle checks -- and so are the work counts."""
+    import pickle
+
+    schema, q, events = data.draw(rich_cases_between_events())
+    assume(not ranked_without_start(q))
+    cut = data.draw(st.integers(0, len(events)))
+    compiled = cercore.compile(printer.format_query(q), schema)
+    for backend in BACKENDS:
+        whole_engine = compiled.engine(backend=backend, stream_column=STREAM_COLUMN)
+        whole = fed(whole_engine, events, "list")
+        check(schema, q, events, backend, "list", ces=whole)
+        for other in BACKENDS:
+            engine = compiled.engine(backend=backend, stream_column=STREAM_COLUMN)
+            first = fed(engine, events[:cut], "list")
+            moved = pickle.loads(pickle.dumps(engine)).to_backend(other)
+            # (positions go on from the cut: the restored engine's input position)
+            rest = fed(moved, events[cut:], "push")
+            assert keys_of(first + rest, "list") == keys_of(whole, "list"), (backend, other, cut)
+            assert moved.stats["work"] == whole_engine.stats["work"], (backend, other, cut)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
