@@ -588,7 +588,8 @@ class Engine(ReadsInput):
             # ABSENT(ψ) WITHIN T: what ``_run`` reports for the batch -- the complex events
             # whose deadline the batch passes (found in earlier batches too), those no ψ event
             # precedes -- as arrays (a span decides per complex event anyway)
-            return MatchArrays.of(list(self._run(batch, shared, raises)))
+            return MatchArrays.of(list(self._run(batch, shared, raises)),
+                                  self.schema.time_unit)
         args, error, n_read = self._prepare(batch, shared)
         view = self.store.view(self._bindings)
         start, end, offsets, positions = self.evaluator.run_arrays(args)

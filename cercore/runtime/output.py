@@ -12,6 +12,7 @@ import numpy as np
 
 from cercore.input.event import Event  # noqa: F401  (users meet it inside complex events)
 from cercore.runtime.complex_event import ComplexEvent as PureComplexEvent
+from cercore.types import NOT_A_VALUE, coerce_time
 
 
 @dataclass
@@ -31,9 +32,16 @@ class MatchArrays:
         return len(self.start)
 
     @classmethod
-    def of(cls, found: list) -> MatchArrays:
-        """Complex events (``ComplexEvent``) as arrays, in their order, with their times (zero
-        where there is none)."""
+    def of(cls, found: list, unit: str = "s") -> MatchArrays:
+        """Complex events (``ComplexEvent``) as arrays, in their order, with their times as
+        int64 counts of ``unit`` (a time reported as a datetime is counted back; zero where
+        there is none)."""
+        def units(t) -> int:
+            if t is None or type(t) is int:
+                return t or 0
+            counted = coerce_time(t, unit)
+            return 0 if counted is NOT_A_VALUE else counted
+
         n = len(found)
         start = np.fromiter((ce.start for ce in found), np.int64, n)
         end = np.fromiter((ce.end for ce in found), np.int64, n)
@@ -41,8 +49,8 @@ class MatchArrays:
         np.cumsum([len(ce.positions) for ce in found], out=offsets[1:])
         positions = np.fromiter((p for ce in found for p in ce.positions), np.int64,
                                 int(offsets[-1]))
-        start_time = np.fromiter((ce.start_time or 0 for ce in found), np.int64, n)
-        end_time = np.fromiter((ce.end_time or 0 for ce in found), np.int64, n)
+        start_time = np.fromiter((units(ce.start_time) for ce in found), np.int64, n)
+        end_time = np.fromiter((units(ce.end_time) for ce in found), np.int64, n)
         return cls(start, end, offsets, positions, start_time, end_time)
 
     @classmethod

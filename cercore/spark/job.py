@@ -203,13 +203,9 @@ class HeldRows:
 
 
 def evaluate(engine, table: pa.Table) -> MatchArrays:
-    """The complex events ``engine`` reports over ``table`` (the engine's columns) as arrays:
-    ``process_arrays``, or, under an absence with a span (a deadline, which
-    ``process_arrays`` refuses: complex events come out when their deadline passes; or a
-    leading ``ABSENT(ψ) WITHIN T``), ``process``'s complex events gathered."""
-    if engine.deadlines is None and engine.lookback is None:
-        return engine.process_arrays(table)
-    return as_arrays(list(engine.process(table)))
+    """The complex events ``engine`` reports over ``table`` (the engine's columns) as arrays
+    (``process_arrays``; under an absence with a span, what ``process`` reports)."""
+    return engine.process_arrays(table)
 
 
 def fire_deadlines(engine, t: int | None) -> MatchArrays | None:
@@ -219,20 +215,7 @@ def fire_deadlines(engine, t: int | None) -> MatchArrays | None:
     if engine.deadlines is None or t is None:
         return None
     due = engine.fire_deadlines(int(t))
-    return as_arrays(due) if due else None
-
-
-def as_arrays(found: list) -> MatchArrays:
-    """Complex events as ``MatchArrays`` (their intervals and positions; times zero)."""
-    n = len(found)
-    start = np.fromiter((ce.start for ce in found), np.int64, n)
-    end = np.fromiter((ce.end for ce in found), np.int64, n)
-    lists = [ce.positions for ce in found]
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in lists], out=offsets[1:])
-    positions = np.fromiter((p for ps in lists for p in ps), np.int64, int(offsets[-1]))
-    zeros = np.zeros(n, dtype=np.int64)
-    return MatchArrays(start, end, offsets, positions, zeros, zeros)
+    return MatchArrays.of(due) if due else None
 
 
 def oldest_pending_start(engine, default: int) -> int:

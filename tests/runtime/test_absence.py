@@ -534,3 +534,22 @@ def test_deadlines_under_a_reorder_slack_equal_the_sorted_stream(events, slack, 
         want = ces(ref.process(ordered)) + ces(ref.advance(last))
         # (under a slack, positions number the events in the order they are evaluated)
         assert sorted(got) == sorted(want)
+
+
+def test_process_arrays_counts_instants_in_the_unit_under_a_deadline(backend):
+    """With timestamps in, a deadline query's arrays hold times as int64 counts of the unit,
+    as every other query's arrays do (complex events report them as datetimes)."""
+    import datetime as dt
+
+    schema = cercore.Schema.parse(
+        "CREATE STREAM S { EVENT BUY { name:string, ts:primary_time(ms) }, "
+        "EVENT SELL { name:string, ts:primary_time(ms) } }")
+    t0 = dt.datetime(2024, 3, 1, 9, 30, tzinfo=dt.timezone.utc)
+    events = [("SELL", {"name": "A", "ts": t0}),
+              ("BUY", {"name": "B", "ts": t0 + dt.timedelta(seconds=10)})]
+    q = cercore.compile("SELECT * FROM S WHERE SELL AS s ; ABSENT(BUY) WITHIN 5 SECONDS "
+                        "PARTITION BY [name] WITHIN 30 SECONDS", schema)
+    m = q.engine(backend=backend).process_arrays(events)
+    ms = int(t0.timestamp() * 1000)
+    assert m.start.tolist() == [0] and m.start_time.tolist() == m.end_time.tolist() == [ms]
+    assert [ce.start_time for ce in q.engine(backend=backend).process(events)] == [t0]
