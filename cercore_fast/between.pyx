@@ -15,6 +15,8 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
+from cercore_fast.comparisons cimport compare_doubles, compare_ints
+
 from cercore.predicates import COMPARISON_CODES
 from cercore.runtime.event_predicates import AMBIGUOUS, new_combinations_hold
 
@@ -23,34 +25,12 @@ cdef int32_t C_AMBIGUOUS = AMBIGUOUS
 
 cdef inline int _compare(int32_t op, Operand* l, Operand* r, double ld, int64_t li,
                          double rd, int64_t ri) noexcept nogil:
-    """``l op r`` given the operands' values (as double and as int64)."""
+    """``l op r`` given the operands' values (as double and as int64): two ints as int64,
+    anything with a double as doubles."""
     if l.is_double or r.is_double:
-        if not l.is_double:
-            ld = <double>li
-        if not r.is_double:
-            rd = <double>ri
-        if op == 0:
-            return ld < rd
-        if op == 1:
-            return ld <= rd
-        if op == 2:
-            return ld > rd
-        if op == 3:
-            return ld >= rd
-        if op == 4:
-            return ld == rd
-        return ld != rd
-    if op == 0:
-        return li < ri
-    if op == 1:
-        return li <= ri
-    if op == 2:
-        return li > ri
-    if op == 3:
-        return li >= ri
-    if op == 4:
-        return li == ri
-    return li != ri
+        return compare_doubles(op, ld if l.is_double else <double>li,
+                               rd if r.is_double else <double>ri)
+    return compare_ints(op, li, ri)
 
 
 @cython.final

@@ -44,7 +44,7 @@ cdef enum:
 cdef struct Clause:
     int pred_var    # P
     int succ_var    # S
-    int op          # index into _OPS: <, <=, >, >=, ==, !=
+    int op          # cercore.predicates.COMPARISON_CODES (cercore_fast/comparisons.pxd)
 
 
 # ---- one reallocation helper (scikit-learn's safe_realloc): every C array of the module ----

@@ -36,6 +36,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
+from cercore_fast.comparisons cimport compare_doubles
+
 import numpy as np
 
 from cercore.ceql import ast as ceql
@@ -260,20 +262,6 @@ cdef inline int _extend(Vector out, Vector pred, int var, bint is_start,
                 _keep_max(&out.reals[s], pred.has[s], value_reals[s])
             out.has[s] = 1
     return 1
-
-
-cdef inline bint _cmp(int op, double a, double b) noexcept nogil:
-    if op == 0:
-        return a < b
-    if op == 1:
-        return a <= b
-    if op == 2:
-        return a > b
-    if op == 3:
-        return a >= b
-    if op == 4:
-        return a == b
-    return a != b
 
 
 @cython.final
@@ -576,7 +564,7 @@ cdef inline bint _theta(const double *stored_side, const unsigned char *stored_k
         if clauses[c].pred_var == pred_var and clauses[c].succ_var == succ_var:
             if not (stored_known[c] and succ_known[c]):
                 return False
-            if not _cmp(clauses[c].op, stored_side[c], succ_side[c]):
+            if not compare_doubles(clauses[c].op, stored_side[c], succ_side[c]):
                 return False
     return True
 

@@ -309,15 +309,9 @@ class PythonEvaluator:
                 visited += 1
                 k = kind[n]
                 if k == BOTTOM:
-                    out = []
-                    while path is not None:
-                        out.append(path[0])
-                        path = path[1]
-                    self.w_enumeration_nodes += visited
+                    positions = self._completed(path, visited)
                     visited = 0
-                    self.w_enumerated += 1
-                    self.w_enumerated_positions += len(out)
-                    yield pos[n], tuple(out)
+                    yield pos[n], positions
                     break
                 if k == OUTPUT:
                     path = (pos[n], path)
@@ -327,6 +321,18 @@ class PythonEvaluator:
                         stack.append((r, path))
                 n = left[n]
         self.w_enumeration_nodes += visited
+
+    def _completed(self, path: tuple | None, visited: int) -> tuple[int, ...]:
+        """A walk reached a bottom: the positions of ``path`` (a linked list, earliest
+        first), counted with the ``visited`` nodes."""
+        out = []
+        while path is not None:
+            out.append(path[0])
+            path = path[1]
+        self.w_enumeration_nodes += visited
+        self.w_enumerated += 1
+        self.w_enumerated_positions += len(out)
+        return tuple(out)
 
     def _enumerate_checked(self, node: int, tau: int, end: int
                            ) -> Iterator[tuple[int, tuple[int, ...]]]:
@@ -350,15 +356,8 @@ class PythonEvaluator:
                     visited += 1
                     k = kind[n]
                     if k == BOTTOM:
-                        out = []
-                        while path is not None:
-                            out.append(path[0])
-                            path = path[1]
-                        self.w_enumeration_nodes += visited
+                        positions = self._completed(path, visited)
                         visited = 0
-                        self.w_enumerated += 1
-                        self.w_enumerated_positions += len(out)
-                        positions = tuple(out)
                         if check.accepts(pos[n], end, positions):
                             yield pos[n], positions
                         break

@@ -544,7 +544,7 @@ def test_process_arrays_counts_instants_in_the_unit_under_a_deadline(backend):
     schema = cercore.Schema.parse(
         "CREATE STREAM S { EVENT BUY { name:string, ts:primary_time(ms) }, "
         "EVENT SELL { name:string, ts:primary_time(ms) } }")
-    t0 = dt.datetime(2024, 3, 1, 9, 30, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2024, 3, 1, 9, 30, tzinfo=dt.UTC)
     events = [("SELL", {"name": "A", "ts": t0}),
               ("BUY", {"name": "B", "ts": t0 + dt.timedelta(seconds=10)})]
     q = cercore.compile("SELECT * FROM S WHERE SELL AS s ; ABSENT(BUY) WITHIN 5 SECONDS "
