@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -30,6 +31,12 @@ def find_pycer(explicit: str | None = None) -> str | None:
     return None
 
 
+def core_declaration(declaration: str) -> str:
+    """``declaration`` in CORE's own syntax, which pycer parses: without the unit a cercore
+    declaration may state on its time attribute (``ts:primary_time(ms)``)."""
+    return re.sub(r"primary_time\s*\(\s*\w+\s*\)", "primary_time", declaration)
+
+
 def run_pycer(python: str, declaration: str, query: str, table: pa.Table,
               repeat: int = 3, clock: str = "wall", one_at_a_time: bool = False) -> dict:
     """pycer's result on ``table``: {"events", "complex_events", "seconds", "intervals"}
@@ -37,7 +44,7 @@ def run_pycer(python: str, declaration: str, query: str, table: pa.Table,
     as events arriving one by one (dict -> ``PyEvent`` -> ``send_events([e])`` per event)."""
     with tempfile.TemporaryDirectory() as d:
         decl, q, events = Path(d, "s.decl"), Path(d, "q.ceql"), Path(d, "events.csv")
-        decl.write_text(declaration)
+        decl.write_text(core_declaration(declaration))
         q.write_text(query)
         pacsv.write_csv(table, events)
         done = subprocess.run([python, str(DRIVER), str(decl), str(q), str(events),
