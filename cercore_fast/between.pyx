@@ -15,7 +15,7 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
-from cercore_fast.comparisons cimport compare_doubles, compare_ints
+from cercore_fast.comparisons cimport compare
 
 from cercore.predicates import COMPARISON_CODES
 from cercore.runtime.event_predicates import AMBIGUOUS, new_combinations_hold
@@ -28,9 +28,9 @@ cdef inline int _compare(int32_t op, Operand* l, Operand* r, double ld, int64_t 
     """``l op r`` given the operands' values (as double and as int64): two ints as int64,
     anything with a double as doubles."""
     if l.is_double or r.is_double:
-        return compare_doubles(op, ld if l.is_double else <double>li,
+        return compare[double](op, ld if l.is_double else <double>li,
                                rd if r.is_double else <double>ri)
-    return compare_ints(op, li, ri)
+    return compare[int64_t](op, li, ri)
 
 
 @cython.final

@@ -8,23 +8,13 @@ built from this file."""
 from libc.stdint cimport int32_t, int64_t
 
 
-cdef inline bint compare_doubles(int32_t op, double a, double b) noexcept nogil:
-    """``a op b`` over doubles (NaN compares false, but for ``!=``)."""
-    if op == 0:
-        return a < b
-    if op == 1:
-        return a <= b
-    if op == 2:
-        return a > b
-    if op == 3:
-        return a >= b
-    if op == 4:
-        return a == b
-    return a != b
+ctypedef fused number:
+    double
+    int64_t
 
 
-cdef inline bint compare_ints(int32_t op, int64_t a, int64_t b) noexcept nogil:
-    """``a op b`` over int64."""
+cdef inline bint compare(int32_t op, number a, number b) noexcept nogil:
+    """``a op b`` over doubles (NaN compares false, but for ``!=``) or over int64."""
     if op == 0:
         return a < b
     if op == 1:

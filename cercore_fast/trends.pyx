@@ -36,7 +36,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from cercore_fast.comparisons cimport compare_doubles
+from cercore_fast.comparisons cimport compare
 
 import numpy as np
 
@@ -564,7 +564,7 @@ cdef inline bint _theta(const double *stored_side, const unsigned char *stored_k
         if clauses[c].pred_var == pred_var and clauses[c].succ_var == succ_var:
             if not (stored_known[c] and succ_known[c]):
                 return False
-            if not compare_doubles(clauses[c].op, stored_side[c], succ_side[c]):
+            if not compare[double](clauses[c].op, stored_side[c], succ_side[c]):
                 return False
     return True
 
