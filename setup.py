@@ -47,7 +47,7 @@ if DISABLE and REQUIRE:
 
 # module name in cercore_fast -> the Python file compiled into it (with cercore_fast/<name>.pxd)
 PURE_MODE = {
-    "output": os.path.join("cercore", "runtime", "complex_event.py"),
+    "output": os.path.join("cercore", "interface", "complex_event.py"),
 }
 
 # Cython regenerates a C file when its sources are newer, whatever the directives: the checked

@@ -8,7 +8,7 @@ two variables, or a number -- runs here, without the GIL, over the typed term va
 (``TermValues.numbers``/``valid``): null is false; two ints compare as int64, otherwise both
 as doubles (an int beside a double is read as a double, as the predicate layer reads it); NaN
 compares false but for ``!=``. Every other predicate calls the predicate layer's scalar
-closure (``new_combinations_hold``) with the GIL, so it means what it means everywhere else.
+closure (``IncrementalCheck.new_combinations_hold``) with the GIL, so it means what it means everywhere else.
 """
 
 cimport cython
@@ -18,7 +18,7 @@ from libcpp.vector cimport vector
 from cercore_fast.comparisons cimport compare
 
 from cercore.predicates import COMPARISON_CODES
-from cercore.runtime.event_predicates import AMBIGUOUS, new_combinations_hold
+from cercore.interface.constants import AMBIGUOUS
 
 cdef int32_t C_AMBIGUOUS = AMBIGUOUS
 
@@ -257,8 +257,7 @@ cdef class BetweenKernel:
             bound = [[self.bound_pos[v][j] for j in range(self.bound_pos[v].size())]
                      for v in range(self.n_vars)]
             new = self.plan.label_info(label)[0]
-            return 1 if new_combinations_hold(self.plan.checks[ci], pos, new, bound,
-                                              self.values) else 0
+            return 1 if self.check.new_combinations_hold(ci, pos, new, bound) else 0
         except BaseException as e:
             self.error = e
             return -1

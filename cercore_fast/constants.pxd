@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""The compile-time twins of ``cercore.runtime.constants``: what the kernels need as C constants
+"""The compile-time twins of ``cercore.interface.constants``: what the kernels need as C constants
 (enums the C compiler folds into the hot loops, usable in the inline functions of .pxd files) or
 as inline C. Their one definition is the Python one; tests/runtime/test_shared_constants.py
 checks every value here against it (and ``window_start`` against ``constants.window_start`` at

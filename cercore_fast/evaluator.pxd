@@ -20,7 +20,8 @@ cdef struct Table:
 cdef class CythonEvaluator:
     cdef public object det
     cdef public object encoder
-    cdef public bint reclaimed  # a reclamation pass ran since the last pop_reclaimed()
+    cdef public bint reclaimed  # a reclamation pass ran that is not reported yet
+    cdef public object on_reclaim  # (tau) -> None: told after a run that reclaimed
     cdef public int64_t last_tau
     cdef public int64_t compact_at
     cdef public int64_t reported  # complex events yielded so far (the engine counts deltas)
@@ -131,6 +132,7 @@ cdef class CythonEvaluator:
     cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
                     const int64_t[::1] t, object batch) except *
     cdef int advance_or_raise(self) except -1
-    cdef void finish(self) noexcept
+    cdef int finish(self) except -1
+    cpdef report_reclaimed(self)
     cdef list _buffered(self, view)
     cdef object output(self, Py_ssize_t i, view)

@@ -41,11 +41,11 @@ from cercore_fast.tecs cimport (
 
 import numpy as np
 
-from cercore.runtime.state import WORK_KEYS, EvaluatorState, pickled, unpickled
+from cercore.interface.state import WORK_KEYS, EvaluatorState, pickled, unpickled
 
-from cercore.runtime import constants
+from cercore.interface import constants
 
-# the shared numbers, read once from their one definition (cercore.runtime.constants); C
+# the shared numbers, read once from their one definition (cercore.interface.constants); C
 # globals, so the loops read them as C
 MIN_COMPACTION = constants.MIN_COMPACTION
 UNBOUNDED_PAST = constants.UNBOUNDED_PAST
@@ -323,7 +323,7 @@ cdef class CythonEvaluator:
             raise self.between.pop_error()
         return code
 
-    cdef void finish(self) noexcept:
+    cdef int finish(self) except -1:
         # the batch's arrays die with the caller's frame: nothing may read them afterwards
         self.b_n = 0
         self.b_i = 0
@@ -332,6 +332,8 @@ cdef class CythonEvaluator:
         self.st_depth.clear()
         self.path.clear()
         self.clear_output()
+        self.report_reclaimed()
+        return 0
 
     cdef void clear_output(self) noexcept:
         self.out_start.clear()
@@ -763,12 +765,14 @@ cdef class CythonEvaluator:
         does when the arena fills)."""
         if self.reclaim(tau) < 0:
             raise MemoryError("cercore: out of memory compacting the tECS arena")
+        self.report_reclaimed()
 
-    def pop_reclaimed(self):
-        """Whether a reclamation pass ran since the last call."""
-        cdef bint reclaimed = self.reclaimed
-        self.reclaimed = False
-        return reclaimed
+    cpdef report_reclaimed(self):
+        """At the end of a run: tell ``on_reclaim`` the window start of the reclamation
+        passes it made (then the engine forgets what the evaluator no longer holds)."""
+        if self.reclaimed and self.on_reclaim is not None:
+            self.reclaimed = False
+            self.on_reclaim(self.last_tau)
 
     def live_partitions(self):
         cdef set out = set()
@@ -781,7 +785,7 @@ cdef class CythonEvaluator:
     def memory_nodes(self):
         return self.arena.size
 
-    # ---- state (backend-neutral, see cercore.runtime.state) -----------------------------------
+    # ---- state (backend-neutral, see cercore.interface.state) -----------------------------------
     def to_state(self):
         """A backend-neutral ``EvaluatorState`` (numpy arrays; partitions sorted by id)."""
         cdef size_t e, j
@@ -863,5 +867,5 @@ cdef class CythonEvaluator:
 
 def compiled_window_start(int64_t time, int64_t epsilon):
     """``window_start`` as the kernels compile it (cercore_fast/constants.pxd), for the test
-    that compares it with ``cercore.runtime.constants.window_start``."""
+    that compares it with ``cercore.interface.constants.window_start``."""
     return window_start(time, epsilon)

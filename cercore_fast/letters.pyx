@@ -11,7 +11,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
 
 import numpy as np
 
-from cercore.runtime import constants
+from cercore.interface import constants
 
 cdef int32_t NOT_READ = constants.NOT_READ
 cdef int64_t NO_PARTITION = constants.NO_PARTITION

@@ -1,6 +1,6 @@
 # cython: language_level=3
 """C API of the compiled complex event view: the module ``cercore_fast.output`` is
-``cercore/runtime/complex_event.py`` compiled by Cython in pure-Python mode, and these are the
+``cercore/interface/complex_event.py`` compiled by Cython in pure-Python mode, and these are the
 declarations Cython applies to that file (setup.py builds it). The class body, the methods and
 ``make_view`` are written once, there; this file only says which attributes are C fields, which
 method is a C method, and that ``make_view`` is a C function (the compiled evaluator calls it

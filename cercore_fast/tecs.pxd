@@ -4,7 +4,7 @@
 The layout mirrors ``cercore.runtime.tecs.NodeArena`` (the pure-Python reference): the same
 three constructors, the same union gadgets (Figure 5 (a)-(d)), the same union-list insert and
 merge (Figure 5 (e)), and the same compaction rule, so both backends build identical node
-arrays from identical operations. ``Node`` is ``cercore.runtime.state.NODE_DTYPE`` (checked when
+arrays from identical operations. ``Node`` is ``cercore.interface.state.NODE_DTYPE`` (checked when
 ``cercore_fast.tecs`` is imported), so the arena is saved and loaded as one numpy array.
 
 Allocation: ``arena_reserve`` grows the array (doubling, ``realloc``) ahead of a batch of
@@ -17,7 +17,7 @@ from libcpp.vector cimport vector
 
 from cercore_fast.constants cimport BOTTOM, NIL, OUTPUT, UNION
 
-# field order and types: cercore.runtime.state.NODE_DTYPE
+# field order and types: cercore.interface.state.NODE_DTYPE
 cdef struct Node:
     int64_t pos     # BOTTOM: start position; OUTPUT: marked position; UNION: -1
     int64_t maxs    # max-start: largest start time of any complex event below

@@ -12,7 +12,7 @@ from libcpp.vector cimport vector
 
 import numpy as np
 
-from cercore.runtime.state import NODE_DTYPE, NODE_FIELDS
+from cercore.interface.state import NODE_DTYPE, NODE_FIELDS
 
 cdef int64_t MIN_CAPACITY = 1024
 
@@ -20,7 +20,7 @@ cdef int64_t MIN_CAPACITY = 1024
 cdef Node _layout_probe
 if np.asarray(<Node[:1]> &_layout_probe).dtype != NODE_DTYPE:
     raise ImportError("cercore_fast.tecs: the Node struct does not match "
-                      "cercore.runtime.state.NODE_DTYPE; rebuild the extension")
+                      "cercore.interface.state.NODE_DTYPE; rebuild the extension")
 
 
 cdef int arena_reserve(Arena* a, int64_t extra) noexcept nogil:

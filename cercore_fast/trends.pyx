@@ -5,11 +5,11 @@ type-grained and mixed, exact skip-till-next-match, contiguous), with the same o
 ``trends.pxd`` is its C API: the vector layout, the structs and the declarations of the classes
 below.
 
-``Runner(plan)`` is a ``cercore.trends.interface.TrendRunner``: it reads a batch as typed arrays
+``Runner(plan, reference_cls)`` is a ``cercore.interface.trends.TrendRunner``: it reads a batch as typed arrays
 (event times, partition ids, variable masks, and the columns of the attributes that are
 aggregated or compared) in one loop, keeps the current timestamp's events in C arrays, and
 applies each partition's group to its windows' aggregators -- no Python object per event.
-``Kernel(plan)`` holds the plan's constants; ``Kernel.new()`` starts a window aggregator of
+``Kernel(plan, clauses, reference_cls)`` holds the plan's constants; ``Kernel.new()`` starts a window aggregator of
 the plan's semantics (``_AnyWindow``, ``_NextWindow``, ``_ContiguousWindow``, the twins of the
 reference's classes), whose ``update(group)`` / ``result()`` / ``stored_events()`` mirror the
 reference's.
@@ -43,13 +43,11 @@ import numpy as np
 from cercore.ceql import ast as ceql
 from cercore.predicates import COMPARISON_CODES as _OPS
 from cercore.predicates import MIRRORED as _FLIP
-from cercore.runtime.constants import INT64_MAX as _INT64_MAX
-from cercore.runtime.constants import INT64_MIN as _INT64_MIN
-from cercore.runtime.constants import NO_PARTITION as _NO_PARTITION
+from cercore.interface.constants import INT64_MAX as _INT64_MAX
+from cercore.interface.constants import INT64_MIN as _INT64_MIN
+from cercore.interface.constants import NO_PARTITION as _NO_PARTITION
 from cercore.schema import AttrType
-from cercore.trends import reference
-from cercore.trends.interface import IN_STREAM as _IN_STREAM
-from cercore.trends.runner import value_attributes
+from cercore.interface.trends import IN_STREAM as _IN_STREAM
 
 cdef extern from *:
     """
@@ -120,9 +118,11 @@ def uncompiled_reason(plan):
     return None
 
 
-def make_aggregators(plan):
-    """The compiled ``Kernel`` of the plan; only for plans ``uncompiled_reason`` accepts."""
-    return Kernel(plan, [_clause(plan, a) for a in plan.adjacent])
+def make_aggregators(plan, reference_cls):
+    """The compiled ``Kernel`` of the plan; only for plans ``uncompiled_reason`` accepts.
+    ``reference_cls``: the reference aggregator class of the plan, the kernel's hand-over
+    (given by the caller: the kernels depend on the trend interface, not on its reference)."""
+    return Kernel(plan, [_clause(plan, a) for a in plan.adjacent], reference_cls)
 
 
 cdef int64_t INT64_MAX_ = 9223372036854775807
@@ -269,10 +269,10 @@ cdef class Kernel:
     """The compiled aggregators of one plan: constants, and the scratch space of one update
     (one thread at a time). Declared in trends.pxd."""
 
-    def __init__(self, plan, clauses):
+    def __init__(self, plan, clauses, reference_cls):
         cdef int v, k, s
         self.plan = plan
-        self.reference_cls = reference.aggregator_class(plan)
+        self.reference_cls = reference_cls
         self.semantics = {"any": SEM_ANY, "next": SEM_NEXT,
                           "contiguous": SEM_CONTIGUOUS}[plan.semantics]
         self.nvars = len(plan.vars)
@@ -280,7 +280,7 @@ cdef class Kernel:
         self.end = plan.end
         types = plan.schema.attribute_types()
         # the value attributes: what a runner copies of each event (aggregated, compared)
-        self.attrs = value_attributes(plan)
+        self.attrs = plan.value_attributes()
         index = {a: i for i, a in enumerate(self.attrs)}
         self.nattrs = len(self.attrs)
         safe_realloc(&self.attr_is_int, max(self.nattrs, 1))
@@ -416,7 +416,7 @@ cdef class Kernel:
         return _ContiguousWindow.__new__(_ContiguousWindow, self)
 
     def __reduce__(self):
-        return (make_aggregators, (self.plan,))
+        return (make_aggregators, (self.plan, self.reference_cls))
 
 
 @cython.final
@@ -1108,11 +1108,11 @@ cdef inline const unsigned char *_byte_data(object arr) except? NULL:
 
 @cython.final
 cdef class Runner:
-    """A ``cercore.trends.interface.TrendRunner`` over compiled window aggregators (see the
+    """A ``cercore.interface.trends.TrendRunner`` over compiled window aggregators (see the
     module doc; declared in trends.pxd)."""
 
-    def __cinit__(self, plan):
-        self.aggregators = make_aggregators(plan)
+    def __cinit__(self, plan, reference_cls):
+        self.aggregators = make_aggregators(plan, reference_cls)
         self.backend = "cython"
         self.windowed = plan.window is not None
         if self.windowed:
@@ -1369,12 +1369,12 @@ cdef class Runner:
                 else:
                     row[k.attrs[a]] = self.pending_reals[e * na + a]
             pending.append((self.pending_pid[e], self.pending_vars[e], row))
-        return (_restore_runner, (k.plan, self.open, self.has_time, self.pending_time, pending))
+        return (_restore_runner, (k.plan, k.reference_cls, self.open, self.has_time, self.pending_time, pending))
 
 
-def _restore_runner(plan, open_windows, has_time, pending_time, pending):
+def _restore_runner(plan, reference_cls, open_windows, has_time, pending_time, pending):
     """A runner from its pickled state (see ``Runner.__reduce__``)."""
-    cdef Runner r = Runner(plan)
+    cdef Runner r = Runner(plan, reference_cls)
     r.open = open_windows
     r.last_parts = None
     if open_windows and r.windowed:

@@ -160,6 +160,78 @@ def test_layers_contract_fails_when_a_lower_layer_imports_a_higher_one(tmp_path)
     assert "cercore.types is not allowed to import cercore.runtime" in done.stdout, done.stdout
 
 
+def _contract_layers() -> list[list[str]]:
+    """The layers of pyproject.toml's import contract, top first, each a list of packages."""
+    import re
+
+    contract = _pyproject()["tool"]["importlinter"]["contracts"][0]
+    return [re.split(r"\s*[:|]\s*", layer.strip()) for layer in contract["layers"]]
+
+
+def _layer(module: str, layers: list[list[str]]) -> int | None:
+    return next((i for i, names in enumerate(layers)
+                 if any(module == n or module.startswith(n + ".") for n in names)), None)
+
+
+def compiled_imports(sources: dict[str, str]) -> list[tuple[str, str]]:
+    """(source name, imported module) of each import in Cython sources (name -> text)."""
+    import re
+
+    pattern = re.compile(r"^\s*(?:from\s+([\w.]+)\s+c?import\b|c?import\s+([\w.]+))", re.M)
+    return [(name, m.group(1) or m.group(2)) for name, text in sources.items()
+            for m in pattern.finditer(text)]
+
+
+def compiled_layer_violations(sources: dict[str, str], layers: list[list[str]]) -> list[str]:
+    """The imports of Cython sources that run up from cercore_fast's layer: what
+    import-linter cannot see (it reads Python files only)."""
+    here = _layer("cercore_fast", layers)
+    return [f"{name}: {target}" for name, target in compiled_imports(sources)
+            if (_layer(target, layers) if _layer(target, layers) is not None else here) < here]
+
+
+def _compiled_sources() -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((ROOT / "cercore_fast").iterdir())
+            if p.suffix in (".pyx", ".pxd")}
+
+
+def test_the_compiled_kernels_keep_the_layers():
+    """cercore_fast imports only what lies below it in the contract (the interfaces, the
+    predicate layer, ...): never the runtime or the trend engine that import it. Checked on
+    the .pyx/.pxd sources, which import-linter does not read; the check can fail."""
+    layers = _contract_layers()
+    sources = _compiled_sources()
+    assert sources and compiled_layer_violations(sources, layers) == []
+    bad = {"x.pyx": "from cercore.runtime.event_predicates import AMBIGUOUS\n"
+                    "    from cercore.trends import reference\n"}
+    assert compiled_layer_violations(bad, layers) == [
+        "x.pyx: cercore.runtime.event_predicates", "x.pyx: cercore.trends"]
+
+
+def test_no_package_imports_another_that_imports_it_back():
+    """No cycle between packages (each subpackage of cercore, and cercore_fast with the
+    imports of its Cython sources): the layers are a one-way street, also where the contract
+    groups two packages in one layer."""
+    import grimp
+
+    graph = grimp.build_graph("cercore", "cercore_fast")
+    layers = _contract_layers()
+
+    def package(module: str) -> str:
+        parts = module.split(".")
+        return "cercore_fast" if parts[0] == "cercore_fast" else ".".join(parts[:2])
+
+    edges = {(package(m), package(d)) for m in graph.modules
+             for d in graph.find_modules_directly_imported_by(m)}
+    edges |= {("cercore_fast", package(target))
+              for _, target in compiled_imports(_compiled_sources())
+              if target.startswith(("cercore.", "cercore_fast"))}
+    edges = {(a, b) for a, b in edges if a != b}
+    for a, b in edges:
+        assert (b, a) not in edges, f"{a} and {b} import each other"
+    assert _layer("cercore.runtime", layers) < _layer("cercore_fast", layers)
+
+
 def test_smoke_test_knows_the_pure_mode_modules():
     """ci/smoke_wheel.py checks that every compiled module is compiled: the ones setup.py
     builds from pure-Python-mode files (its PURE_MODE) must be the ones it names."""

@@ -11,8 +11,8 @@ from cercore.input.columns import Columns, StringColumn
 from cercore.input.decode import REJECT_COLUMN, EventDecoder, Rejected
 from cercore.input.order import ReorderBuffer, TimeOrder
 from cercore.input.skips import SkipLog
-from cercore.input.source import BATCH_SIZE, EventInput, ReadsInput
+from cercore.input.source import BATCH_SIZE, EventInput
 
 __all__ = ["BATCH_SIZE", "REJECT_COLUMN", "SKIPPED", "Batch", "Columns", "EventDecoder",
-           "EventInput", "ReadFilter", "ReadsInput", "Rejected", "ReorderBuffer", "SkipLog",
+           "EventInput", "ReadFilter", "Rejected", "ReorderBuffer", "SkipLog",
            "StringColumn", "TimeOrder"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cercore.errors import CercoreError, ConfigError, EventError
+from cercore.errors import ConfigError, EventError
 from cercore.input.batch import Batch
 from cercore.input.decode import RAW, UNKNOWN_STREAM, EventDecoder, string_codes
 from cercore.input.event import Event
@@ -80,6 +80,14 @@ class EventInput:
     def consumed(self, batch: Batch, n: int) -> None:
         """The engine evaluated the first ``n`` events of ``batch``."""
         self.position = batch.first_position + n
+
+    def consumed_one(self, position: int) -> None:
+        """The engine evaluated (or skipped) the event at ``position``, read one at a time."""
+        self.position = position + 1
+
+    def start_at(self, position: int) -> None:
+        """Number the events from ``position`` on (an engine joining a running stream)."""
+        self.position = position
 
     # ---- one event at a time ----------------------------------------------------------------
     def stream_code(self, stream: str | None) -> int:
@@ -217,69 +225,6 @@ class AsyncInput:
             bulk = type(item) is list or is_tabular(item)
             for out in self.process(item if bulk else iter((item,)), stream):
                 yield out
-
-
-class ReadsInput(AsyncInput):
-    """What an engine that reads through an ``EventInput`` (``self.input``) and checks time
-    with a ``TimeOrder`` (``self.time_order``, or None) tells about its position in the
-    stream."""
-
-    input: EventInput
-    time_order: TimeOrder | None
-    # inside a batch (a process() generator suspended in it) / a batch was left half done
-    _busy = False
-    _abandoned = False
-
-    def _usable(self) -> None:
-        """Refuse to start anything while a batch is half done: new input, a watermark, the
-        end of the stream, a pickle or a backend move would see (or freeze) an engine whose
-        evaluator has stepped part of a batch that its input position does not cover."""
-        if self._busy:
-            raise CercoreError(
-                "this engine is in the middle of a batch: a process() generator is suspended "
-                "in it; exhaust or close it before feeding, advancing, flushing, pickling or "
-                "moving the engine")
-        if self._abandoned:
-            raise CercoreError(
-                "a process() generator of this engine was closed (or failed) in the middle of "
-                "a batch, so the engine has evaluated part of it; start a new engine or restore "
-                "a checkpoint taken between batches")
-
-    def _guarded(self, batch_output: Iterator) -> Iterator:
-        """Run one batch's generator: refused while another is half done; if it stops before
-        the batch is finished (closed, or an error other than a bad event's), the engine is
-        left refusing further use instead of continuing from an inconsistent state."""
-        self._usable()
-        self._busy = True
-        finished = False
-        try:
-            yield from batch_output
-            finished = True
-        except CercoreError:
-            finished = True  # raised once the batch's good events are evaluated: consistent
-            raise
-        finally:
-            self._busy = False
-            if not finished:
-                self._abandoned = True
-
-    @property
-    def position(self) -> int:
-        """The next input position (events received so far)."""
-        return self.input.position
-
-    @property
-    def last_time(self) -> int | None:
-        """The time of the last event read (or of the last watermark), None before any."""
-        return None if self.time_order is None else self.time_order.last
-
-    def _watermark(self, t: int) -> Iterator[Batch]:
-        """``advance(t)``'s input side: check ``t``, release what a reorder slack holds up to
-        it (as batches for the engine to evaluate), then no event before ``t`` is accepted."""
-        t = checked_watermark(t, self.time_order)
-        yield from self.input.advance(t)
-        self.time_order.last = max(t, self.time_order.last if self.time_order.last is not None
-                                   else t)
 
 
 def checked_watermark(t: Any, order: TimeOrder | None) -> int:

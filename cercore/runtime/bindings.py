@@ -97,3 +97,32 @@ class BindingSolver:
                 if is_marked and label != TRUE_LABEL:
                     extra = binds | {(v, pos) for v in self.vars.get(label, ())}
                 stack.append((i + 1, q, extra))
+
+
+class ComplexEventBindings:
+    """``ce.bindings`` of one engine's complex events (its store's views call it): the solver
+    over the projected variables, built on first use; under predicates between events,
+    ``checked`` (an ``EventPredicateCheck``), which keeps only the valuations that satisfy
+    them (the others do not produce the complex event)."""
+
+    def __init__(self, cea: CEA, atom_variables: dict[int, frozenset[str]],
+                 atom_masks: list[int], projection, not_read: int, checked=None) -> None:
+        self.cea = cea
+        self.vars = atom_variables
+        self.atom_masks = atom_masks
+        self.wanted = None if projection == "*" else frozenset() if projection == "NONE" \
+            else frozenset(item.var for item in projection)
+        self.not_read = not_read
+        self.checked = checked
+        self.solver: BindingSolver | None = None
+
+    def __call__(self, view, ce) -> dict[str, tuple[int, ...]]:
+        if self.checked is not None:
+            return self.checked.bindings(view, ce)
+        if self.solver is None:
+            self.solver = BindingSolver(self.cea, self.vars, self.atom_masks, self.wanted)
+        span = view.span(ce.start, ce.end)
+        pid = next(p for pos, _, p in span if pos == ce.end)
+        return self.solver.solve([(pos, letter) for pos, letter, p in span
+                                  if p == pid and letter != self.not_read], ce.positions)
+

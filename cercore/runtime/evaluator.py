@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from cercore.automata.determinize import NO_STATE, LazyDeterminiser
-from cercore.runtime.constants import (
+from cercore.interface.constants import (
     BOTTOM,
     CONSUME_ANY,
     CONSUME_NONE,
@@ -23,10 +23,10 @@ from cercore.runtime.constants import (
     UNBOUNDED_PAST,
     window_start,
 )
-from cercore.runtime.interface import EvaluatorInput
+from cercore.interface.evaluator import EvaluatorInput
+from cercore.interface.state import NODE_FIELDS, WORK_KEYS, EvaluatorState, pickled, unpickled
 from cercore.runtime.letters import LetterEncoder
 from cercore.runtime.output import ComplexEvent
-from cercore.runtime.state import NODE_FIELDS, WORK_KEYS, EvaluatorState, pickled, unpickled
 from cercore.runtime.tecs import NodeArena
 
 # work counter (``work_counts`` key) -> the attribute the hot loop increments
@@ -46,7 +46,8 @@ class PythonEvaluator:
         self.pre: dict[int, int] = {}  # partition -> pre state, where not the initial state
         self.partitions: dict[int, dict[int, list[int]]] = {}
         self.compact_at = MIN_COMPACTION
-        self.reclaimed = False  # a reclamation pass ran since the last pop_reclaimed()
+        self.reclaimed = False  # a reclamation pass ran that is not reported yet
+        self.on_reclaim = None  # (tau) -> None: told after a run that reclaimed (the engine)
         self.reported = 0  # complex events yielded so far (the engine counts deltas)
         self.last_tau = UNBOUNDED_PAST
         self.between = None  # predicates between events, checked while enumerating
@@ -84,6 +85,7 @@ class PythonEvaluator:
                 yield from self._outputs(finals, pid, pos, tau, limit, consume, view)
             if reclaiming and len(self.arena) >= self.compact_at:
                 self.reclaim(tau)
+        self.report_reclaimed()
 
     def run_one(self, pid: int, letter: int, pos: int, time: int, epsilon: int,
                 windowed: bool, limit: int, consume: int, view=None) -> list:
@@ -94,6 +96,7 @@ class PythonEvaluator:
         out = list(self._outputs(finals, pid, pos, tau, limit, consume, view)) if finals else []
         if (windowed or consume != CONSUME_NONE) and len(self.arena) >= self.compact_at:
             self.reclaim(tau)
+            self.report_reclaimed()
         return out
 
     def _outputs(self, finals: list[int], pid: int, pos: int, tau: int, limit: int,
@@ -178,7 +181,7 @@ class PythonEvaluator:
     # ---- work counters --------------------------------------------------------------------------
     def work_counts(self) -> dict[str, int]:
         """Work done so far, counted in operations (not time); the same keys, counting the same
-        operations, on both backends (``cercore.runtime.state.WORK_KEYS``):
+        operations, on both backends (``cercore.interface.state.WORK_KEYS``):
 
         - ``events``: events stepped by Algorithm 1 (the batch's active events);
         - ``transitions``: transition-table lookups, one per (state, union list) pair an event
@@ -401,11 +404,14 @@ class PythonEvaluator:
         """Reclaim now the nodes of partial matches that start before ``tau`` (what a run
         does when the arena fills)."""
         self.reclaim(tau)
+        self.report_reclaimed()
 
-    def pop_reclaimed(self) -> bool:
-        """Whether a reclamation pass ran since the last call."""
-        reclaimed, self.reclaimed = self.reclaimed, False
-        return reclaimed
+    def report_reclaimed(self) -> None:
+        """At the end of a run: tell ``on_reclaim`` the window start of the reclamation
+        passes it made (then the engine forgets what the evaluator no longer holds)."""
+        if self.reclaimed and self.on_reclaim is not None:
+            self.reclaimed = False
+            self.on_reclaim(self.last_tau)
 
     def live_partitions(self) -> set[int]:
         return set(self.partitions) | set(self.pre)
@@ -414,7 +420,7 @@ class PythonEvaluator:
         return len(self.arena)
 
 
-    # ---- state (backend-neutral, see cercore.runtime.state) -------------------------------------
+    # ---- state (backend-neutral, see cercore.interface.state) ---------------------------------
     def to_state(self):
         """A backend-neutral ``EvaluatorState`` (numpy arrays; partitions sorted by id)."""
         a = self.arena

@@ -35,15 +35,15 @@ from itertools import product
 from cercore.automata.cea import MARK, TRUE_LABEL
 from cercore.ceql import ast
 from cercore.ceql.terms import event_terms, rename_terms
+from cercore.interface.constants import AMBIGUOUS, NOT_READ
 from cercore.predicates import COMPARISONS, scalar_leaf
 from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.term_values import TermValues
 from cercore.types import AttrType
 
 __all__ = ["AMBIGUOUS", "BetweenPlan", "EventPredicateCheck", "IncrementalCheck",
-           "new_combinations_hold"]
+           "between_events", "new_combinations_hold"]
 
-AMBIGUOUS = 0  # binding label of an event that different runs bind to different variables
 MAX_LABELLED = 30  # variables a label can name (a bit each, in an int32)
 
 _NUMERIC = (AttrType.INT, AttrType.DOUBLE)
@@ -251,6 +251,12 @@ class IncrementalCheck:
             self.depths[v].append(depth)
         return True
 
+    def new_combinations_hold(self, check: int, position: int, new: frozenset[int],
+                              bound: list[list[int]]) -> bool:
+        """``new_combinations_hold`` of the plan's check number ``check`` (what a compiled
+        enumerator calls for a check it does not compile)."""
+        return new_combinations_hold(self.plan.checks[check], position, new, bound, self.values)
+
     def accepts(self, start: int, end: int, positions) -> bool:
         """At the bottom of a path: True, or the whole check when an AMBIGUOUS node left part
         of it unchecked."""
@@ -362,3 +368,20 @@ class _ViewValues:
 
     def value(self, attribute: str, position: int):
         return self.view.event(position).attributes.get(attribute)
+
+
+def between_events(query, encoder, store, typed: bool) -> EventPredicateCheck | None:
+    """The predicates between events an engine checks (those ``PARTITION BY`` does not
+    guarantee), None without any: their plan, and the values of the attributes they read,
+    fed and pruned with the engine's ``store`` (``typed``: arrays for a compiled check)."""
+    analysed = query.analysed
+    between = analysed.checked_predicates
+    if not between:
+        return None
+    variables = {x.id: x.variables for x in analysed.atoms}
+    types = query.schema.attribute_types()
+    plan = BetweenPlan(between, types, variables)
+    values = store.terms = TermValues(types, plan.attributes, typed=typed)
+    return EventPredicateCheck(plan, values, BindingSolver(
+        query.cea, variables, encoder.atom_masks, None), NOT_READ)
+

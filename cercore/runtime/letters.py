@@ -5,6 +5,8 @@ only ever sees letters.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from cercore.ceql.analysis import AnalysedQuery
@@ -13,25 +15,57 @@ from cercore.ceql.normal import has_contiguity
 from cercore.ceql.printer import format_pred
 from cercore.input import Batch, ReadFilter
 from cercore.input.columns import Columns, StringColumn
+from cercore.interface.constants import NO_PARTITION, NOT_READ
+from cercore.interface.letters import LettersKernel
 from cercore.predicates import attributes_read, evaluate_leaf, scalar_leaf
-from cercore.runtime.constants import NO_PARTITION, NOT_READ
+from cercore.schema import Schema
 from cercore.types import AttrType
 
 DENSE_BITS = 16  # key spaces up to 2^16 keys intern through a dense lookup table
 STRING_BITS_CACHE = 1 << 16  # distinct strings whose leaf bits one record-path cache keeps
 
 
-class LetterEncoder:
-    """Interns (type id, predicate bits) into letters; knows which atoms each letter satisfies."""
+@dataclass(frozen=True)
+class Alphabet:
+    """What a query's letters are made of: its atomic predicates (``leaves``), its atoms
+    (each an id, the event types it reads and its guard over the leaves), the types and
+    streams it reads, the labels satisfied when no branch is (NOT, ABSENT) and the bits of the
+    absence spans' atoms. A CEQL query's (``of_query``) or a trend query's (one atom per
+    variable, ``cercore.trends.engine``)."""
 
-    def __init__(self, analysed: AnalysedQuery, compiled: bool = False) -> None:
-        # compiled: build letters with the Cython passes (cercore_fast.letters), same letters
-        self.compiled = compiled
-        self.leaves = analysed.leaves
+    schema: Schema
+    leaves: list
+    atoms: list
+    visible_types: frozenset[int]
+    from_streams: frozenset[int] | None
+    negations: tuple = ()
+    absence_bits: int = 0
+
+    @classmethod
+    def of_query(cls, analysed: AnalysedQuery) -> Alphabet:
+        """The alphabet of an analysed CEQL query."""
+        # the bits an inert letter may still have: an event that satisfies no atom satisfies
+        # every absence label, and only loops in the gaps they label (as in any gap); the
+        # atoms of a deadline's ψ label no transition (the engine reads them, not the automaton)
+        spans = (analysed.deadline, analysed.lookback)
+        absence_bits = sum(1 << n.id for n in analysed.absences) | sum(
+            span.psi_bits for span in spans if span is not None)
+        return cls(analysed.schema, analysed.leaves, analysed.atoms, analysed.visible_types,
+                   analysed.from_streams, tuple(analysed.negations + analysed.absences),
+                   absence_bits)
+
+
+class LetterEncoder:
+    """Interns (type id, predicate bits) into letters; knows which atoms each letter satisfies.
+    The batch passes run the backend's letters kernel when given one (``kernel``: the same
+    keys and letters as the numpy code here, the reference)."""
+
+    def __init__(self, alphabet: Alphabet) -> None:
+        self.leaves = alphabet.leaves
         self.leaf_texts = [_leaf_text(p) for p in self.leaves]  # identity across queries
         # leaves that read one string attribute only run once per distinct string of a batch
         # (grouped by attribute); the others run over the events
-        types = analysed.schema.attribute_types()
+        types = alphabet.schema.attribute_types()
         groups: dict[str, list[int]] = {}
         self.other_leaves: list[int] = []
         for k, p in enumerate(self.leaves):
@@ -41,17 +75,13 @@ class LetterEncoder:
             else:
                 self.other_leaves.append(k)
         self.string_groups = sorted(groups.items())
-        self.atoms = analysed.atoms
+        self.atoms = alphabet.atoms
         # NOT(...) and ABSENT(...) labels: satisfied when no branch is
-        self.negations = analysed.negations + analysed.absences
-        # the bits an inert letter may still have: an event that satisfies no atom satisfies
-        # every absence label, and only loops in the gaps they label (as in any gap); the
-        # atoms of a deadline's ψ label no transition (the engine reads them, not the automaton)
-        self.absence_bits = sum(1 << n.id for n in analysed.absences) | sum(
-            span.psi_bits for span in (analysed.deadline, analysed.lookback) if span is not None)
-        n_types = max(len(analysed.schema.event_types), 1)
-        self.reads = ReadFilter(n_types, analysed.visible_types, len(analysed.schema.streams),
-                                analysed.from_streams)
+        self.negations = list(alphabet.negations)
+        self.absence_bits = alphabet.absence_bits
+        n_types = max(len(alphabet.schema.event_types), 1)
+        self.reads = ReadFilter(n_types, alphabet.visible_types, len(alphabet.schema.streams),
+                                alphabet.from_streams)
         self.letter_of_key: dict[int, int] = {}
         self.atom_masks: list[int] = []  # letter -> bitmask over atom ids
         self.relevant: list[bool] = []  # letter -> satisfies some atom or NOT (not inert)
@@ -60,7 +90,7 @@ class LetterEncoder:
         self.type_bits = int(n_types).bit_length()
         # the key carries the event's stream tag only if some atom is qualified (S>E)
         self.stream_keyed = any(a.streams is not None for a in self.atoms)
-        stream_bits = len(analysed.schema.streams).bit_length() + 1 if self.stream_keyed else 0
+        stream_bits = len(alphabet.schema.streams).bit_length() + 1 if self.stream_keyed else 0
         self.stream_shift = self.type_shift + self.type_bits
         self.vectorised_keys = self.stream_shift + stream_bits <= 62
         # small key spaces intern through a dense table (key -> letter, -1: not seen yet):
@@ -170,14 +200,14 @@ class LetterEncoder:
         return table
 
     def active(self, read: np.ndarray, letters: np.ndarray, pids: np.ndarray | None,
-               skip_inert: bool) -> np.ndarray:
+               skip_inert: bool, kernel: LettersKernel | None = None) -> np.ndarray:
         """Offsets of the events the evaluator steps (int64, in order): read, in a partition
         (``pids`` not NO_PARTITION, when given) and, with ``skip_inert``, whose letter
         satisfies some atom (inert letters can be skipped when ``inert_letters_skippable``
         holds)."""
         relevant = self._relevant_table() if skip_inert else None
-        if self.compiled:
-            return _compiled().active_events(_bytes(read), letters, relevant, pids)
+        if kernel is not None:
+            return kernel.active_events(_bytes(read), letters, relevant, pids)
         active = np.flatnonzero(read if pids is None else read & (pids != NO_PARTITION))
         if relevant is not None:
             active = active[relevant[letters[active]].astype(bool)]
@@ -194,8 +224,8 @@ class LetterEncoder:
             read = shared[key] = self.reads.mask(batch)
         return read.copy()  # callers unmark late events in their copy
 
-    def encode(self, batch: Batch, shared: dict | None = None,
-               read: np.ndarray | None = None) -> np.ndarray:
+    def encode(self, batch: Batch, shared: dict | None = None, read: np.ndarray | None = None,
+               kernel: LettersKernel | None = None) -> np.ndarray:
         """Letters of a batch (int32); NOT_READ for events the query does not read (``read``,
         default ``read_mask(batch)``). ``shared`` caches leaf results by predicate text for
         this batch, so queries that run together evaluate a predicate they share once."""
@@ -208,8 +238,8 @@ class LetterEncoder:
         if not self.vectorised_keys:
             self._encode_rows(batch, read, letters, shared)
             return letters
-        if self.compiled and self.dense is not None:
-            self._encode_compiled(batch, shared, read, letters)
+        if kernel is not None and self.dense is not None:
+            self._encode_compiled(batch, shared, read, letters, kernel)
             return letters
         keys = batch.type_ids.astype(np.int64) << self.type_shift
         cols = batch.columns
@@ -250,9 +280,8 @@ class LetterEncoder:
             self.dense[u] = self.letter(u)
 
     def _encode_compiled(self, batch: Batch, shared: dict | None, read: np.ndarray,
-                         letters: np.ndarray) -> None:
-        """``encode`` through the Cython passes: the same keys and letters, no temporaries."""
-        fast = _compiled()
+                         letters: np.ndarray, fast: LettersKernel) -> None:
+        """``encode`` through the letters kernel: the same keys and letters, no temporaries."""
         cols = batch.columns
         groups = [(np.ascontiguousarray(col.codes, dtype=np.int32), _bytes(cols.valid[attr]),
                    part) for attr, col, part in self._group_parts(cols, shared)]
@@ -299,12 +328,6 @@ class LetterEncoder:
 def _bytes(mask: np.ndarray) -> np.ndarray:
     """A bool mask as contiguous uint8, the form the Cython passes read (no copy)."""
     return np.ascontiguousarray(mask, dtype=bool).view(np.uint8)
-
-
-def _compiled():
-    from cercore_fast import letters
-
-    return letters
 
 
 def _leaf_text(p) -> str:

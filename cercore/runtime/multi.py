@@ -21,9 +21,9 @@ from cercore.input import SKIPPED, Batch, EventInput
 from cercore.input.options import EngineOptions
 from cercore.input.order import TimeOrder
 from cercore.input.source import AsyncInput, checked_watermark, in_hand
+from cercore.interface.evaluator import CompiledPlan
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.engine import Engine
-from cercore.runtime.interface import CompiledPlan
 from cercore.runtime.output import ComplexEvent, MatchArrays
 
 _END = operator.attrgetter("ce.end")
@@ -89,7 +89,7 @@ class MultiEngine(AsyncInput):
         if query.schema != self.schema:
             raise ConfigError("queries evaluated together must share one schema")
         engine = Engine(query, self.options)
-        engine.input.position = self.input.position
+        engine.input.start_at(self.input.position)
         engine.store.time_form = self.input.decoder.time_form  # the shared input decodes
         attr = engine.order_attribute
         if attr is not None:
@@ -222,7 +222,7 @@ class MultiEngine(AsyncInput):
             ces = engine.evaluate_event(tid, row, stream, pos)
             if ces:
                 found.extend([QueryMatch(name, ce) for ce in ces])
-        inp.position = pos + 1
+        inp.consumed_one(pos)
         return found
 
     # ---- per batch ----------------------------------------------------------------------

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cercore.input.event import Event  # noqa: F401  (users meet it inside complex events)
-from cercore.runtime.complex_event import ComplexEvent as PureComplexEvent
+from cercore.interface.complex_event import ComplexEvent as PureComplexEvent
 from cercore.types import NOT_A_VALUE, coerce_time
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from cercore.input.columns import Columns, StringColumn
-from cercore.runtime.constants import NO_PARTITION
+from cercore.interface.constants import NO_PARTITION
 from cercore.schema import Schema
 from cercore.types import AttrType
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from cercore.runtime.constants import NO_LIMIT
+from cercore.interface.constants import NO_LIMIT
 
 __all__ = ["select_end", "select_stream", "select_arrays"]
 

@@ -16,7 +16,7 @@ first one a non-union node.
 
 from __future__ import annotations
 
-from cercore.runtime.constants import BOTTOM, NIL, OUTPUT, UNION
+from cercore.interface.constants import BOTTOM, NIL, OUTPUT, UNION
 
 
 class NodeArena:

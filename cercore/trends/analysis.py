@@ -108,6 +108,13 @@ class TrendPlan:
     def adjacent_for(self, p: int, s: int) -> list[AdjacentPredicate]:
         return [a for a in self.adjacent if a.pred_var == p and a.succ_var == s]
 
+    def value_attributes(self) -> list[str]:
+        """The attributes an aggregator reads of an event: aggregated ones and those of the
+        predicates on adjacent events (what a runner copies of each event)."""
+        attrs = {f.attr for f in self.fields if f.attr}
+        attrs |= {t.attr for a in self.adjacent for t in event_terms(a.cond)}
+        return sorted(attrs)
+
 
 def analyse(query: ast.TrendQuery, schema: Schema, text: str,
             next_algorithm: str = "exact") -> TrendPlan:

@@ -2,7 +2,7 @@
 time order (``cercore.input``), each event's pattern variables from the letters of the local
 predicates (``cercore.runtime.letters``, one atom per variable) and its partition id, keyed
 by the equivalence and GROUP BY attributes (``cercore.runtime.partitions``) -- then a runner
-(``cercore.trends.interface.TrendRunner``: ``cercore.trends.runner.PythonRunner`` or the
+(``cercore.interface.trends.TrendRunner``: ``cercore.trends.runner.PythonRunner`` or the
 compiled ``cercore_fast.trends.Runner``) for the timestamp groups, the fixed sliding windows
 ``[k*slide, k*slide + size)`` and one online aggregator per (window, partition) -- COGRA's
 runtime executor -- and the roll-up of partitions to GROUP BY groups.
@@ -24,46 +24,42 @@ aggregates under their text (``COUNT(*)``, ``SUM(L.cpu)``, ...). ``AVG(E.a)`` is
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from cercore.ceql import ast as ceql
 from cercore.ceql.normal import NAtom
 from cercore.errors import EventError
-from cercore.input import SKIPPED, EventInput, ReadsInput, skips
+from cercore.input import SKIPPED, EventInput, skips
 from cercore.input.options import EngineOptions
 from cercore.input.source import in_hand
-from cercore.runtime.backend import resolve_backend
-from cercore.runtime.constants import NO_PARTITION
-from cercore.runtime.letters import LetterEncoder
+from cercore.interface.constants import NO_PARTITION
+from cercore.interface.trends import Closed, TrendInput, TrendRunner
+from cercore.runtime.backend import Backend
+from cercore.runtime.letters import Alphabet, LetterEncoder
+from cercore.runtime.lifecycle import StreamEngine
 from cercore.runtime.partitions import PartitionIndex
-from cercore.schema import Schema
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
-from cercore.trends.interface import Closed, TrendInput, TrendRunner
 
 
-def trend_backend(plan: TrendPlan, requested: str) -> tuple[str, str | None]:
+def trend_backend(plan: TrendPlan, requested: str) -> tuple[Backend, str | None]:
     """The backend that will run ``plan`` ("auto" | "python" | "cython", resolved as for
     CEQL queries), and why it is the reference when the compiled kernel does not cover the
     plan's shape (None otherwise)."""
-    backend = resolve_backend(requested)
-    if backend == "cython":
-        from cercore_fast.trends import uncompiled_reason
-
-        reason = uncompiled_reason(plan)
+    backend = Backend(requested)
+    if backend.trends is not None:
+        reason = backend.trends.uncompiled_reason(plan)
         if reason is not None:
-            return "python", f"the compiled kernel does not cover {reason}"
+            return Backend("python"), f"the compiled kernel does not cover {reason}"
     return backend, None
 
 
-def make_runner(plan: TrendPlan, backend: str) -> TrendRunner:
-    """The runner of the backend ("python" | "cython", as ``trend_backend`` resolved it)."""
-    if backend == "cython":
-        from cercore_fast.trends import Runner
-        return Runner(plan)
+def make_runner(plan: TrendPlan, backend: Backend) -> TrendRunner:
+    """The runner of ``backend`` (as ``trend_backend`` chose it): its compiled trend kernel's,
+    handing over to the reference aggregators, or the Python runner."""
+    if backend.trends is not None:
+        return backend.trends.Runner(plan, reference.aggregator_class(plan))
     from cercore.trends.runner import PythonRunner
     return PythonRunner(plan)
 
@@ -127,38 +123,22 @@ def read_types(plan: TrendPlan) -> list[str]:
             if (n in pattern or plan.semantics == "contiguous") and n in carried]
 
 
-@dataclass
-class _VariableAtoms:
-    """A trend plan as the letter encoder reads a CEQL query: one atom per pattern variable
-    (its event type, the guard of its local conditions), the types read and FROM."""
-
-    schema: Schema
-    leaves: list[ceql.Pred]
-    atoms: list[NAtom]
-    visible_types: frozenset[int]
-    from_streams: frozenset[int] | None
-    negations: list = field(default_factory=list)
-    absences: list = field(default_factory=list)
-    deadline: None = None
-    lookback: None = None
-
-
-def variable_letters(plan: TrendPlan, compiled: bool) -> LetterEncoder:
+def variable_letters(plan: TrendPlan) -> LetterEncoder:
     """The letter encoder whose atom mask of a letter is the set of variables its events
     match (bit v: variable v's type and local conditions)."""
     schema = plan.schema
     ids = {n: schema.event_types[n].id for n in schema.type_names}
     streams = plan.query.streams
     atoms = [NAtom(v.id, frozenset({ids[v.type]}), v.guard) for v in plan.vars]
-    return LetterEncoder(_VariableAtoms(
+    return LetterEncoder(Alphabet(
         schema, plan.leaves, atoms, frozenset(ids[n] for n in read_types(plan)),
-        frozenset(schema.stream_ids[s] for s in streams) if streams else None), compiled)
+        frozenset(schema.stream_ids[s] for s in streams) if streams else None))
 
 
 SMALL_BATCH = 16  # batches of at most this many events run event by event (_run_events)
 
 
-class TrendEngine(ReadsInput):
+class TrendEngine(StreamEngine):
     """Evaluates one compiled trend query over a stream, window by window."""
 
     def __init__(self, plan: TrendPlan, options: EngineOptions = EngineOptions.DEFAULT
@@ -167,14 +147,14 @@ class TrendEngine(ReadsInput):
         self.schema = plan.schema
         # backend_note: why the reference runs although Cython was available (else None)
         self.options = options
-        self.backend, self.backend_note = trend_backend(plan, options.backend)
-        self.runner = make_runner(plan, self.backend)
+        self.kernels, self.backend_note = trend_backend(plan, options.backend)
+        self.runner = make_runner(plan, self.kernels)
         self.time_attribute = self.schema.time_attribute
         self.type_column = options.type_column
         self.input = EventInput(self.schema, options, self.time_attribute)
         self.time_order = (self.input.time_order(self.time_attribute)
                            if self.time_attribute is not None else None)
-        self.letters = variable_letters(plan, self.backend == "cython")
+        self.letters = variable_letters(plan)
         self._roll_up = RollUp(plan)
         self.small_batch = SMALL_BATCH  # (0: every batch takes the columnar pass)
         self.partitions = PartitionIndex(self.schema, list(plan.partition_groups))
@@ -201,6 +181,11 @@ class TrendEngine(ReadsInput):
         self.__dict__.update(state)
 
     # ---- public API ------------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        """The backend that runs the query ("python" | "cython"; see ``backend_note``)."""
+        return self.kernels.name
+
     @property
     def skips(self) -> skips.SkipLog:
         """Skipped events by reason (``on_error="skip"``)."""
@@ -350,7 +335,7 @@ class TrendEngine(ReadsInput):
         event in the stream without a value it aggregates is an EventError: skipped and
         counted, or the batch stops before it (the number of events kept and that error)."""
         n = batch.n
-        letters = self.letters.encode(batch, None, read)
+        letters = self.letters.encode(batch, None, read, self.kernels.letters)
         masks = self._var_masks(letters)
         pids = self.partitions.assign(batch.type_ids, batch.columns, read)
         # (an event not read has no letter, so no variables)
@@ -404,10 +389,10 @@ class TrendEngine(ReadsInput):
         tid, row = inp.decoder.decode_one(typ, attrs, stream, pos)
         if tid == SKIPPED or not self._reads.reads_one(tid, stream) or not (
                 self.time_order is None or self.time_order.check_one(tid, row, pos)):
-            inp.position = pos + 1
+            inp.consumed_one(pos)
             return []
         pid, vs = self._place(tid, row, stream, pos)  # (an EventError leaves pos unconsumed)
-        inp.position = pos + 1
+        inp.consumed_one(pos)
         t = pos if self.time_order is None else self.time_order.last
         return self._rows(self.runner.feed_one(t, pid, vs, row))
 

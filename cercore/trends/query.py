@@ -107,10 +107,10 @@ class CompiledTrendQuery:
                           else " + the T_e events still waiting for their successor")
         lines.append(f"state per (window, partition): {state}")
         chosen, note = trend_backend(self.plan, backend)
-        lines.append(f"backend: {chosen}" + (f" ({note})" if note else ""))
+        lines.append(f"backend: {chosen.name}" + (f" ({note})" if note else ""))
         lines.append("counts: exact -- " + (
             "int64 with overflow checks; a window that would overflow goes on with Python "
-            "integers" if chosen == "cython" else "Python integers"))
+            "integers" if chosen.compiled else "Python integers"))
         if p.warnings:
             lines += ["warnings:", *(f"  - {m}" for m in p.warnings)]
         return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The pure-Python trend runner (``cercore.trends.interface.TrendRunner``), the readable twin of
+"""The pure-Python trend runner (``cercore.interface.trends.TrendRunner``), the readable twin of
 ``cercore_fast.trends.Runner``: timestamp groups per partition, fixed sliding windows
 ``[k*slide, k*slide + size)`` and one reference aggregator per (window, partition).
 
@@ -14,24 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from cercore.ceql.terms import event_terms
-from cercore.runtime.constants import NO_PARTITION
+from cercore.interface.constants import NO_PARTITION
+from cercore.interface.trends import IN_STREAM, Closed, TrendInput
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
-from cercore.trends.interface import IN_STREAM, Closed, TrendInput
 
 
 def first_window(t: int, size: int, slide: int) -> int:
     """The first window containing time ``t``: the smallest k with k*slide + size > t."""
     return (t - size) // slide + 1
-
-
-def value_attributes(plan: TrendPlan) -> list[str]:
-    """The attributes an aggregator reads of an event: aggregated ones and those of the
-    predicates on adjacent events."""
-    attrs = {f.attr for f in plan.fields if f.attr}
-    attrs |= {t.attr for a in plan.adjacent for t in event_terms(a.cond)}
-    return sorted(attrs)
 
 
 class PythonRunner:
@@ -42,7 +33,7 @@ class PythonRunner:
     def __init__(self, plan: TrendPlan, aggregators: Any = None) -> None:
         self.plan = plan
         self.aggregators = self.factory = aggregators or reference.Aggregators(plan)
-        self.attrs = value_attributes(plan)
+        self.attrs = plan.value_attributes()
         # open windows in increasing k (a new event only opens windows after every open one):
         # k -> {partition id: aggregator}; k = 0 is the whole stream when there is no window
         self.open: dict[int, dict[int, Any]] = {}

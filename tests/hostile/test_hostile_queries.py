@@ -7,7 +7,7 @@ import pytest
 
 import cercore
 from cercore.ceql.parser import MAX_TREE_DEPTH
-from cercore.runtime.constants import INT64_MAX, INT64_MIN
+from cercore.interface.constants import INT64_MAX, INT64_MIN
 from cercore.trends import compile_trend
 
 DECL = ("CREATE STREAM S { EVENT A { x:int, w:double, s:string, ts:int }, "

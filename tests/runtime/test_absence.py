@@ -298,7 +298,7 @@ def test_look_back_memory_stays_flat_over_many_partitions(backend, path):
                 found += e.push(name, attrs)
         else:
             found += e.process(part)
-        sizes.append((len(e.lookback.positions), len(e.lookback.arrivals)))
+        sizes.append((len(e.post.lookback.positions), len(e.post.lookback.arrivals)))
     assert max(sizes[-10:]) <= (1, 1) and max(sizes) <= (100 + 6, 100 + 6)
     e.compact()  # reclaims now what a full arena would: the keys nothing needs are forgotten
     assert len(e.partitions) == 1
@@ -315,7 +315,7 @@ def test_a_look_back_pickled_without_its_arrivals_still_expires():
     back with them rebuilt from the kept entries."""
     e = cercore.compile(LOOK_BACK, DECL).engine()
     list(e.process([ev("B", t, k=t) for t in range(5)]))
-    index = e.lookback
+    index = e.post.lookback
     state = {k: v for k, v in index.__dict__.items() if k != "arrivals"}
     old = type(index).__new__(type(index))
     old.__setstate__(state)

@@ -22,9 +22,9 @@ import pyarrow as pa
 import pytest
 
 import cercore
+from cercore.interface.state import WORK_KEYS
 from cercore.io import read_events
 from cercore.runtime.backend import CYTHON_AVAILABLE
-from cercore.runtime.state import WORK_KEYS
 
 DATA = Path(cercore.__file__).parent / "data"
 OFFSET, N = 5000, 1000  # a block of the trace where every ticker of the queries trades
@@ -345,7 +345,7 @@ def test_push_memory_stays_flat_under_a_window(backend, name, window, slack):
       (MIN_COMPACTION), although with fresh keys every event opens a partition (40,000);
     - the tECS arena stays within 2x the larger of its N peak and MIN_COMPACTION;
     - a reorder slack holds at most the events within the slack of the latest one."""
-    from cercore.runtime.constants import MIN_COMPACTION
+    from cercore.interface.constants import MIN_COMPACTION
 
     short = pushed_sizes(name, window, SHORT, backend, slack)
     long = pushed_sizes(name, window, LONG, backend, slack)

@@ -1,4 +1,4 @@
-"""The engine <-> evaluator contract (cercore.runtime.interface): both backends satisfy it, the
+"""The engine <-> evaluator contract (cercore.interface.evaluator): both backends satisfy it, the
 engine uses nothing else, and window arithmetic cannot wrap at the ends of int64 (times near
 INT64_MIN, and runs starting far in the past without a window, must neither overflow nor open
 a window that wrongly contains them)."""
@@ -9,11 +9,11 @@ import pytest
 from strategies import SCHEMAS
 
 import cercore
-from cercore.runtime import constants
-from cercore.runtime.interface import Evaluator
+from cercore.interface import constants
+from cercore.interface.evaluator import Evaluator
 
 MEMBERS = {name for name in dir(Evaluator) if not name.startswith("_")} | {
-    "backend", "reported", "last_tau"}
+    "backend", "reported", "on_reclaim"}
 
 
 class OnlyTheInterface:

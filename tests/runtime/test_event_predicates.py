@@ -334,7 +334,7 @@ def test_string_equalities_over_many_names_and_a_moving_window(backend):
     assert got == expected
     from cercore.runtime.store import CHUNK
 
-    values = engine.term_values
+    values = engine.event_check.values
     # positions held: the window's and the store's last chunks, not the stream's
     assert len(values) <= 2 * CHUNK + 50
     if values.typed:  # the codes held are those of names still held, not all that went by

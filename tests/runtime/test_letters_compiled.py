@@ -12,10 +12,12 @@ from strategies import SCHEMAS, queries, streams
 from support import compiled_or_discarded
 
 from cercore.ceql.printer import format_query
-from cercore.runtime.backend import CYTHON_AVAILABLE
-from cercore.runtime.letters import LetterEncoder
+from cercore.runtime.backend import CYTHON_AVAILABLE, Backend
+from cercore.runtime.letters import Alphabet, LetterEncoder
 
 pytestmark = pytest.mark.skipif(not CYTHON_AVAILABLE, reason="needs the compiled extension")
+
+KERNEL = Backend("cython").letters if CYTHON_AVAILABLE else None  # the compiled passes
 
 
 @settings(max_examples=300, deadline=None)
@@ -25,19 +27,19 @@ def test_compiled_letters_equal_numpy_letters(data):
     query = compiled_or_discarded(format_query(data.draw(queries(schema, full=True))), schema)
     events = data.draw(streams(schema, max_len=40, tagged=True))
     engine = query.engine("python", on_error="skip")
-    numpy_path = LetterEncoder(query.analysed, compiled=False)
-    compiled = LetterEncoder(query.analysed, compiled=True)
+    numpy_path = LetterEncoder(Alphabet.of_query(query.analysed))
+    compiled = LetterEncoder(Alphabet.of_query(query.analysed))
     skip_inert = data.draw(st.booleans())
     for batch in engine.input.batches(events, None):
         read = numpy_path.read_mask(batch)
         assert np.array_equal(read, compiled.read_mask(batch))
         expected = numpy_path.encode(batch, None, read)
-        got = compiled.encode(batch, {}, read)
+        got = compiled.encode(batch, {}, read, KERNEL)
         assert got.dtype == expected.dtype and np.array_equal(got, expected)
         pids = engine.partitions.assign(batch.type_ids, batch.columns, read) \
             if engine.partitions.partitioned else None
         assert np.array_equal(numpy_path.active(read, expected, pids, skip_inert),
-                              compiled.active(read, got, pids, skip_inert))
+                              compiled.active(read, got, pids, skip_inert, KERNEL))
         engine.input.consumed(batch, batch.n)
     assert numpy_path.keys == compiled.keys and numpy_path.atom_masks == compiled.atom_masks
 
@@ -47,12 +49,13 @@ def test_compiled_letters_need_a_dense_key_space():
     schema = SCHEMAS["seconds"]
     many = " OR ".join(f"x[v = {i}]" for i in range(20))
     query = compiled_or_discarded(f"SELECT * FROM S WHERE A AS x FILTER {many}", schema)
-    compiled = LetterEncoder(query.analysed, compiled=True)
+    compiled = LetterEncoder(Alphabet.of_query(query.analysed))
     assert compiled.dense is None
     events = [("A", {"v": i % 25, "w": 0.0, "s": "a", "b": True, "k": 0, "ts": i})
               for i in range(60)]
     engine = query.engine("python")
     for batch in engine.input.batches(events, None):
         read = compiled.read_mask(batch)
-        letters = compiled.encode(batch, None, read)
-        assert np.array_equal(letters, LetterEncoder(query.analysed).encode(batch, None, read))
+        letters = compiled.encode(batch, None, read, KERNEL)
+        assert np.array_equal(letters, LetterEncoder(Alphabet.of_query(query.analysed)).encode(
+            batch, None, read))

@@ -1,7 +1,7 @@
 """The complex event view: the compiled class (cercore_fast.output) and the pure-Python one
 behave the same — construction by hand, lazy times/events/bindings from a source, equality,
 hashing, repr, to_dict and pickling (which carries the events). Both come from one file,
-cercore/runtime/complex_event.py, which runs without Cython installed."""
+cercore/interface/complex_event.py, which runs without Cython installed."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_by_hand_equality_and_pickle(cls):
 def test_compiled_from_the_same_source():
     import cercore_fast.output as compiled
 
-    import cercore.runtime.complex_event as source
+    import cercore.interface.complex_event as source
 
     assert compiled.__doc__ == source.__doc__
     assert inspect.getdoc(compiled.ComplexEvent).endswith(inspect.getdoc(source.ComplexEvent))

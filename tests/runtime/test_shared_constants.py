@@ -1,4 +1,4 @@
-"""The numbers both backends share have one definition (``cercore.runtime.constants``; the
+"""The numbers both backends share have one definition (``cercore.interface.constants``; the
 determiniser's ``NO_STATE``): the C constants the Cython kernels compile in
 (``cercore_fast/constants.pxd``) equal them, the compiled window start saturates as
 ``constants.window_start`` does at the ends of int64, and both evaluators report the work
@@ -14,9 +14,9 @@ from support import BACKENDS
 
 import cercore
 from cercore.automata import determinize
-from cercore.runtime import constants
-from cercore.runtime.constants import INT64_MAX, INT64_MIN
-from cercore.runtime.state import WORK_KEYS
+from cercore.interface import constants
+from cercore.interface.constants import INT64_MAX, INT64_MIN
+from cercore.interface.state import WORK_KEYS
 
 PXD = Path(__file__).resolve().parents[2] / "cercore_fast" / "constants.pxd"
 

@@ -1,5 +1,5 @@
 """Pickling: an engine pickled mid-stream continues exactly where it stopped, on either backend,
-and a state saved by one backend loads into the other (``cercore.runtime.state``)."""
+and a state saved by one backend loads into the other (``cercore.interface.state``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from support import BACKENDS
 
 import cercore
+from cercore.interface.state import STATE_FORMAT, EvaluatorState
 from cercore.runtime.backend import CYTHON_AVAILABLE
 from cercore.runtime.evaluator import PythonEvaluator
-from cercore.runtime.state import STATE_FORMAT, EvaluatorState
 
 DECL = "CREATE STREAM S { EVENT A { k:int, v:int, ts:int }, EVENT B { k:int, v:int, ts:int } }"
 QUERIES = [

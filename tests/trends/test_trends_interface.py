@@ -1,4 +1,4 @@
-"""The engine <-> trend runner contract (cercore.trends.interface): both backends satisfy it, and
+"""The engine <-> trend runner contract (cercore.interface.trends): both backends satisfy it, and
 the trend engine uses nothing else -- in bulk, one event at a time, with watermarks, at the end
 of the stream, and through a pickle."""
 
@@ -10,8 +10,8 @@ import random
 import pyarrow as pa
 import pytest
 
+from cercore.interface.trends import TrendRunner, WindowAggregator
 from cercore.trends import compile_trend
-from cercore.trends.interface import TrendRunner, WindowAggregator
 
 MEMBERS = {name for name in dir(TrendRunner) if not name.startswith("_")} | {
     "backend", "aggregators"}

@@ -24,6 +24,10 @@ MISSING = -2  # determinised transition table: not computed yet (NO_STATE = -1 i
 BOTTOM, OUTPUT, UNION = 0, 1, 2
 NIL = -1
 
+# binding label (tECS OUTPUT nodes, cercore.runtime.event_predicates) of an event that
+# different runs bind to different variables: the complex event is checked whole
+AMBIGUOUS = 0
+
 
 def window_start(time: int, epsilon: int) -> int:
     """The oldest start time a run may have at ``time`` under a window of ``epsilon``:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from cercore.runtime.constants import MISSING, OUTPUT
+from cercore.interface.constants import MISSING, OUTPUT
 
 STATE_FORMAT = 2
 

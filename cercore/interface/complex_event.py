@@ -1,7 +1,7 @@
 # cython: annotation_typing=False
 """The complex event view: ONE source for both backends (Cython's pure-Python mode).
 
-This file runs as plain Python on the pure-Python backend (``cercore.runtime.complex_event``)
+This file runs as plain Python on the pure-Python backend (``cercore.interface.complex_event``)
 and is also compiled, unchanged, into the extension module ``cercore_fast.output``:
 ``cercore_fast/output.pxd`` declares the C layout Cython gives ``ComplexEvent`` there (typed
 attributes, a C method, the C factory ``make_view`` the compiled evaluator calls for every
@@ -155,7 +155,7 @@ def make_view(start, end, positions: tuple, source) -> ComplexEvent:
 if cython.compiled:
     # the compiled class and this file run as Python are twins: equal on equal content (the
     # Python class defers to this one on comparison)
-    from cercore.runtime.complex_event import ComplexEvent as _PythonComplexEvent
+    from cercore.interface.complex_event import ComplexEvent as _PythonComplexEvent
 
     _EQUAL_TYPES = (ComplexEvent, _PythonComplexEvent)
 else:

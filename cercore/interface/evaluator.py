@@ -39,7 +39,10 @@ class Evaluator(Protocol):
 
     backend: str
     reported: int  # complex events yielded so far
-    last_tau: int  # window start of the last reclamation
+    # told, at the end of a run (batch, event or compact) in which the evaluator reclaimed
+    # partial matches, the window start ``tau`` of that reclamation: the engine then forgets
+    # the partitions and stored events the evaluator no longer holds
+    on_reclaim: Any  # Callable[[int], None] | None
 
     def run(self, batch: EvaluatorInput, view: Any = None) -> Iterator:
         """Step ``batch.active`` in order; yield each complex event as soon as its last event
@@ -62,10 +65,6 @@ class Evaluator(Protocol):
         """Reclaim now the nodes of partial matches that start before window start ``tau``
         (what a run does when the arena fills)."""
 
-    def pop_reclaimed(self) -> bool:
-        """Whether a reclamation pass ran since the last call (then the engine forgets
-        partitions and stored events the evaluator no longer holds)."""
-
     def live_partitions(self) -> set[int]:
         """Partition ids that still hold a partial match or a pre state."""
 
@@ -79,7 +78,7 @@ class Evaluator(Protocol):
         """Set the work counters to 0, or to ``counts``."""
 
     def to_state(self) -> Any:
-        """A backend-neutral ``cercore.runtime.state.EvaluatorState``."""
+        """A backend-neutral ``cercore.interface.state.EvaluatorState``."""
 
     def from_state(self, state: Any) -> None:
         """Load a backend-neutral state."""

@@ -1,0 +1,112 @@
+"""The engine's intake: decoded events -> what the evaluator reads. Each event the query reads
+gets its letter (``LetterEncoder``), its window time (event time, or its read count under an
+EVENTS window; checked to never go backwards) and its partition id (``PartitionIndex``), and is
+stored (``EventStore``) for the complex events that will read it. A batch at a time (the
+evaluator's ``EvaluatorInput``) or one event at a time (the record path).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cercore.errors import EventError
+from cercore.input import SKIPPED, Batch
+from cercore.input.order import TimeOrder
+from cercore.interface.constants import INT64_MIN, NO_PARTITION
+from cercore.interface.evaluator import EvaluatorInput
+from cercore.interface.letters import LettersKernel
+from cercore.runtime.letters import LetterEncoder
+from cercore.runtime.partitions import PartitionIndex
+from cercore.runtime.store import EventStore
+
+__all__ = ["Intake"]
+
+
+class Intake:
+    """Letters, window times, partitions and the store of one engine (see the module doc)."""
+
+    def __init__(self, window, encoder: LetterEncoder, partitions: PartitionIndex,
+                 store: EventStore, time_order: TimeOrder | None, skip_inert: bool) -> None:
+        self.window = window
+        self.encoder = encoder
+        self.partitions = partitions
+        self.store = store
+        self.time_order = time_order
+        self.checks_time = True  # False when a MultiEngine checks the shared time order
+        self.skip_inert = skip_inert  # events that satisfy no atom are not stepped
+        self.tick = 0  # query-read events so far (EVENTS windows count these)
+        self.latest_time = INT64_MIN  # window time of the last read event (store pruning)
+
+    # ---- a batch ---------------------------------------------------------------------------
+    def batch(self, batch: Batch, shared: dict | None, kernel: LettersKernel | None,
+              limit: int, consume: int) -> tuple[EvaluatorInput, EventError | None]:
+        """Letters, times and partitions of a batch, stored: the evaluator's input and the
+        batch's error (raised after its good events).
+        ``shared``: the per-batch cache of queries run together; ``kernel``: the backend's
+        letters kernel."""
+        encoder, order = self.encoder, self.time_order
+        read = encoder.read_mask(batch, shared)
+        n_ok, error = (batch.n, None) if order is None or not self.checks_time \
+            else order.check(batch, read)  # unmarks (and skips) late events
+        error = error or batch.error
+        if n_ok < batch.n:
+            batch.truncate(n_ok, error)
+            read = read[:n_ok]
+        letters = encoder.encode(batch, shared, read, kernel)
+        if self.window.kind == "events":
+            times = self.tick + np.cumsum(read, dtype=np.int64) - 1
+        elif order is not None:
+            times = order.times(batch, read)
+        else:
+            times = np.zeros(batch.n, dtype=np.int64)
+        last_read = np.flatnonzero(read)[-1:]
+        if len(last_read):
+            self.latest_time = int(times[last_read[0]])
+        partitions = self.partitions
+        pids = partitions.assign(batch.type_ids, batch.columns, read)
+        self.store.add(batch, times, letters, pids)
+        active = encoder.active(read, letters, pids if partitions.partitioned else None,
+                                self.skip_inert, kernel)
+        self.tick += int(np.count_nonzero(read))
+        return EvaluatorInput(active, pids, letters, times, batch.first_position,
+                              self.window.epsilon or 0, self.window.kind is not None, limit,
+                              consume), error
+
+    # ---- one event -------------------------------------------------------------------------
+    def admit(self, tid: int, row: dict | None, stream: int, position: int) -> int | None:
+        """Whether the query reads the decoded event at ``position`` (type id ``tid``, SKIPPED
+        for a skipped one) and it is in time: its event time (INT64_MIN without event time),
+        or None. In raise mode a late event's EventError propagates (the event stays
+        unconsumed)."""
+        reads = self.encoder.reads
+        if tid == SKIPPED or not reads.type_list[tid] or (
+                reads.stream_list is not None and not reads.stream_list[stream + 1]):
+            return None
+        order = self.time_order
+        if order is None:
+            return INT64_MIN
+        if self.checks_time and not order.check_one(tid, row, position):
+            return None
+        return order.last if order.last is not None else INT64_MIN
+
+    def letter(self, tid: int, row: dict, stream: int) -> int:
+        """The event's letter."""
+        return self.encoder.record_letter(tid, row, stream)
+
+    def store_one(self, tid: int, row: dict, position: int, letter: int, now: int,
+                  pid: int | None) -> tuple[int, int, bool] | None:
+        """The read event at ``position``, once its letter is known: counted, and unless it
+        can change nothing (an inert letter, no partition) stored. Its partition id (computed
+        unless given), window time and whether it opened a new store chunk; None when it is
+        not stepped."""
+        t = self.tick if self.window.kind == "events" else \
+            now if self.time_order is not None else 0
+        self.tick += 1
+        if self.skip_inert and not self.encoder.relevant[letter]:
+            return None
+        if pid is None:
+            pid = self.partitions.assign_one(tid, row)
+        if pid == NO_PARTITION:
+            return None
+        self.latest_time = t
+        return pid, t, self.store.add_record(position, tid, row, t, letter, pid)
