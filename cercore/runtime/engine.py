@@ -11,22 +11,21 @@ from typing import Any
 
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import ConfigError, EventError
-from cercore.input import Batch, EventInput, ReadFilter
+from cercore.input import Batch, EventInput
 from cercore.input.options import EngineOptions
 from cercore.input.order import TimeOrder
-from cercore.input.source import checked_watermark, in_hand
-from cercore.interface.constants import INT64_MIN, NO_PARTITION, NOT_READ, window_start
+from cercore.input.source import checked_watermark
+from cercore.interface.constants import NO_PARTITION, NOT_READ
 from cercore.interface.evaluator import CompiledPlan, Evaluator, EvaluatorInput
 from cercore.runtime.backend import Backend
 from cercore.runtime.bindings import ComplexEventBindings
+from cercore.runtime.decoded import DecodedInput
 from cercore.runtime.event_predicates import IncrementalCheck, between_events
-from cercore.runtime.intake import Intake
-from cercore.runtime.letters import Alphabet, LetterEncoder, inert_letters_skippable
+from cercore.runtime.intake import Intake, order_attribute
+from cercore.runtime.letters import Alphabet, LetterEncoder
 from cercore.runtime.lifecycle import StreamEngine
 from cercore.runtime.output import ComplexEvent, MatchArrays
-from cercore.runtime.partitions import PartitionIndex
 from cercore.runtime.post import PostChain
-from cercore.runtime.store import EventStore
 
 __all__ = ["NO_PARTITION", "Engine"]
 
@@ -34,7 +33,7 @@ __all__ = ["NO_PARTITION", "Engine"]
 _CONSUME = {None: 0, "NONE": 0, "ANY": 1, "PARTITION": 2}
 
 
-class Engine(StreamEngine):
+class Engine(StreamEngine, DecodedInput):
     """Evaluates a compiled query over a stream, incrementally.
 
     Create it with ``CompiledQuery.engine()``. Feed events with ``process`` (an iterable, an
@@ -57,21 +56,11 @@ class Engine(StreamEngine):
         self.det = LazyDeterminiser(query.cea, None if a.checked_predicates
                                     else query.ranking_strategy, per_start=selects is not None)
         self.post = PostChain(a, selects, self.encoder)
-        self.report_time = self.schema.time_attribute
-        # event time never goes backwards: checked on the window's attribute, or without a
-        # time window on the schema's time attribute (late events are never accepted silently)
-        self.order_attribute = (window.attribute if window.kind in ("time", "attr") else None) \
-            or self.report_time
+        self.order_attribute = order_attribute(a)  # (event time never goes backwards)
         self.input = EventInput(self.schema, options, self.order_attribute)
-        self.partitions = PartitionIndex(self.schema, a.partition_by)
-        self.store = EventStore(self.schema, self.report_time, a.attribute_projection,
-                                self.input.decoder.time_form)
-        self.intake = Intake(window, self.encoder, self.partitions, self.store,
-                             self.input.time_order(self.order_attribute)
-                             if self.order_attribute is not None else None,
-                             inert_letters_skippable(a))
+        self.intake = Intake.of(a, self.encoder, self.input)
+        self.partitions, self.store = self.intake.partitions, self.intake.store
         self.consume = _CONSUME[a.query.consume]
-        self._reclaimed_before: int | None = None  # reported by the evaluator, not yet acted on
         backend = Backend(options.backend)
         # predicates between events: checked by the evaluator while it enumerates, over the
         # values of the attributes they read (fed and pruned with the store; typed arrays
@@ -95,12 +84,16 @@ class Engine(StreamEngine):
     def _attach(self, evaluator: Evaluator) -> None:
         """The engine's callbacks (an evaluator pickles none): reclamation reports, and the
         check of predicates between events while it enumerates."""
-        evaluator.on_reclaim = self._reclaimed
+        evaluator.on_reclaim = self.intake.reclaimed
         check = self.event_check
         if check is not None:
-            evaluator.check_between(check.plan, IncrementalCheck(
-                check.plan, check.values, lambda start, end, positions: check.holds(
-                    self.store.view(self._bindings), start, end, positions)))
+            evaluator.check_between(check.plan, IncrementalCheck(check.plan, check.values,
+                                                                 self._whole_check))
+
+    def _whole_check(self, start: int, end: int, positions) -> bool:
+        """Every valuation of a complex event being enumerated (for a path the evaluator could
+        not check as it walked)."""
+        return self.event_check.holds(self.store.view(self._bindings), start, end, positions)
 
     @property
     def backend(self) -> str:
@@ -126,26 +119,13 @@ class Engine(StreamEngine):
     def process(self, events: Any, stream: str | None = None) -> Iterator[ComplexEvent]:
         """Evaluate ``events`` (iterable of ``(type, attrs)`` / Event, pyarrow Table or
         RecordBatch, pandas DataFrame); yield complex events as each one completes.
-
-        ``stream`` tags every event with the stream it comes from (tabular input may name each
-        event's stream in the engine's ``stream_column`` instead); untagged events belong to
-        every stream that declares their type. FROM and ``S>E`` atoms read the tags.
-
-        With a reorder slack, events are evaluated once the slack has passed them; call
-        ``flush()`` at the end of the stream to evaluate what is still buffered.
-
-        A list, a tuple or a table is evaluated in batches (bulk speed); any other iterable
-        (a generator, a live feed) one event at a time: every complex event is yielded before
-        the next event is asked for."""
-        self._usable()
-        if not in_hand(events):
-            for typ, attrs, sid in self.input.live(events, stream):
-                found = self._record(typ, attrs, sid)
-                if found:
-                    yield from found if type(found) is list else self._guarded(found)
-            return
-        for batch in self.input.batches(events, stream):
-            yield from self._guarded(self._run(batch))
+        ``stream`` tags every event with its stream (tabular input may name each event's
+        stream in ``stream_column``); untagged events belong to every stream that declares
+        their type. With a reorder slack, events are evaluated once the slack has passed them
+        (``flush()`` at the end evaluates the rest). A list, a tuple or a table is evaluated
+        in batches (bulk speed); any other iterable (a live feed) one event at a time: every
+        complex event is yielded before the next event is asked for."""
+        return self._feed(events, stream)
 
     def process_arrays(self, events: Any, stream: str | None = None) -> MatchArrays:
         """``process`` in bulk: every complex event of ``events`` as numpy arrays (see
@@ -165,17 +145,13 @@ class Engine(StreamEngine):
         """Evaluate one event (of ``stream``, if given); return the complex events it
         completes (with a reorder slack: the complex events of the buffered events it
         releases)."""
-        self._usable()
-        if self.input.reorder is not None:
-            return list(self.process(iter([(event_type, attributes)]), stream))
-        found = self._record(event_type, attributes, self.input.stream_code(stream))
-        return found if type(found) is list else list(found)
+        return self._push_one(event_type, attributes, stream)
 
     def flush(self) -> list[ComplexEvent]:
         """End of stream: evaluate the events a reorder slack still holds back (no-op
         without one) and return the complex events they complete."""
         self._usable()
-        return [ce for batch in self.input.flush() for ce in self._guarded(self._run(batch))]
+        return self._evaluate(self.input.flush())
 
     def advance(self, t: int) -> list[ComplexEvent]:
         """A watermark: no event earlier than time ``t`` follows. Evaluates the events a
@@ -183,8 +159,7 @@ class Engine(StreamEngine):
         now on an event before ``t`` is late (raised, or skipped and counted)."""
         self._usable()
         t = checked_watermark(t, self.time_order)  # (a timestamp: its units)
-        out = [ce for batch in self._watermark(t) for ce in self._guarded(self._run(batch))]
-        return out + self.fire_deadlines(t)
+        return self._evaluate(self._watermark(t)) + self.fire_deadlines(t)
 
     def fire_deadlines(self, t: int) -> list[ComplexEvent]:
         """Event time has reached ``t``: the complex events of ``φ ; ABSENT(ψ) WITHIN T``
@@ -214,12 +189,7 @@ class Engine(StreamEngine):
                 "work": self.evaluator.work_counts()}
 
     # ---- pickling and backend moves ------------------------------------------------------------
-    def __getstate__(self) -> dict[str, Any]:
-        """The evaluator pickles itself in the backend-neutral format
-        (``cercore.interface.state``). Refused while a batch is half done (see ``_usable``)."""
-        self._usable()
-        return self.__dict__.copy()
-
+    # (the evaluator pickles itself in the backend-neutral format, cercore.interface.state)
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._attach(self.evaluator)
@@ -234,43 +204,6 @@ class Engine(StreamEngine):
         if target != clone.kernels:
             clone._use(target, clone.evaluator.to_state())
         return clone
-
-    # ---- the per-batch contract: what a MultiEngine builds on ------------------------------
-    # The caller decodes the stream once (its own EventInput, positions kept in step with
-    # this engine's), may check time order once for several engines, and hands each engine
-    # the decoded batch or event; a batch's error is the caller's to raise, once every engine
-    # has evaluated the batch's good events.
-    @property
-    def reads(self) -> ReadFilter:
-        """Which events the query reads (event types, streams)."""
-        return self.encoder.reads
-
-    def share_time_order(self, order: TimeOrder) -> None:
-        """From now on ``order`` -- the check of this engine's order attribute -- is run by
-        the caller before each batch or event it hands over; the engine trusts it."""
-        if order.attribute != self.order_attribute:
-            raise ConfigError(f"time order on {order.attribute!r} handed to an engine ordered "
-                              f"by {self.order_attribute!r}")
-        self.intake.time_order, self.intake.checks_time = order, False
-
-    def evaluate_batch(self, batch: Batch, shared: dict | None = None
-                       ) -> Iterator[ComplexEvent]:
-        """The complex events of a decoded batch, as ``process`` evaluates it (refused while
-        another batch is half done; left unusable if abandoned half way); ``shared``: the
-        callers' per-batch cache of predicate results. The batch's error is not raised."""
-        return self._guarded(self._run(batch, shared, raises=False))
-
-    def evaluate_batch_arrays(self, batch: Batch, shared: dict | None = None) -> MatchArrays:
-        """``evaluate_batch`` in bulk (``process_arrays``)."""
-        self._usable()
-        return self._run_arrays(batch, shared, raises=False)
-
-    def evaluate_event(self, type_id: int, row: dict | None, stream: int,
-                       position: int) -> list | Iterator:
-        """The complex events of one decoded event (type id, SKIPPED for a skipped one) at
-        ``position``, as ``push`` evaluates it."""
-        self._usable()
-        return self._evaluate_one(type_id, row, stream, position)
 
     # ---- one event at a time (the record path) ----------------------------------------------
     def _record(self, typ: Any, attrs: Any, stream: int) -> list | Iterator:
@@ -293,11 +226,8 @@ class Engine(StreamEngine):
         out = post.before_event(now) if post.spans else []
         letter = intake.letter(tid, row, stream)
         mask = self.encoder.atom_masks[letter]
-        pid = None
-        if mask & post.spans and post.needs_partition():  # a ψ event of an absence span
-            pid = self.partitions.assign_one(tid, row)
-            if pid != NO_PARTITION:
-                post.psi_event(pid, mask, pos, now)
+        pid = post.psi_event(mask, pos, now, lambda: self.partitions.assign_one(tid, row)) \
+            if mask & post.spans else None  # a ψ event of an absence span
         stored = intake.store_one(tid, row, pos, letter, now, pid)
         if stored is None:
             return out
@@ -310,7 +240,7 @@ class Engine(StreamEngine):
         if found:
             found = post.event(found, pid, view, now)
             out = out + found if out else found
-        self._settle(opened)
+        self.intake.settle(opened, self._held)
         return out
 
     # ---- per batch ----------------------------------------------------------------------------
@@ -342,30 +272,14 @@ class Engine(StreamEngine):
 
     def _finish(self, batch: Batch, error: EventError | None) -> None:
         self.input.consumed(batch, batch.n)
-        self._settle(True)
+        self.intake.settle(True, self._held)
         if error is not None:
             raise error
 
     # ---- memory -------------------------------------------------------------------------------
-    def _reclaimed(self, tau: int) -> None:
-        """The evaluator reclaimed the partial matches that start before ``tau`` (acted on
-        once the event or batch is done: its complex events may still need their partitions)."""
-        self._reclaimed_before = tau
-
-    def _settle(self, window_moved: bool) -> None:
-        """After an event or a batch: forget what the evaluator reported it no longer holds --
-        the keys of partitions nothing holds any more (no partial match, nothing a look back
-        or a deadline needs; a key that comes back gets a new partition id) and the stored
-        events before its window start -- and, when the window moved, the stored events it
-        has left behind (memory under WITHIN stays flat however events arrive)."""
-        tau = self._reclaimed_before
-        if tau is not None:
-            self._reclaimed_before = None
-            self.partitions.forget(self.evaluator.live_partitions() | self.post.holds())
-            self.store.prune(tau)
-        latest = self.intake.latest_time
-        if window_moved and self.window.kind is not None and latest != INT64_MIN:
-            self.store.prune(window_start(latest, self.window.epsilon or 0))
+    def _held(self) -> set[int]:
+        """The partitions something still holds: a partial match, a look back, a deadline."""
+        return self.evaluator.live_partitions() | self.post.holds()
 
     def compact(self) -> None:
         """Under a time or event window: reclaim now every partial match and stored event
@@ -373,8 +287,7 @@ class Engine(StreamEngine):
         engine -- a streaming key's state, saved each micro-batch -- carries only live
         state. Complex events are unchanged."""
         self._usable()
-        latest = self.intake.latest_time
-        if self.window.kind is None or latest == INT64_MIN:
-            return
-        self.evaluator.compact(window_start(latest, self.window.epsilon or 0))
-        self._settle(False)
+        start = self.intake.window_start()
+        if start is not None:
+            self.evaluator.compact(start)
+            self.intake.settle(False, self._held)

@@ -7,19 +7,30 @@ evaluator's ``EvaluatorInput``) or one event at a time (the record path).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from cercore.errors import EventError
-from cercore.input import SKIPPED, Batch
+from cercore.input import SKIPPED, Batch, EventInput
 from cercore.input.order import TimeOrder
-from cercore.interface.constants import INT64_MIN, NO_PARTITION
+from cercore.interface.constants import INT64_MIN, NO_PARTITION, window_start
 from cercore.interface.evaluator import EvaluatorInput
 from cercore.interface.letters import LettersKernel
-from cercore.runtime.letters import LetterEncoder
+from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
 from cercore.runtime.partitions import PartitionIndex
 from cercore.runtime.store import EventStore
 
-__all__ = ["Intake"]
+__all__ = ["Intake", "order_attribute"]
+
+
+def order_attribute(analysed) -> str | None:
+    """The attribute whose values never go backwards in the stream a query reads: its time
+    window's, or without one the schema's time attribute (late events are never accepted
+    silently); None: no event time."""
+    window = analysed.window
+    return (window.attribute if window.kind in ("time", "attr") else None) \
+        or analysed.schema.time_attribute
 
 
 class Intake:
@@ -36,6 +47,17 @@ class Intake:
         self.skip_inert = skip_inert  # events that satisfy no atom are not stepped
         self.tick = 0  # query-read events so far (EVENTS windows count these)
         self.latest_time = INT64_MIN  # window time of the last read event (store pruning)
+        self.reclaimed_before: int | None = None  # reported by the evaluator, not acted on
+
+    @classmethod
+    def of(cls, analysed, encoder: LetterEncoder, events: EventInput) -> Intake:
+        """The intake of an analysed query whose events ``events`` decodes."""
+        schema, attr = analysed.schema, order_attribute(analysed)
+        return cls(analysed.window, encoder, PartitionIndex(schema, analysed.partition_by),
+                   EventStore(schema, schema.time_attribute, analysed.attribute_projection,
+                              events.decoder.time_form),
+                   events.time_order(attr) if attr is not None else None,
+                   inert_letters_skippable(analysed))
 
     # ---- a batch ---------------------------------------------------------------------------
     def batch(self, batch: Batch, shared: dict | None, kernel: LettersKernel | None,
@@ -110,3 +132,33 @@ class Intake:
             return None
         self.latest_time = t
         return pid, t, self.store.add_record(position, tid, row, t, letter, pid)
+
+    # ---- memory ------------------------------------------------------------------------------
+    def reclaimed(self, tau: int) -> None:
+        """The evaluator's report (``Evaluator.on_reclaim``): it reclaimed the partial matches
+        that start before ``tau``. Acted on by ``settle``, once the event or batch is done
+        (its complex events may still need their partitions)."""
+        self.reclaimed_before = tau
+
+    def window_start(self) -> int | None:
+        """The oldest time a partial match may start at now (None: no window, or nothing
+        read yet)."""
+        if self.window.kind is None or self.latest_time == INT64_MIN:
+            return None
+        return window_start(self.latest_time, self.window.epsilon or 0)
+
+    def settle(self, window_moved: bool, held: Callable[[], set[int]]) -> None:
+        """After an event or a batch: forget what the evaluator reported it no longer holds --
+        the keys of the partitions nothing ``held`` any more (no partial match, nothing a look
+        back or a deadline needs; a key that comes back gets a new partition id) and the
+        stored events before its window start -- and, when the window moved, the stored
+        events it has left behind (memory under WITHIN stays flat however events arrive)."""
+        tau = self.reclaimed_before
+        if tau is not None:
+            self.reclaimed_before = None
+            self.partitions.forget(held())
+            self.store.prune(tau)
+        start = self.window_start() if window_moved else None
+        if start is not None:
+            self.store.prune(start)
+

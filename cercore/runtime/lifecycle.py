@@ -4,11 +4,12 @@ batch at a time, never half of one, and where in the stream it stands."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from cercore.errors import CercoreError
 from cercore.input import Batch, EventInput
 from cercore.input.order import TimeOrder
-from cercore.input.source import AsyncInput, checked_watermark
+from cercore.input.source import AsyncInput, checked_watermark, in_hand
 
 __all__ = ["StreamEngine"]
 
@@ -17,7 +18,52 @@ class StreamEngine(AsyncInput):
     """The life of an engine that reads a stream through an ``EventInput`` (``self.input``)
     and checks time with a ``TimeOrder`` (``self.time_order``, or None): a batch is evaluated
     whole or the engine refuses further use (``_usable``, ``_guarded``), and what it tells
-    about its position in the stream."""
+    about its position in the stream.
+
+    The ways events arrive, the same for every engine kind: ``_feed`` (``process``),
+    ``_push_one`` (``push``) and ``_evaluate`` (batches released by a flush or a watermark),
+    over what each engine defines: ``_record(type, attributes, stream id)`` (one event: its
+    outputs as a list, or an iterator that must be exhausted before the next event) and
+    ``_run(batch)`` (a batch: an iterator of its outputs)."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Refused while a batch is half done (see ``_usable``)."""
+        self._usable()
+        return self.__dict__.copy()
+
+    def _record(self, typ: Any, attrs: Any, stream: int) -> list | Iterator:
+        raise NotImplementedError
+
+    def _run(self, batch: Batch) -> Iterator:
+        raise NotImplementedError
+
+    def _feed(self, events: Any, stream: str | None) -> Iterator:
+        """``process``: events in hand (a list, a table) in batches; any other iterable (a
+        live feed) one at a time, every output of an event yielded before the next event is
+        asked for."""
+        self._usable()
+        if not in_hand(events):
+            for typ, attrs, sid in self.input.live(events, stream):
+                found = self._record(typ, attrs, sid)
+                if found:
+                    yield from found if type(found) is list else self._guarded(found)
+            return
+        for batch in self.input.batches(events, stream):
+            yield from self._guarded(self._run(batch))
+
+    def _push_one(self, event_type: str, attributes: dict[str, Any],
+                  stream: str | None) -> list:
+        """``push``: one event's outputs (with a reorder slack, those of the buffered events
+        it releases)."""
+        self._usable()
+        if self.input.reorder is not None:
+            return list(self._feed(iter([(event_type, attributes)]), stream))
+        found = self._record(event_type, attributes, self.input.stream_code(stream))
+        return found if type(found) is list else list(found)
+
+    def _evaluate(self, batches: Iterator[Batch]) -> list:
+        """The outputs of ``batches`` (what a flush or a watermark releases)."""
+        return [out for batch in batches for out in self._guarded(self._run(batch))]
 
     input: EventInput
     time_order: TimeOrder | None

@@ -24,6 +24,7 @@ from cercore.input.source import AsyncInput, checked_watermark, in_hand
 from cercore.interface.evaluator import CompiledPlan
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.engine import Engine
+from cercore.runtime.intake import order_attribute
 from cercore.runtime.output import ComplexEvent, MatchArrays
 
 _END = operator.attrgetter("ce.end")
@@ -76,8 +77,7 @@ class MultiEngine(AsyncInput):
         self.engines: list[Engine] = []
         self.time_orders: list[tuple[TimeOrder, list[Engine]]] = []
         # the attributes the queries' times are ordered by (as Engine.order_attribute)
-        orders = {(q.analysed.window.attribute if q.analysed.window.kind in ("time", "attr")
-                   else None) or self.schema.time_attribute for q in queries.values()} - {None}
+        orders = {order_attribute(q.analysed) for q in queries.values()} - {None}
         self.input = EventInput(self.schema, options, next(iter(sorted(orders)), None))
         for name, q in queries.items():
             self._attach(name, q)

@@ -19,7 +19,7 @@ applied LIMIT), counted by the evaluator's own counter.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -183,18 +183,21 @@ class PostChain:
             return []  # (the common case, without a call)
         return self.fire(now)
 
-    def needs_partition(self) -> bool:
-        """Whether a ψ event's partition matters now (a look back, or complex events waiting
-        for their deadline)."""
-        return bool(self.lookback_bits) or bool(self.deadlines.by_partition)
-
-    def psi_event(self, pid: int, mask: int, position: int, now: int) -> None:
-        """A ψ event (atoms ``mask``) of partition ``pid``: drops the partition's complex
-        events waiting for their deadline / is remembered by the look back."""
-        if mask & self.psi_bits:
-            self.deadlines.drop(pid)
-        if mask & self.lookback_bits:
-            self.lookback.add(pid, position, now)
+    def psi_event(self, mask: int, position: int, now: int,
+                  partition_of: Callable[[], int]) -> int | None:
+        """A ψ event (satisfying the atoms ``mask``) at ``position``: drops its partition's
+        complex events waiting for their deadline / is remembered by the look back. Its
+        partition id (``partition_of()``), or None when nothing needs it (no look back,
+        nothing waiting)."""
+        if not self.lookback_bits and not self.deadlines.by_partition:
+            return None
+        pid = partition_of()
+        if pid != NO_PARTITION:
+            if mask & self.psi_bits:
+                self.deadlines.drop(pid)
+            if mask & self.lookback_bits:
+                self.lookback.add(pid, position, now)
+        return pid
 
     def event(self, found: list | Iterator, pid: int, view, now: int) -> list | Iterator:
         """One event's complex events (of partition ``pid``, at time ``now``), through every

@@ -32,7 +32,6 @@ from cercore.ceql.normal import NAtom
 from cercore.errors import EventError
 from cercore.input import SKIPPED, EventInput, skips
 from cercore.input.options import EngineOptions
-from cercore.input.source import in_hand
 from cercore.interface.constants import NO_PARTITION
 from cercore.interface.trends import Closed, TrendInput, TrendRunner
 from cercore.runtime.backend import Backend
@@ -172,14 +171,6 @@ class TrendEngine(StreamEngine):
         self._needs_value = [(sum(1 << v for v in f.vars), f.attr, str(f.kind))
                              for f in plan.fields if f.attr]
 
-    # ---- pickling: refused while a batch is half done (see ``_usable``) -------------------
-    def __getstate__(self) -> dict[str, Any]:
-        self._usable()
-        return self.__dict__.copy()
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
     # ---- public API ------------------------------------------------------------------------
     @property
     def backend(self) -> str:
@@ -216,40 +207,26 @@ class TrendEngine(StreamEngine):
         A list, a tuple or a table is evaluated in batches; any other iterable one event at
         a time: a window's rows are yielded before the event after the one that closed it is
         asked for."""
-        self._usable()
-        if not in_hand(events):
-            for typ, attrs, sid in self.input.live(events, stream):
-                rows = self._record(typ, attrs, sid)
-                if rows:
-                    yield from rows
-            return
-        for batch in self.input.batches(events, stream):
-            yield from self._guarded(self._run_batch(batch))
+        return self._feed(events, stream)
 
     def push(self, event_type: str, attributes: dict[str, Any],
              stream: str | None = None) -> list[dict]:
         """One event; the rows of the windows it closes."""
-        self._usable()
-        if self.input.reorder is not None:
-            return list(self.process(iter([(event_type, attributes)]), stream))
-        return self._record(event_type, attributes, self.input.stream_code(stream))
+        return self._push_one(event_type, attributes, stream)
 
     def advance(self, t: int) -> list[dict]:
         """A watermark: no event earlier than time ``t`` will follow, so every window ending
         at or before ``t`` closes now; its rows. Lets a quiet stream (or a heartbeat) emit
         results without waiting for the next event."""
         self._usable()
-        rows = [row for batch in self._watermark(t)
-                for row in self._guarded(self._run_batch(batch))]
+        rows = self._evaluate(self._watermark(t))
         return rows + self._rows(self.runner.time_passes(self.last_time))
 
     def flush(self) -> list[dict]:
         """End of stream: the events a reorder slack still holds, then the rows of every
         window still open."""
         self._usable()
-        rows = [row for batch in self.input.flush()
-                for row in self._guarded(self._run_batch(batch))]
-        return rows + self._rows(self.runner.finish())
+        return self._evaluate(self.input.flush()) + self._rows(self.runner.finish())
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -274,7 +251,7 @@ class TrendEngine(StreamEngine):
         return list(self.process(events)) + self.flush()
 
     # ---- per batch -------------------------------------------------------------------------
-    def _run_batch(self, batch) -> Iterator[dict]:
+    def _run(self, batch) -> Iterator[dict]:
         read = self._reads.mask(batch)
         n_ok, error = (batch.n, None) if self.time_order is None \
             else self.time_order.check(batch, read)
