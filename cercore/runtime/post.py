@@ -19,7 +19,7 @@ applied LIMIT), counted by the evaluator's own counter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -76,7 +76,7 @@ class PostChain:
                 self.reported += evaluator.reported - before
             return
         if self.selects is not None:
-            found = select_stream(self.selects, found, self.limit)
+            found = self._selected(found)
         if self.lookback is not None:
             found = self._lookback_batch(batch, args, found, view)
         if self.deadlines is not None:
@@ -94,6 +94,17 @@ class PostChain:
                                                            positions, self.limit, None)
         self.reported += len(start)
         return MatchArrays(start, end, offsets, positions, view.times(start), view.times(end))
+
+    def _selected(self, found: Iterable) -> Iterator:
+        """Selection: the strategy's winners among the complex events of each end, then
+        LIMIT."""
+        return select_stream(self.selects, found, self.limit)
+
+    def _not_ruled_out(self, found: Iterable, partition_of: Callable, view) -> list:
+        """Look back: the complex events no ψ event of their partition precedes within T."""
+        lookback, attr = self.lookback, self.lookback_attribute
+        return [ce for ce in found if not lookback.rules_out(
+            partition_of(ce), ce.start, view.time_of(ce.start, attr))]
 
     def _psi_events(self, bits: int, args: EvaluatorInput) -> tuple[np.ndarray, np.ndarray]:
         """Which events of the batch are read, and the offsets of the ψ events (in a
@@ -115,8 +126,7 @@ class PostChain:
         read, psi = self._psi_events(self.lookback_bits, args)
         for k, pid, t in zip(psi.tolist(), pids[psi].tolist(), times[psi].tolist()):
             lookback.add(pid, first + k, t)
-        out = [ce for ce in found if not lookback.rules_out(
-            int(pids[ce.end - first]), ce.start, view.time_of(ce.start, attr))]
+        out = self._not_ruled_out(found, lambda ce: int(pids[ce.end - first]), view)
         last_read = np.flatnonzero(read)[-1:]
         if len(last_read):
             lookback.expire_all(int(times[last_read[0]]))
@@ -208,11 +218,9 @@ class PostChain:
                 return found
             return self._counted(found)
         if self.selects is not None:
-            found = list(select_stream(self.selects, list(found), self.limit))
+            found = list(self._selected(list(found)))
         if self.lookback is not None:
-            attr = self.lookback_attribute
-            found = [ce for ce in found if not self.lookback.rules_out(
-                pid, ce.start, view.time_of(ce.start, attr))]
+            found = self._not_ruled_out(found, lambda ce: pid, view)
         if self.deadlines is not None:
             for ce in found:
                 self.deadlines.add(ce, now, pid)
