@@ -11,21 +11,30 @@ from strategies import SCHEMAS
 import cercore
 from cercore.interface import constants
 from cercore.interface.evaluator import Evaluator
+from cercore.interface.letters import LettersKernel
+from cercore.runtime.backend import Backend
 
 MEMBERS = {name for name in dir(Evaluator) if not name.startswith("_")} | {
     "backend", "reported", "on_reclaim"}
 
 
-class OnlyTheInterface:
-    """An evaluator seen through the interface only: any other member is an AttributeError."""
+USED: set[str] = set()  # the members used through an OnlyTheInterface
 
-    def __init__(self, evaluator) -> None:
-        self._evaluator = evaluator
+
+class OnlyTheInterface:
+    """A kernel seen through its interface only (``members``: by default the evaluator's):
+    any other member is an AttributeError."""
+
+    def __init__(self, kernel, members: set[str] = MEMBERS) -> None:
+        self._kernel = kernel
+        self._members = members
 
     def __getattr__(self, name: str):
-        if name not in MEMBERS:
-            raise AttributeError(f"the engine used {name!r}, which Evaluator does not declare")
-        return getattr(self._evaluator, name)
+        USED.add(name)
+        if name not in self._members:
+            raise AttributeError(f"the engine used {name!r}, which the interface does not "
+                                 "declare")
+        return getattr(self._kernel, name)
 
 
 def event(t: str, ts: int, k: int = 0) -> tuple[str, dict]:
@@ -65,6 +74,46 @@ def test_the_engine_uses_only_the_interface(backend, query):
     arrays.evaluator = OnlyTheInterface(arrays.evaluator)
     assert len(arrays.process_arrays(events)) == len(expected)
     assert engine.stats["complex_events"] == len(expected)
+
+
+class LettersThroughTheInterface(Backend):
+    """The compiled backend whose letters kernel is seen through ``LettersKernel`` only."""
+
+    __slots__ = ()
+
+    @property
+    def letters(self):
+        return OnlyTheInterface(super().letters, LETTERS_MEMBERS)
+
+
+LETTERS_MEMBERS = {name for name in dir(LettersKernel) if not name.startswith("_")}
+
+
+@pytest.mark.skipif(cercore.BACKEND != "cython", reason="the Cython kernels are not built")
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM S, T WHERE A ; B+ ; D PARTITION BY [k] WITHIN 5 SECONDS",
+    "SELECT * FROM S, T WHERE T>C ; (A AS a OR B AS b) FILTER a[s = 'a'] AND b[v > 0] "
+    "WITHIN 3 SECONDS",
+])
+def test_the_engine_uses_only_the_letters_kernel_interface(query):
+    """Every batch path (process, process_arrays, a MultiEngine) reaches the compiled letters
+    passes through ``cercore.interface.letters.LettersKernel`` only."""
+    events = [event("ABCD"[i % 4], i // 3, i % 2) for i in range(20_000)]
+    compiled = cercore.compile(query, SCHEMAS["seconds"])
+    expected = [(ce.start, ce.end, ce.positions)
+                for ce in compiled.engine("python").process(events)]
+    USED.clear()
+    engine = compiled.engine("cython")
+    engine.kernels = LettersThroughTheInterface("cython")
+    assert [(ce.start, ce.end, ce.positions) for ce in engine.process(events)] == expected
+    arrays = compiled.engine("cython")
+    arrays.kernels = LettersThroughTheInterface("cython")
+    assert len(arrays.process_arrays(events)) == len(expected)
+    multi = cercore.multi_engine([compiled], backend="cython")
+    for e in multi.engines:
+        e.kernels = LettersThroughTheInterface("cython")
+    assert [(m.start, m.end, m.positions) for m in multi.process(events)] == expected
+    assert USED == LETTERS_MEMBERS  # (the wrapper was in the way)
 
 
 MIN, MAX = constants.INT64_MIN, constants.INT64_MAX
