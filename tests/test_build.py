@@ -262,3 +262,25 @@ def test_the_pandas_pin_of_the_spark_extra_is_explained():
     assert '"pandas<3"' in pin
     assert "# pandas<3:" in text.split(pin)[0].splitlines()[-2]
     assert "pandas below 3 because" in (ROOT / "docs" / "spark.md").read_text()
+
+
+def test_cercore_runs_from_a_zip(tmp_path):
+    """Package data is read with importlib.resources, not file paths: cercore zipped (as
+    ``--py-files`` ships it to Spark's executors) compiles and runs a query, pure Python."""
+    import zipfile
+
+    archive = tmp_path / "cercore.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in sorted((ROOT / "cercore").rglob("*")):
+            if path.is_file() and path.suffix not in (".so", ".pyd", ".c", ".pyc"):
+                z.write(path, path.relative_to(ROOT).as_posix())
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import cercore; "
+            "assert cercore.__file__.startswith(sys.argv[1]), cercore.__file__; "
+            "decl = 'CREATE STREAM S { EVENT A { v:int }, EVENT B { v:int } }'; "
+            "q = cercore.compile('SELECT * FROM S WHERE A AS a ; B AS b FILTER a.v < b.v', decl); "
+            "print([ce.positions for ce in q.run([('A', {'v': 1}), ('B', {'v': 2})])])")
+    env = dict(os.environ, CERCORE_PURE_PYTHON="1")
+    done = subprocess.run([sys.executable, "-c", code, str(archive)], capture_output=True,
+                          text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[(0, 1)]"

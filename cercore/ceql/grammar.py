@@ -5,11 +5,10 @@ use and shared -- CEQL queries and declarations, and the trend-aggregation form
 from __future__ import annotations
 
 import threading
-from pathlib import Path
+from functools import cache
+from importlib import resources
 
 from lark import Lark
-
-GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
 #: Reserved words of CEQL (upper case): tests check ``grammar_keywords`` matches grammar.lark;
 #: the printer quotes names that are keywords.
@@ -18,6 +17,13 @@ KEYWORDS = frozenset("""
     SECOND SECONDS CONSUME LIMIT ALL ANY NEXT LAST MAX STRICT NONE LIKE IN RANGE TRUE FALSE
     CREATE STREAM EVENT ABSENT
 """.split())
+
+@cache
+def grammar_text() -> str:
+    """The text of ``grammar.lark``, read as package data (``importlib.resources``: also from
+    a zip or a wheel on ``sys.path``, as Spark ships packages to its executors)."""
+    return resources.files(__package__).joinpath("grammar.lark").read_text(encoding="utf-8")
+
 
 _parsers: dict[tuple[str, ...], Lark] = {}
 _parser_lock = threading.Lock()
@@ -31,8 +37,8 @@ def grammar_parser(*start: str) -> Lark:
         with _parser_lock:
             parser = _parsers.get(start)
             if parser is None:
-                parser = _parsers[start] = Lark.open(
-                    str(GRAMMAR_PATH), parser="lalr", start=list(start),
+                parser = _parsers[start] = Lark(
+                    grammar_text(), parser="lalr", start=list(start),
                     propagate_positions=True, maybe_placeholders=False, cache=False)
     return parser
 

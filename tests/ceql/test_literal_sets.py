@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from lark import Lark
 
 import cercore
-from cercore.ceql.grammar import GRAMMAR_PATH, get_parser
+from cercore.ceql.grammar import get_parser, grammar_text
 from cercore.ceql.parser import parse_query, parse_text
 
 DECL = "CREATE STREAM S { EVENT A { x:int, w:double, s:string } }"
@@ -23,7 +23,7 @@ DECL = "CREATE STREAM S { EVENT A { x:int, w:double, s:string } }"
 
 def token_by_token_parser() -> Lark:
     """The CEQL parser without the LITERAL_SET alternative: every set goes through in_set."""
-    text = GRAMMAR_PATH.read_text()
+    text = grammar_text()
     rule = "          | sum NOT? IN LITERAL_SET                     -> in_literal_set\n"
     assert rule in text
     return Lark(text.replace(rule, ""), parser="lalr", start=["query", "declarations"],
