@@ -18,12 +18,11 @@ from cercore.ceql import ast
 from cercore.ceql.parser import parse_query
 from cercore.errors import CercoreError, ConfigError
 from cercore.input.options import EngineOptions
-from cercore.schema import Schema, did_you_mean
+from cercore.schema import DEFAULT_STREAM, Schema, did_you_mean
 from cercore.spark.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
 from cercore.types import TIME_UNITS_PER_SECOND, AttrType, type_of_spark
 
 OTHER_TYPE = "__cer_other"  # inferred schema: every event type the query does not name
-DEFAULT_STREAM = "S"
 
 
 def _quote(name: str) -> str:
@@ -80,11 +79,9 @@ def infer_schema(df_schema, query: str, *, type_column: str = "event_type",
         time_unit = "us" if dt is not None and is_timestamp(dt) else "s"
     types, streams = query_names(query)
     types = list(dict.fromkeys([*types, *event_types, OTHER_TYPE]))
-    body = ", ".join(f"{_quote(a)}:{t.value}" for a, t in attrs)
-    events = ", ".join(f"EVENT {_quote(t)} {{ {body} }}" for t in types)
-    text = "\n".join(f"CREATE STREAM {_quote(s)} {{ {events} }}"
-                     for s in streams or [DEFAULT_STREAM])
-    return Schema.parse(text, time_attribute=time, time_unit=time_unit)
+    return Schema.build({t: attrs for t in types},
+                        {s: types for s in streams or [DEFAULT_STREAM]},
+                        time_attribute=time, time_unit=time_unit)
 
 
 @dataclass
