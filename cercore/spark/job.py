@@ -50,6 +50,8 @@ class EngineJob:
     # the Spark type of the time column when it holds timestamps ("timestamp" or
     # "timestamp_ntz"; None: integers): complex events report their times in it
     time_type: str | None = None
+    # the compiled query: on the driver, the one ``frames.hidden_columns`` made; a worker
+    # receives the text and compiles it again (``__getstate__``)
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
