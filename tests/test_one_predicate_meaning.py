@@ -8,7 +8,7 @@ on the same events by
 * a trend query (``RETURN id, COUNT(*) PATTERN A WHERE p GROUP-BY id``; both backends),
 * a network (PrePP) query: its filter (``passes_filters``: the predicate layer over columns)
   and its centralised evaluation (the engine),
-* Spark columns (``cercore.spark.columns``: the predicate AST as a Spark ``Column``, what the
+* Spark columns (``cercore.spark.base.columns``: the predicate AST as a Spark ``Column``, what the
   PrePP semi joins and ``estimate_pairwise`` filter by; a local SparkSession),
 
 and every one must give the truth values written down here (DESIGN.md "Filters": null and
@@ -309,7 +309,7 @@ def test_an_exact_big_integer_beside_a_double_compares_as_a_double(backend):
     assert got == {"push": [(0,)], "records": [(0,)], "table": [(0,)]}
 
 
-# ---- Spark columns: the same cases as boolean Spark columns (cercore.spark.columns) ---------
+# ---- Spark columns: the same cases as boolean Spark columns (cercore.spark.base.columns) ---------
 SPARK_DDL = "id long, t long, x long, y long, d double, s string"
 
 
@@ -317,7 +317,7 @@ def spark_truths(spark, rows: list[dict], texts: list[str]) -> dict[str, set[int
     """Per predicate (CEQL form, over one event), the ids of the rows its Spark column holds
     for; the column is never NULL (a null or undefined leaf is false, not unknown)."""
     from cercore.ceql.parser import parse_predicate
-    from cercore.spark.columns import pred_column
+    from cercore.spark.base.columns import pred_column
 
     types = SCHEMA.attribute_types()
 
@@ -362,7 +362,7 @@ def test_spark_columns_between_events(spark, text):
     and ``estimate_pairwise`` use, over every pair of events."""
     from pyspark.sql import functions as F
 
-    from cercore.spark.columns import pred_column
+    from cercore.spark.base.columns import pred_column
 
     types = SCHEMA.attribute_types()
     compare = parse_pattern(f"PATTERN SEQ(A, B) WHERE {text} WITHIN 10").predicates[0].compare

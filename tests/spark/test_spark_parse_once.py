@@ -10,8 +10,8 @@ import pickle
 import pytest
 
 import cercore.ceql.parser as parser
-import cercore.spark.frames as frames
-from cercore.spark.frames import hidden_columns
+import cercore.spark.base.frames as frames
+from cercore.spark.base.frames import hidden_columns
 
 pytestmark = pytest.mark.spark
 

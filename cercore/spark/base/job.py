@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from cercore.input.options import EngineOptions
 from cercore.runtime.output import MatchArrays
 from cercore.schema import Schema
-from cercore.spark.match_id import match_ids
+from cercore.spark.base.match_id import match_ids
 from cercore.types import TIME_UNITS_PER_SECOND
 
 # hidden columns the adapter adds to the user's DataFrame (never part of the output events)

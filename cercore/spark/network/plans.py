@@ -248,11 +248,11 @@ def _request_rows(query: NetQuery, plan: Plan, i: int, at_sink: list[NetEvent], 
 
 def _pair_condition(predicates, pair: frozenset[str], column) -> Column:
     """The predicates between the two types of ``pair`` as one Spark column, with the
-    predicate layer's meaning (``cercore.spark.columns``); ``column(type, attribute)`` gives
+    predicate layer's meaning (``cercore.spark.base.columns``); ``column(type, attribute)`` gives
     an attribute's column and type."""
     from pyspark.sql import functions as F
 
-    from cercore.spark.columns import pred_column
+    from cercore.spark.base.columns import pred_column
 
     def term(ref):
         return column(ref.var, ref.attr)

@@ -20,7 +20,7 @@ from cercore.errors import CercoreError, ConfigError
 from cercore.input.options import EngineOptions
 from cercore.query import CompiledQuery
 from cercore.schema import DEFAULT_STREAM, Schema, did_you_mean
-from cercore.spark.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
+from cercore.spark.base.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
 from cercore.types import TIME_UNITS_PER_SECOND, AttrType, type_of_spark
 
 OTHER_TYPE = "__cer_other"  # inferred schema: every event type the query does not name
@@ -103,7 +103,7 @@ class Columns:
     """What ``prepare`` adds to a DataFrame of a given Spark schema, as SQL: each hidden column
     (name, SQL expression over the user's columns and the hidden columns before it), and the
     job for the workers. The one description of the hidden columns: ``prepare`` adds them to a
-    DataFrame, the SQL table functions (``cercore.spark.sql``) have Spark compute them for
+    DataFrame, the SQL table functions (``cercore.spark.sql.functions``) have Spark compute them for
     their TABLE argument."""
 
     job: EngineJob
@@ -134,6 +134,16 @@ def spark_options(options: EngineOptions | None, given: dict[str, Any]) -> Engin
                           "(time, sequence) order whatever order they are read in; a stream's "
                           "allowed lateness is watermark=")
     return options
+
+
+def require_watermark(watermark: str | None, what: str) -> None:
+    """A streaming query's ``watermark=`` (the allowed lateness) is never guessed: a default
+    of zero would drop every row that arrives a moment out of order."""
+    if watermark is None:
+        raise CercoreError(f"a streaming {what} needs watermark=, the allowed lateness of "
+                           "events, e.g. watermark=\"10 seconds\": rows arrive out of "
+                           "order, and each waits until the watermark passes it")
+
 
 
 def prepare(df, query: str, schema: Schema | str | None, *,
@@ -308,7 +318,7 @@ def _key_column(schema: Schema, groups: tuple[tuple[str, ...], ...], type_source
 def _key_text(attr: str, t: AttrType) -> str:
     """SQL for key text equal for values the engine's key equality (Python's, in
     ``cercore.runtime.partitions``) treats as equal: 1, 1.0 and true are all "1". Not the
-    predicate ``=`` (``cercore.spark.columns``): keys compare exactly (2**53 + 1 is not the
+    predicate ``=`` (``cercore.spark.base.columns``): keys compare exactly (2**53 + 1 is not the
     double 2**53) and every NaN is one key, where ``=`` reads an int beside a double as a
     double and NaN equals nothing."""
     col = _quote(attr)
