@@ -101,10 +101,10 @@ def local_run(query: str, decl, table: pa.Table) -> tuple[float, Counter]:
 def empty_stream(source, query: str, decl):
     """The keyed ``query``'s operator input through ``EmptyProcessor``."""
     from cercore.bench.empty_processor import EmptyProcessor
-    from cercore.spark.ceql import output_schema
-    from cercore.spark.frames import prepare
-    from cercore.spark.job import KEY, TIME, WM
-    from cercore.spark.streaming import operator_input, with_event_time
+    from cercore.spark.base.frames import prepare
+    from cercore.spark.base.job import KEY, TIME, WM
+    from cercore.spark.ceql.front import output_schema
+    from cercore.spark.streaming.run import operator_input, with_event_time
 
     prep = prepare(source, query, decl, sequence="seq", streaming=True)
     df = with_event_time(prep.df.filter(prep.df[KEY].isNotNull()), TIME,

@@ -12,6 +12,9 @@ leaves with AND/OR/NOT into *guards*. Semantics (DESIGN.md "Filters"):
 - strings compare exactly, ``LIKE`` is an unanchored regular-expression search in RE2's
   dialect and linear time (``cercore.ceql.regex``).
 
+The same AST also compiles to Spark columns with this meaning (``cercore.spark.base.columns``, which
+imports pyspark; this module does not).
+
 String columns arrive dictionary-encoded (``StringColumn``): a comparison with a constant,
 ``LIKE`` and ``IN`` run once per distinct string and the events read the result by their code.
 """
@@ -30,7 +33,8 @@ from cercore.input.columns import Columns, StringColumn
 from cercore.types import INT64_MIN
 
 # the comparison operators, one table for every evaluator of predicates (vector, scalar, the
-# check of predicates between events; the Cython kernel numbers them in this order)
+# check of predicates between events, the Spark columns of ``cercore.spark.base.columns``; the
+# Cython kernel numbers them in this order)
 COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
                "==": operator.eq, "!=": operator.ne}
 _CMP = COMPARISONS

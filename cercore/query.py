@@ -26,18 +26,23 @@ class CompiledQuery:
 
     It is immutable and can start any number of independent engines."""
 
-    def __init__(self, text: str | ast.Query, schema: Schema) -> None:
+    def __init__(self, text: str | ast.Query, schema: Schema, *,
+                 parsed: ast.Query | None = None) -> None:
         """``text``: the query's CEQL text, or its AST (``cercore.ceql.ast.Query``, e.g. built
-        by another front end), which is compiled as it is -- never printed and parsed again."""
+        by another front end), which is compiled as it is -- never printed and parsed again.
+        ``parsed``: the AST of ``text`` when the caller parsed it already (it is not parsed
+        again; errors still quote ``text``)."""
         self.schema = schema
         if isinstance(text, ast.Query):
             self.ast = text  # ``text``: printed on first use (``__getattr__``)
             self.analysed: AnalysedQuery = analyse(self.ast, schema)
         else:
-            from cercore.ceql.parser import parse_query
+            if parsed is None:
+                from cercore.ceql.parser import parse_query
 
+                parsed = parse_query(text)
             self.text = text
-            self.ast = parse_query(text)
+            self.ast = parsed
             self.analysed = analyse(self.ast, schema, text)
         self.cea: CEA = compile_cea(self.analysed.formula, self.analysed.marked)
         if self.analysed.strategy == "STRICT":

@@ -13,15 +13,23 @@ time_unit="ms")`` (CLI: ``--time-attribute ts --time-unit ms``). Integer times c
 say so where a time window meets it); timestamps (``datetime``, pandas ``datetime64``, Arrow
 ``timestamp``, ISO-8601 text) are read as instants and converted to that unit
 (``cercore.types.coerce_time``).
+
+A program that already knows the types builds the schema instead of writing declaration
+text: ``Schema.build({"BUY": [("name", "string"), ("ts", "int")]}, {"S": ["BUY"]},
+time_attribute="ts", time_unit="ms")`` is what ``parse`` makes of the text above; both
+go through the same checks.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cercore.errors import CEQLSemanticError
 from cercore.types import TIME_UNITS_PER_SECOND, AttrType
+
+DEFAULT_STREAM = "S"  # the stream ``Schema.build`` declares when it is given none
 
 
 @dataclass(frozen=True)
@@ -95,18 +103,45 @@ class Schema:
                         attrs.append((attr.name, AttrType(attr.type)))
                 schema._add_event_type(ev.name, attrs, text=text, line=ev.line, column=ev.column)
                 types.append(ev.name)
-            if decl.name in schema.streams:
-                raise CEQLSemanticError(f"stream {decl.name!r} is declared twice",
-                                        line=decl.line, column=decl.column, text=text)
-            schema.streams[decl.name] = Stream(decl.name, tuple(types))
+            schema._add_stream(decl.name, types, text=text, line=decl.line, column=decl.column)
         if time_attribute is not None and declared_time not in (None, time_attribute):
             raise CEQLSemanticError(
                 f"time attribute {time_attribute!r} given, but the declaration marks "
                 f"{declared_time!r} as primary_time"
             )
-        schema.time_attribute = time_attribute or declared_time
-        schema.validate()
-        return schema
+        return schema._with_time(time_attribute or declared_time)
+
+    @classmethod
+    def build(cls, event_types: Mapping[str, Iterable[tuple[str, AttrType | str]]],
+              streams: Mapping[str, Iterable[str]] | None = None, *,
+              time_attribute: str | None = None, time_unit: str | None = None) -> Schema:
+        """The schema ``parse`` makes of the declarations these parts spell, built directly.
+
+        ``event_types``: event type name -> its ``(attribute, type)`` pairs in order (a type
+        is an ``AttrType`` or its name: ``int``, ``double``, ``string``, ``bool``; ids follow
+        this order); ``streams``: stream name -> the event types it carries (default: one
+        stream ``S`` carrying every type); ``time_attribute``: the ``int`` attribute that
+        carries event time (what ``primary_time`` marks in text); ``time_unit``: the unit of
+        integer times (default ``s``, not stated). Raises ``CEQLSemanticError`` as ``parse``
+        does, and for a stream carrying an undeclared type or a type in no stream."""
+        schema = cls(time_unit=time_unit or "s", time_unit_stated=time_unit is not None)
+        for name, attrs in event_types.items():
+            schema._add_event_type(name, [(a, _attribute_type(t, a, name)) for a, t in attrs])
+        if streams is None:
+            streams = {DEFAULT_STREAM: list(schema.event_types)}
+        for name, types in streams.items():
+            types = list(types)
+            for t in types:
+                if t not in schema.event_types:
+                    raise CEQLSemanticError(f"stream {name!r} carries event type {t!r}, which "
+                                            "is not declared"
+                                            + did_you_mean(t, schema.event_types))
+            schema._add_stream(name, types)
+        carried = {t for s in schema.streams.values() for t in s.event_types}
+        lonely = [t for t in schema.event_types if t not in carried]
+        if lonely:
+            raise CEQLSemanticError("event type(s) in no stream: " + ", ".join(lonely))
+        return schema._with_time(time_attribute)
 
     @classmethod
     def coerce(cls, schema: Schema | str, **kw) -> Schema:
@@ -128,6 +163,19 @@ class Schema:
                     line=line, column=column, text=text)
             return
         self.event_types[name] = EventType(name, tuple(attrs), id=len(self.event_types))
+
+    def _add_stream(self, name: str, types: list[str], *, text=None, line=None,
+                    column=None) -> None:
+        if name in self.streams:
+            raise CEQLSemanticError(f"stream {name!r} is declared twice",
+                                    line=line, column=column, text=text)
+        self.streams[name] = Stream(name, tuple(types))
+
+    def _with_time(self, time_attribute: str | None) -> Schema:
+        """This schema with its time attribute set, validated (the last step of building)."""
+        self.time_attribute = time_attribute
+        self.validate()
+        return self
 
     def validate(self) -> None:
         """Check cross-type consistency: one type per attribute name, a sane time attribute."""
@@ -195,6 +243,19 @@ class Schema:
                 evs.append(f"EVENT {n} {{ {attrs} }}")
             out.append(f"CREATE STREAM {s.name} {{ " + ", ".join(evs) + " }")
         return "\n".join(out)
+
+
+def _attribute_type(t: AttrType | str, attribute: str, event_type: str) -> AttrType:
+    """``t`` (an ``AttrType`` or its name) as an ``AttrType``."""
+    if isinstance(t, AttrType):
+        return t
+    try:
+        return AttrType(t)
+    except ValueError:
+        hint = ("; name the time attribute with time_attribute=" if t == "primary_time"
+                else "; use one of " + ", ".join(a.value for a in AttrType))
+        raise CEQLSemanticError(f"attribute {attribute!r} of event {event_type} has unknown "
+                                f"type {t!r}" + hint) from None
 
 
 def did_you_mean(name: str, candidates) -> str:

@@ -1,8 +1,10 @@
-"""Shared fixtures: schemas from the papers, backends, and a helper that runs a query."""
+"""Shared fixtures: schemas from the papers, backends, a helper that runs a query, and the one
+local SparkSession (``spark``; its settings: spark_session.py)."""
 
 from __future__ import annotations
 
 import pytest
+from spark_session import CONNECT_PORT, spark_session_builder
 from support import ABC_DECL, BACKENDS, HT_DECL
 
 import cercore
@@ -25,3 +27,13 @@ def ht_schema() -> cercore.Schema:
 @pytest.fixture
 def abc_schema() -> cercore.Schema:
     return cercore.Schema.parse(ABC_DECL)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local[2] SparkSession shared by the whole test session; skipped without pyspark."""
+    pytest.importorskip("pyspark")
+    session = spark_session_builder(connect_port=CONNECT_PORT).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

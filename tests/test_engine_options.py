@@ -8,7 +8,7 @@ import pytest
 
 import cercore
 from cercore import ConfigError, EngineOptions
-from cercore.spark.frames import spark_options
+from cercore.spark.base.frames import spark_options
 
 SCHEMA = cercore.Schema.parse("CREATE STREAM S { EVENT A { v:int, ts:primary_time } }")
 CEQL = cercore.compile("SELECT * FROM S WHERE A AS a FILTER a[v > 0]", SCHEMA)

@@ -8,6 +8,8 @@ on the same events by
 * a trend query (``RETURN id, COUNT(*) PATTERN A WHERE p GROUP-BY id``; both backends),
 * a network (PrePP) query: its filter (``passes_filters``: the predicate layer over columns)
   and its centralised evaluation (the engine),
+* Spark columns (``cercore.spark.base.columns``: the predicate AST as a Spark ``Column``, what the
+  PrePP semi joins and ``estimate_pairwise`` filter by; a local SparkSession),
 
 and every one must give the truth values written down here (DESIGN.md "Filters": null and
 undefined arithmetic are false, ``NOT`` negates a false leaf to true, integer ``/`` and ``%``
@@ -17,7 +19,8 @@ expected values are stated, not derived, so a change of meaning everywhere at on
 
 Predicates between two events (``A.x < B.d``) go through a CEQL predicate between events, a
 network pairwise predicate (the engine, and ``pair_test``: the scalar form the simulator and
-the estimators use) and a trend condition on adjacent events (``A.x < NEXT(A).d``).
+the estimators use), a trend condition on adjacent events (``A.x < NEXT(A).d``) and the
+Spark column of that network predicate.
 
 """
 
@@ -304,3 +307,71 @@ def test_an_exact_big_integer_beside_a_double_compares_as_a_double(backend):
             {"x": 2**62, "y": 4, "d": 1.0, "e": None}]
     got = edge_paths("x * y = d", rows, backend)
     assert got == {"push": [(0,)], "records": [(0,)], "table": [(0,)]}
+
+
+# ---- Spark columns: the same cases as boolean Spark columns (cercore.spark.base.columns) ---------
+SPARK_DDL = "id long, t long, x long, y long, d double, s string"
+
+
+def spark_truths(spark, rows: list[dict], texts: list[str]) -> dict[str, set[int]]:
+    """Per predicate (CEQL form, over one event), the ids of the rows its Spark column holds
+    for; the column is never NULL (a null or undefined leaf is false, not unknown)."""
+    from cercore.ceql.parser import parse_predicate
+    from cercore.spark.base.columns import pred_column
+
+    types = SCHEMA.attribute_types()
+
+    def term(ref):
+        from pyspark.sql import functions as F
+        return F.col(ref.name), types[ref.name]
+
+    df = spark.createDataFrame([tuple(r[c] for c in ("id", "t", "x", "y", "d", "s"))
+                                for r in rows], SPARK_DDL)
+    cols = [pred_column(parse_predicate(t), term).alias(f"p{i}") for i, t in enumerate(texts)]
+    got: dict[str, set[int]] = {t: set() for t in texts}
+    for r in df.select("id", *cols).collect():
+        for i, t in enumerate(texts):
+            assert r[f"p{i}"] is not None, (t, r["id"])
+            if r[f"p{i}"]:
+                got[t].add(r["id"])
+    return got
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(("cases", "rows"), [(CASES, EVENTS), (EDGE_CASES, EDGE_EVENTS)],
+                         ids=["cases", "int64 edges"])
+def test_spark_columns(spark, cases, rows):
+    texts = [ceql_form(t) for t, _ in cases]
+    assert spark_truths(spark, rows, texts) == {ceql_form(t): want for t, want in cases}
+
+
+@pytest.mark.spark
+def test_spark_columns_on_extreme_doubles(spark):
+    extreme = {"y < 1e400 % x": False, "NOT (y < 1e400 % x)": True, "d % 1e400 = d": True,
+               "d * 1e308 * 10 > 1e308": True, "(d * 1e400) - 1e400 = 0": False,
+               "d / -0.0 < 0": False, "x = d * 0 + 9007199254740992.0": True}
+    row = {"id": 0, "t": 0, "x": 2**53 + 1, "y": 1, "d": 1.5, "s": None}
+    got = spark_truths(spark, [row], list(extreme))
+    assert {t: bool(ids) for t, ids in got.items()} == extreme
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("text", PAIR_CASES)
+def test_spark_columns_between_events(spark, text):
+    """A network pairwise predicate (``Predicate.compare``) as the Spark column the semi joins
+    and ``estimate_pairwise`` use, over every pair of events."""
+    from pyspark.sql import functions as F
+
+    from cercore.spark.base.columns import pred_column
+
+    types = SCHEMA.attribute_types()
+    compare = parse_pattern(f"PATTERN SEQ(A, B) WHERE {text} WITHIN 10").predicates[0].compare
+    df = spark.createDataFrame([tuple(e[c] for c in ("id", "t", "x", "y", "d", "s"))
+                                for e in EVENTS], SPARK_DDL)
+
+    def term(ref):
+        return F.col(f"{ref.var.lower()}.{ref.attr}"), types[ref.attr]
+
+    pairs = df.alias("a").crossJoin(df.alias("b")).select(
+        "a.id", "b.id", pred_column(compare, term).alias("ok")).collect()
+    assert {(r[0], r[1]): r["ok"] for r in pairs} == pair_expectation(text)

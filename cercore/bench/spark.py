@@ -193,9 +193,9 @@ def floor_run(spark, in_path: str, out_path: str, floor: int) -> tuple[float, fl
     statistics job, or through the keyed query's engine in place (a bound, not a plan)."""
     from pyspark.sql import functions as F
 
-    from cercore.spark.partitions import partition_cap
-    from cercore.spark.read_order import SUMMARY_DDL, summarise
-    from cercore.spark.session import parallelism
+    from cercore.spark.base.partitions import partition_cap
+    from cercore.spark.base.session import parallelism
+    from cercore.spark.ceql.read_order import SUMMARY_DDL, summarise
 
     shutil.rmtree(out_path, ignore_errors=True)
     if floor == 4:
@@ -208,7 +208,7 @@ def floor_run(spark, in_path: str, out_path: str, floor: int) -> tuple[float, fl
     if floor == 2:
         df = (df.repartition(partition_cap(parallelism(spark)), F.xxhash64("name"))
               .sortWithinPartitions(F.xxhash64("name"), "seq"))
-    if floor == 3:  # the job cercore.spark.batch.measure runs before any plan
+    if floor == 3:  # the job cercore.spark.ceql.batch.measure runs before any plan
         stats = df.select(F.monotonically_increasing_id(), F.col("stock_time").cast("long"),
                           F.col("seq").cast("long"), F.lit(None).cast("long"))
         stats.mapInArrow(summarise, SUMMARY_DDL).collect()
@@ -230,10 +230,10 @@ def _engine_in_place(spark, df):
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from cercore.spark.batch import worker_columns
-    from cercore.spark.ceql import output_schema
-    from cercore.spark.frames import prepare
-    from cercore.spark.job import GROUP, POS, run_sorted_groups
+    from cercore.spark.base.frames import prepare
+    from cercore.spark.base.job import GROUP, POS, run_sorted_groups
+    from cercore.spark.ceql.batch import worker_columns
+    from cercore.spark.ceql.front import output_schema
 
     prep = prepare(df, QUERIES["keyed"], schema("stocks"), sequence="seq")
     rows = prep.df.withColumns({POS: F.monotonically_increasing_id(),

@@ -3,7 +3,7 @@ DEBS 2022; corrections to the printed paper in docs/network.md): network model, 
 PrePP's fragment, plans, the cost model in the paper's literal and the sink-aware mode,
 planners, a discrete-event network simulator evaluating at the sink with the cercore engine,
 rate and selectivity estimation, generators, and a Spark batch realisation
-(``cercore.spark.network``).
+(``cercore.spark.network.plans``).
 See docs/network.md."""
 
 from cercore.network.cost import (

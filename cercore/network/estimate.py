@@ -8,7 +8,7 @@
   least one partial match over X — found by the cercore engine over the global trace (2^l
   runs for l types; ``max_size`` bounds |X|).
 
-:mod:`cercore.spark.network` computes the same on Spark.
+:mod:`cercore.spark.network.plans` computes the same on Spark.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from typing import Any
 import cercore
 from cercore.ceql import ast
 from cercore.ceql.analysis import analyse
-from cercore.ceql.printer import format_filter, format_formula, format_name, format_query
+from cercore.ceql.printer import format_filter, format_formula, format_query
 from cercore.input.decode import EventDecoder
 from cercore.network.errors import NetworkError
 from cercore.network.query import NetEvent, NetQuery, Predicate
@@ -70,11 +70,9 @@ def schema_for(query: NetQuery, events: Iterable[NetEvent], stream: str = "S") -
     wanted |= {a for f in query.filter_predicates.values() for a in attributes_read(f)}
     for a in sorted(wanted - {query.time_attribute}):
         names.setdefault(a, "double")
-    attrs = [f"{format_name(query.time_attribute)}:int"] + [
-        f"{format_name(a)}:{k}" for a, k in sorted(names.items())]
-    decls = [f"EVENT {format_name(t)} {{ {', '.join(attrs)} }}" for t in query.types]
-    return cercore.Schema.parse(f"CREATE STREAM {format_name(stream)} {{ "
-                                + ", ".join(decls) + " }", time_attribute=query.time_attribute)
+    attrs = [(query.time_attribute, "int"), *sorted(names.items())]
+    return cercore.Schema.build({t: attrs for t in query.types}, {stream: query.types},
+                                time_attribute=query.time_attribute)
 
 
 def ceql_query(query: NetQuery, types: Iterable[str] | None = None, stream: str = "S",

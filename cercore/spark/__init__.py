@@ -8,31 +8,46 @@ calling convention ``(df, query, *, options)``.
                         schema=decl)
     run = run_plan(events_df, prepp_query, plan=plan, network=net)
 
-* CEQL (``cercore.spark.ceql``): the engine inside Spark is the cercore engine (Cython when
-  available); Spark only decides which events each engine sees and in what order
-  (``cercore.spark.plan``): one engine per PARTITION BY key, T-CER overlapping time slices for
-  WITHIN queries without keys, or one ordered pass for history-dependent queries. ``explain``
-  prints the choice and the reason. Streaming DataFrames run through
-  ``transformWithStateInPandas``, whole Arrow batches per key (``cercore.spark.streaming``).
-* Trend aggregation (``cercore.spark.trends``, streaming in ``trends_streaming``):
-  ``aggregate`` gives the result rows as a DataFrame, ``aggregate_rows`` collects them.
-* SQL (``cercore.spark.sql``): ``register(spark)`` adds the table functions ``cer_find`` and
-  ``cer_aggregate`` for ``spark.sql``.
+Rooms, by what a user does (each imports only the rooms below it and ``base``):
+
+    cercore/spark/
+      ceql/       find, explain: CEQL over a DataFrame (front.py), the batch jobs (batch.py,
+                  read_order.py); a streaming DataFrame goes on to streaming/
+      streaming/  a streaming find: run.py (transformWithStateInPandas), processor.py,
+                  rows.py, lifecycle.py (late_events, stop_query)
+      trends/     aggregate, aggregate_rows: batch.py, job.py (workers), rows.py, streaming.py
+      sql/        functions.py: cer_find, cer_aggregate for spark.sql (register)
+      network/    plans.py: PrePP run_plan as semi joins, estimate_rates, estimate_pairwise
+      base/       shared: session.py, errors.py (cercore_errors), frames.py (hidden columns,
+                  infer_schema), job.py (EngineJob), plan.py (T-CER / keyed / single),
+                  partitions.py, match_id.py, columns.py (predicates as Spark columns)
+
+* CEQL: the engine inside Spark is the cercore engine (Cython when available); Spark only
+  decides which events each engine sees and in what order (``base/plan.py``): one engine per
+  PARTITION BY key, T-CER overlapping time slices for WITHIN queries without keys, or one
+  ordered pass for history-dependent queries. ``explain`` prints the choice and the reason.
+  Streaming DataFrames run through ``transformWithStateInPandas``, whole Arrow batches per key.
+* Trend aggregation: ``aggregate`` gives the result rows as a DataFrame, ``aggregate_rows``
+  collects them.
+* SQL: ``register(spark)`` adds the table functions ``cer_find`` and ``cer_aggregate`` for
+  ``spark.sql``.
 * Errors cercore raises in the workers: ``with cercore_errors(): df.collect()`` gives them
-  back as the ``CercoreError`` they are (``cercore.spark.errors``); ``aggregate_rows`` does.
+  back as the ``CercoreError`` they are; ``aggregate_rows`` does.
 * Every function works on a classic and on a Spark Connect session
-  (``SparkSession.builder.remote(...)``; ``cercore.spark.session``).
-* PrePP (``cercore.spark.network``): ``run_plan`` realises a push-pull plan as semi-join
-  reductions; ``estimate_rates`` / ``estimate_pairwise`` estimate the network's statistics.
+  (``SparkSession.builder.remote(...)``; ``base/session.py``).
+* PrePP: ``run_plan`` realises a push-pull plan as semi-join reductions; ``estimate_rates`` /
+  ``estimate_pairwise`` estimate the network's statistics.
 
 pyspark is imported only when a function is called. Needs ``pip install 'cercore[spark]'``
 (pyspark ≥ 4.3, protobuf, pandas < 3) and Java 17+; the workers need cercore installed (or
 shipped with ``--py-files``).
 """
 
+from cercore.spark.base.errors import cercore_errors
+from cercore.spark.base.frames import infer_schema
+from cercore.spark.base.partitions import state_partitions
+from cercore.spark.base.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan
 from cercore.spark.ceql import explain, find, output_schema
-from cercore.spark.errors import cercore_errors
-from cercore.spark.frames import infer_schema
 from cercore.spark.network import (
     SparkPlanRun,
     estimate_pairwise,
@@ -40,8 +55,6 @@ from cercore.spark.network import (
     events_dataframe,
     run_plan,
 )
-from cercore.spark.partitions import state_partitions
-from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan, choose_plan
 from cercore.spark.trends import aggregate, aggregate_rows
 
 __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
@@ -52,27 +65,27 @@ __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
 
 def register(spark, *, find: str = "cer_find", aggregate: str = "cer_aggregate") -> None:
     """Register the SQL table functions ``cer_find`` and ``cer_aggregate`` on ``spark``
-    (classic or Spark Connect), for ``spark.sql`` (see ``cercore.spark.sql``)::
+    (classic or Spark Connect), for ``spark.sql`` (see ``cercore.spark.sql.functions``)::
 
         cercore.spark.register(spark)
         spark.sql("SELECT * FROM cer_find(TABLE(trades) PARTITION BY name "
                   "ORDER BY (ts, seq), '<CEQL query>', '<declaration>')")"""
-    from cercore.spark.sql import register as register_functions
+    from cercore.spark.sql.functions import register as register_functions
 
     register_functions(spark, find=find, aggregate=aggregate)
 
 
 def stop_query(query, timeout: float = 60.0) -> None:
     """Stop a streaming query without the ERRORs Spark logs for a cancelled micro-batch (see
-    ``cercore.spark.stream_lifecycle.stop_query``)."""
-    from cercore.spark.stream_lifecycle import stop_query as stop
+    ``cercore.spark.streaming.lifecycle.stop_query``)."""
+    from cercore.spark.streaming.lifecycle import stop_query as stop
 
     stop(query, timeout)
 
 
 def late_events(query_or_checkpoint, spark=None) -> int:
     """Late rows a streaming ``find`` counted over its whole life, restarts included, read
-    from its checkpoint (see ``cercore.spark.stream_lifecycle.late_events``)."""
-    from cercore.spark.stream_lifecycle import late_events as count
+    from its checkpoint (see ``cercore.spark.streaming.lifecycle.late_events``)."""
+    from cercore.spark.streaming.lifecycle import late_events as count
 
     return count(query_or_checkpoint, spark)

@@ -13,8 +13,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 
-from conftest import spark_session_builder  # noqa: E402
+from spark_session import spark_session_builder  # noqa: E402
 from test_spark_streaming import start_available  # noqa: E402
 
 

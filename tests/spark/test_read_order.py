@@ -11,8 +11,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cercore.spark.job import LOW_BITS
-from cercore.spark.read_order import layout, summarise
+from cercore.spark.base.job import LOW_BITS
+from cercore.spark.ceql.read_order import layout, summarise
 
 ROW = st.tuples(st.integers(0, 12), st.integers(0, 3))  # (time, sequence)
 

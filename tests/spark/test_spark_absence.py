@@ -42,8 +42,8 @@ from test_spark_tcer_slices import ARROW, ATTRS, out_schema
 
 import cercore
 from cercore.ceql import ast, printer
-from cercore.spark.job import COORD, GROUP, KEY, POS, TIME, TYPE, EngineJob, run_sorted_groups
-from cercore.spark.plan import KEYED, SINGLE, TCER, choose_plan
+from cercore.spark.base.job import COORD, GROUP, KEY, POS, TIME, TYPE, EngineJob, run_sorted_groups
+from cercore.spark.base.plan import KEYED, SINGLE, TCER, choose_plan
 
 SETTINGS = dict(deadline=None)
 
@@ -480,8 +480,8 @@ def test_processor_fires_deadlines_with_the_watermark(query, n, seed, delay, chu
     between calls, as across micro-batches and restarts. At the end, a watermark past
     everything: the local engine with ``advance`` past everything."""
     USER, seqs = tws.USER, tws.seqs
-    from cercore.spark.frames import infer_schema
-    from cercore.spark.streaming import eviction_span
+    from cercore.spark.base.frames import infer_schema
+    from cercore.spark.streaming.run import eviction_span
 
     proc = tws.processor(query)
     proc.deadlines = proc.job.compiled().analysed.deadline is not None
@@ -517,10 +517,10 @@ def test_processor_tcer_slices_with_absences(query, n, seed, delay, chunk, advan
     from pyspark.sql.types import StructType
 
     USER, seqs, slices_holding = tws.USER, tws.seqs, tws.slices_holding
-    from cercore.spark.ceql import _body_fields
-    from cercore.spark.frames import infer_schema
-    from cercore.spark.stream_processor import CerProcessor
-    from cercore.spark.streaming import eviction_span
+    from cercore.spark.base.frames import infer_schema
+    from cercore.spark.ceql.front import _body_fields
+    from cercore.spark.streaming.processor import CerProcessor
+    from cercore.spark.streaming.run import eviction_span
 
     schema = infer_schema(USER, query, time="ts", exclude=("seq",))
     job = EngineJob(query, schema, (("id", "id"), ("ts", TIME)), tuple(USER.names))
@@ -551,8 +551,8 @@ def test_processor_tcer_slices_with_absences(query, n, seed, delay, chunk, advan
 def test_processor_keeps_an_engine_while_a_deadline_is_pending():
     """WITHIN 2 but a deadline 4 after the end: the key's engine outlives its window (its
     pending complex event could still be ruled out by a B, and must still fire)."""
-    from cercore.spark.frames import infer_schema
-    from cercore.spark.streaming import eviction_span
+    from cercore.spark.base.frames import infer_schema
+    from cercore.spark.streaming.run import eviction_span
 
     query = PROCESSOR_QUERIES[0]  # A ; C ; ABSENT(B) WITHIN 4 [ts] ... WITHIN 2 [ts]
     schema = infer_schema(tws.USER, query, time="ts", exclude=("seq",))
@@ -577,8 +577,8 @@ def test_processor_keeps_an_engine_while_a_deadline_is_pending():
 def test_processor_keeps_an_engine_while_a_lead_can_look_back():
     """ABSENT(B) WITHIN 3 ; A ; C WITHIN 2: a quiet key's engine is not dropped 2 after its
     last B, while a later A could still look back to it."""
-    from cercore.spark.frames import infer_schema
-    from cercore.spark.streaming import eviction_span
+    from cercore.spark.base.frames import infer_schema
+    from cercore.spark.streaming.run import eviction_span
 
     query = PROCESSOR_QUERIES[3]
     schema = infer_schema(tws.USER, query, time="ts", exclude=("seq",))

@@ -20,8 +20,8 @@ from strategies import SCHEMAS, queries, queries_between_events, streams
 import cercore
 from cercore.ceql import printer
 from cercore.spark import KEYED, SINGLE, TCER, explain, find
-from cercore.spark.batch import measure
-from cercore.spark.frames import prepare
+from cercore.spark.base.frames import prepare
+from cercore.spark.ceql.batch import measure
 
 pytestmark = pytest.mark.spark
 
@@ -29,7 +29,7 @@ SETTINGS = dict(deadline=None, derandomize=True)
 
 
 def named_types(q) -> set[str]:
-    from cercore.spark.frames import query_names
+    from cercore.spark.base.frames import query_names
 
     return set(query_names(printer.format_query(q))[0])
 

@@ -18,7 +18,7 @@ from spark_helpers import spark_complex_events
 
 import cercore
 from cercore.spark import explain, find
-from cercore.spark.frames import infer_schema
+from cercore.spark.base.frames import infer_schema
 
 pytestmark = pytest.mark.spark
 

@@ -35,7 +35,7 @@ from cercore.spark import (
     state_partitions,
     stop_query,
 )
-from cercore.spark.session import is_connect, parallelism
+from cercore.spark.base.session import is_connect, parallelism
 
 pytestmark = pytest.mark.spark
 
@@ -123,7 +123,7 @@ def test_aggregate(connect):
 def test_streaming_find_late_events_stop_and_state_partitions(connect, tmp_path):
     """A keyed stream in two runs over one checkpoint equals the batch ``find``; the late row
     is counted (read from the checkpoint: a Connect query does not tell its location)."""
-    from cercore.spark.stream_lifecycle import CONNECT_NO_CHECKPOINT
+    from cercore.spark.streaming.lifecycle import CONNECT_NO_CHECKPOINT
 
     query = QUERIES["keyed"].replace("6 SECONDS", "6 [ts]")
     events = [(t, a.get("v"), a.get("w"), a.get("s"), a.get("b"), a.get("k"), a.get("g"),
@@ -217,14 +217,14 @@ def test_a_fresh_process_with_remote_local(tmp_path):
     """What a user types: ``SparkSession.builder.remote("local[2]").getOrCreate()`` starts a
     local Connect server (the ``connect`` extra's packages), and ``find`` runs on it."""
     pytest.importorskip("pyspark.sql.connect.session")
-    from conftest import REPO
+    from spark_session import REPO
 
     script = textwrap.dedent("""
         import os, sys
         os.environ["PYSPARK_PYTHON"] = sys.executable
         from pyspark.sql import SparkSession
         from cercore.spark import find
-        from cercore.spark.session import is_connect
+        from cercore.spark.base.session import is_connect
         spark = (SparkSession.builder.remote("local[2]")
                  .config("spark.sql.shuffle.partitions", "2")
                  .config("spark.ui.enabled", "false")
@@ -249,7 +249,7 @@ def test_sql_table_functions(connect):
     """``register`` and ``spark.sql`` on Connect: ``cer_find`` equals ``find`` row for row (in
     one partition), ``cer_aggregate`` equals ``aggregate``, a bad query fails with its caret."""
     from cercore.spark import register
-    from cercore.spark.frames import sql_string
+    from cercore.spark.base.frames import sql_string
 
     register(connect)
     text = QUERIES["T-CER"]

@@ -1,4 +1,4 @@
-"""The worker side of every batch plan (``cercore.spark.job``), without a JVM: a group fed to
+"""The worker side of every batch plan (``cercore.spark.base.job``), without a JVM: a group fed to
 one engine batch by batch, as Spark hands the batches over, gives the local engine's complex
 events over the whole group, and holds only the rows a later complex event may still report.
 """
@@ -17,7 +17,16 @@ from test_spark_tcer_slices import ARROW, ATTRS, out_schema
 import cercore
 from cercore.ceql import printer
 from cercore.input.options import EngineOptions
-from cercore.spark.job import GROUP, KEY, POS, TIME, TYPE, EngineJob, GroupRun, run_sorted_groups
+from cercore.spark.base.job import (
+    GROUP,
+    KEY,
+    POS,
+    TIME,
+    TYPE,
+    EngineJob,
+    GroupRun,
+    run_sorted_groups,
+)
 
 
 def group_table(events, group: int = 0) -> pa.Table:

@@ -56,9 +56,9 @@ def test_a_string_type_column_crosses_to_the_workers_once(spark):
     """With a declared schema the engine reads the user's string type column itself; a copy
     (the hidden TYPE column) is made only where the type must change: an inferred schema maps
     undeclared types to one catch-all, a non-string column is cast."""
-    from cercore.spark.batch import worker_columns
-    from cercore.spark.frames import prepare
-    from cercore.spark.job import TYPE
+    from cercore.spark.base.frames import prepare
+    from cercore.spark.base.job import TYPE
+    from cercore.spark.ceql.batch import worker_columns
 
     df = spark.createDataFrame(frame().astype({"event_type": str, "name": str}))
     prep = prepare(df, QUERY, DECL, sequence="seq")

@@ -1,4 +1,4 @@
-"""How many Spark partitions each plan runs in (``cercore.spark.partitions``): from the keys,
+"""How many Spark partitions each plan runs in (``cercore.spark.base.partitions``): from the keys,
 the slices and the cluster's parallelism, never ``spark.sql.shuffle.partitions`` (the tests
 set it to Spark's default 200 to show it is ignored); AQE keeps the chosen number; results
 stay equal to the local engine. T-CER slices are dealt round-robin through values Spark's
@@ -19,8 +19,7 @@ from strategies import SCHEMAS
 
 from cercore.errors import CercoreError
 from cercore.spark import find, state_partitions
-from cercore.spark.batch import slice_range
-from cercore.spark.partitions import (
+from cercore.spark.base.partitions import (
     PER_CORE,
     SHUFFLE_PARTITIONS,
     bucket_values,
@@ -28,7 +27,8 @@ from cercore.spark.partitions import (
     partition_count,
     spark_hash_int,
 )
-from cercore.spark.plan import KEYED, SINGLE, TCER, SparkPlan
+from cercore.spark.base.plan import KEYED, SINGLE, TCER, SparkPlan
+from cercore.spark.ceql.batch import slice_range
 
 SCHEMA = SCHEMAS["seconds"]
 

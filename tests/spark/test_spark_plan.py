@@ -1,4 +1,4 @@
-"""The plan choice (``cercore.spark.plan``): which queries run keyed, by T-CER slices or in one
+"""The plan choice (``cercore.spark.base.plan``): which queries run keyed, by T-CER slices or in one
 ordered pass, and why (pure Python, no JVM). The exactness of each choice is checked against
 the local engine in test_spark_batch.py and test_spark_tcer_slices.py.
 """
@@ -10,7 +10,7 @@ from strategies import SCHEMAS
 
 import cercore
 from cercore.spark import KEYED, SINGLE, TCER, choose_plan, explain
-from cercore.spark.plan import streaming_tcer
+from cercore.spark.base.plan import streaming_tcer
 
 SCHEMA = SCHEMAS["seconds"]  # types A, B, C (stream S), C, D (stream T); time attribute ts
 

@@ -1,6 +1,6 @@
-"""The transformWithStateInPandas processor (``cercore.spark.stream_processor.CerProcessor``) under
-pyspark's ``TwsTester``: no JVM, so these are fast. Rows arrive out of order in chunks, the
-watermark moves, and the complex events emitted must be the local engine's over the accepted
+"""The transformWithStateInPandas processor (``cercore.spark.streaming.processor.CerProcessor``)
+under pyspark's ``TwsTester``: no JVM, so these are fast. Rows arrive out of order in chunks,
+the watermark moves, and the complex events emitted must be the local engine's over the accepted
 (non-late) events in (time, seq) order; late rows are counted in state; state is evicted once
 the window makes it dead, and positions keep counting after eviction; a checkpoint in another
 state format is refused; values pandas would bend (longs above 2**53, nulls) arrive exact.
@@ -23,9 +23,8 @@ from pyspark.sql.streaming.tws_tester import TwsTester  # noqa: E402
 from pyspark.sql.types import LongType, StringType, StructField, StructType  # noqa: E402
 
 import cercore  # noqa: E402
-from cercore.spark.ceql import _body_fields  # noqa: E402
-from cercore.spark.frames import infer_schema  # noqa: E402
-from cercore.spark.job import (  # noqa: E402
+from cercore.spark.base.frames import infer_schema  # noqa: E402
+from cercore.spark.base.job import (  # noqa: E402
     KEY,
     SEQ,
     TIME,
@@ -34,8 +33,9 @@ from cercore.spark.job import (  # noqa: E402
     EngineJob,
     table_from_bytes,
 )
-from cercore.spark.stream_processor import LATE_STATE, STATE_VERSION, CerProcessor  # noqa: E402
-from cercore.spark.streaming import input_layout  # noqa: E402
+from cercore.spark.ceql.front import _body_fields  # noqa: E402
+from cercore.spark.streaming.processor import LATE_STATE, STATE_VERSION, CerProcessor  # noqa: E402
+from cercore.spark.streaming.run import input_layout  # noqa: E402
 
 USER = StructType([StructField("event_type", StringType()), StructField("id", LongType()),
                    StructField("ts", LongType()), StructField("seq", LongType())])

@@ -22,8 +22,8 @@ from test_spark_batch import SETTINGS, named_types
 import cercore
 from cercore.ceql import printer
 from cercore.spark import aggregate_rows, find, register
-from cercore.spark.frames import hidden_columns, sql_string
-from cercore.spark.job import KEY
+from cercore.spark.base.frames import hidden_columns, sql_string
+from cercore.spark.base.job import KEY
 
 pytestmark = pytest.mark.spark
 

@@ -21,7 +21,7 @@ import pytest
 from spark_helpers import write_file
 
 from cercore.spark import find, stop_query
-from cercore.spark.stream_lifecycle import CANCEL_LOGGERS
+from cercore.spark.streaming.lifecycle import CANCEL_LOGGERS
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""The T-CER construction as the Spark workers run it (``cercore.spark.job``), without a JVM:
+"""The T-CER construction as the Spark workers run it (``cercore.spark.base.job``), without a JVM:
 slices [k·WA, k·WA + WS) built straight from the definition (every slice that holds an event,
 by enumeration — not by the floor-division formula batch.py uses), one fresh engine per slice,
 a complex event kept only by slice ⌊(end − ε) / WA⌋ (the one holding the window before its
@@ -22,8 +22,8 @@ from strategies import SCHEMAS, queries, streams
 
 import cercore
 from cercore.ceql import ast, printer
-from cercore.spark.job import COORD, GROUP, KEY, POS, TIME, TYPE, EngineJob, run_sorted_groups
-from cercore.spark.plan import TCER, choose_plan
+from cercore.spark.base.job import COORD, GROUP, KEY, POS, TIME, TYPE, EngineJob, run_sorted_groups
+from cercore.spark.base.plan import TCER, choose_plan
 
 SETTINGS = dict(deadline=None)
 ATTRS = ("v", "w", "s", "b", "k", "g", "ts")

@@ -17,7 +17,7 @@ from spark_helpers import local_complex_events
 
 import cercore
 from cercore.spark import find
-from cercore.spark.batch import starts_of
+from cercore.spark.ceql.batch import starts_of
 
 
 @given(st.dictionaries(st.integers(-5, 30), st.integers(0, 9)), st.integers(-8, 20),

@@ -1,4 +1,4 @@
-"""The worker side of trend aggregation on Spark (``cercore.spark.trend_job``), without a JVM:
+"""The worker side of trend aggregation on Spark (``cercore.spark.trends.job``), without a JVM:
 events dealt to runs of ``chunk`` windows as the driver deals them, each Spark partition sorted
 by (run, time, position) and fed batch by batch, give exactly the local engine's rows — with the
 smallest chunk the driver allows (one event's span: the most run boundaries), any batch cuts,
@@ -14,9 +14,9 @@ from trends_strategies import SCHEMA, cases, query_text
 
 from cercore.errors import EventError
 from cercore.input.options import EngineOptions
-from cercore.spark.job import GROUP
-from cercore.spark.trend_job import POSITION, TrendJob, run_trend_groups
-from cercore.spark.trend_rows import row_schema
+from cercore.spark.base.job import GROUP
+from cercore.spark.trends.job import POSITION, TrendJob, run_trend_groups
+from cercore.spark.trends.rows import row_schema
 from cercore.trends import compile_trend
 from cercore.trends.engine import read_types
 

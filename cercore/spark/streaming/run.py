@@ -58,15 +58,15 @@ from typing import Any
 from pyspark.sql.types import StructType
 
 from cercore.errors import CercoreError
-from cercore.spark.job import (
+from cercore.spark.base.job import (
     GROUP,
     KEY,
     TIME,
     US,
     WM,
 )
-from cercore.spark.stream_processor import CerProcessor
-from cercore.spark.stream_rows import (
+from cercore.spark.streaming.processor import CerProcessor
+from cercore.spark.streaming.rows import (
     NULL_MASK,
     InputColumn,
     InputLayout,
@@ -121,7 +121,7 @@ def operator_input(df) -> tuple[Any, InputLayout]:
     where the processor finds each column."""
     from pyspark.sql import functions as F
 
-    from cercore.spark.frames import _quote
+    from cercore.spark.base.frames import _quote
 
     layout = input_layout(df.schema)
     values, masks = [], []
@@ -166,8 +166,8 @@ def run_streaming(prep, plan, out_struct, watermark: str, slice_advance: int | N
     ``STREAM_SLICE_SPANS`` × D_C: an event is in at most two slices)."""
     from pyspark.sql import functions as F
 
-    from cercore.spark.batch import slices_of
-    from cercore.spark.plan import KEYED, TCER
+    from cercore.spark.base.partitions import slices_of
+    from cercore.spark.base.plan import KEYED, TCER
 
     if prep.time is None:
         raise CercoreError("streaming needs an event-time column: pass time= or declare a "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from cercore.errors import CercoreError
-from cercore.spark.stream_processor import LATE_STATE
+from cercore.spark.streaming.processor import LATE_STATE
 
 CONNECT_NO_CHECKPOINT = (
     "late_events(query) reads the query's checkpoint, and a Spark Connect StreamingQuery does not "

@@ -1,14 +1,14 @@
 """Trend aggregation on Spark, batch path: every event goes to the runs (chunks of consecutive
 windows) that need it, a shuffle by GROUP BY values and run sorts each Spark partition by (run,
 time, input position), and one local trend engine per run, fed batch by batch
-(``cercore.spark.trend_job``), emits the rows of its windows. Results equal
+(``cercore.spark.trends.job``), emits the rows of its windows. Results equal
 ``CompiledTrendQuery.run`` on the same events.
 
     rows_df = aggregate(events_df, query)            # a DataFrame, one row per (window, group)
     rows = aggregate_rows(events_df, query)          # collected: the rows query.run returns
 
 ``query`` is a compiled trend query or its text (then ``schema=`` is needed). A streaming
-DataFrame runs through ``cercore.spark.trends_streaming``.
+DataFrame runs through ``cercore.spark.trends.streaming``.
 
 Each (window, GROUP BY group) is computed whole by one engine: the GROUP BY values decide the
 Spark partition, and a run holds every event of its windows. There are about four runs per core
@@ -28,14 +28,13 @@ from typing import Any
 from cercore.errors import ConfigError
 from cercore.input.options import EngineOptions
 from cercore.schema import Schema
-from cercore.spark.batch import floor_div, into_partitions, slices_of
-from cercore.spark.errors import cercore_errors
-from cercore.spark.frames import spark_options, with_integer_time
-from cercore.spark.job import GROUP
-from cercore.spark.partitions import partition_cap
-from cercore.spark.session import parallelism as session_parallelism
-from cercore.spark.trend_job import POSITION, TrendJob, run_trend_groups
-from cercore.spark.trend_rows import row_schema
+from cercore.spark.base.errors import cercore_errors
+from cercore.spark.base.frames import require_watermark, spark_options, with_integer_time
+from cercore.spark.base.job import GROUP
+from cercore.spark.base.partitions import floor_div, into_partitions, partition_cap, slices_of
+from cercore.spark.base.session import parallelism as session_parallelism
+from cercore.spark.trends.job import POSITION, TrendJob, run_trend_groups
+from cercore.spark.trends.rows import row_schema
 from cercore.trends.engine import read_types
 from cercore.trends.query import CompiledTrendQuery, compile_trend
 
@@ -72,7 +71,7 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
     value beyond 38 digits fails the job with a message that names it; ``exact="string"``
     gives their decimal text, of any length. Other aggregates are ``bigint``/``double``.
 
-    A streaming ``df`` runs through ``cercore.spark.trends_streaming`` (the query needs a
+    A streaming ``df`` runs through ``cercore.spark.trends.streaming`` (the query needs a
     window): rows come out once the watermark -- the latest event time minus ``watermark``, the
     allowed lateness, required for a stream -- passes a window's end; later rows are late and
     dropped by Spark.
@@ -92,9 +91,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
     if not is_pandas:  # a timestamp time column: integers in the schema's unit, as find reads it
         df = with_integer_time(df, schema.time_attribute, schema.time_unit)
     if not is_pandas and df.isStreaming:
-        from cercore.spark.ceql import require_watermark
-        from cercore.spark.partitions import warn_default_state_partitions
-        from cercore.spark.trends_streaming import run_streaming
+        from cercore.spark.base.partitions import warn_default_state_partitions
+        from cercore.spark.trends.streaming import run_streaming
 
         require_watermark(watermark, "aggregate")
         warn_default_state_partitions(df.sparkSession, "aggregate")

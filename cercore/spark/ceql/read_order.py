@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from cercore.input.batch import SKIPPED
 from cercore.input.decode import EventDecoder
-from cercore.spark.job import LOW_BITS, TYPE, EngineJob
+from cercore.spark.base.job import LOW_BITS, TYPE, EngineJob
 
 SAMPLE = 64  # order statistics each partition returns (bucket bounds, when a sort is needed)
 

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from cercore.input.options import EngineOptions
 from cercore.runtime.output import MatchArrays
 from cercore.schema import Schema
-from cercore.spark.match_id import match_ids
+from cercore.spark.base.match_id import match_ids
 from cercore.types import TIME_UNITS_PER_SECOND
 
 # hidden columns the adapter adds to the user's DataFrame (never part of the output events)
@@ -50,6 +50,8 @@ class EngineJob:
     # the Spark type of the time column when it holds timestamps ("timestamp" or
     # "timestamp_ntz"; None: integers): complex events report their times in it
     time_type: str | None = None
+    # the compiled query: on the driver, the one ``frames.hidden_columns`` made; a worker
+    # receives the text and compiles it again (``__getstate__``)
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:

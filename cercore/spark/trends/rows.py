@@ -1,6 +1,6 @@
 """Trend aggregation result rows as Spark sees them: the row schema (exact integers as
 ``decimal(38,0)`` or text) and the conversion of one exact integer, shared by the batch
-(``cercore.spark.trends``) and streaming (``cercore.spark.trends_streaming``) paths."""
+(``cercore.spark.trends.batch``) and streaming (``cercore.spark.trends.streaming``) paths."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """CEQL over Spark DataFrames: ``find(df, query, *, ...)`` and ``explain(df, query, *, ...)``
-(the plans in ``cercore.spark.plan``, the jobs in ``batch`` and ``streaming``)."""
+(the plans in ``cercore.spark.base.plan``, the jobs in ``batch`` and ``streaming``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from cercore.errors import CercoreError
 from cercore.input.options import EngineOptions
 from cercore.query import CompiledQuery
 from cercore.schema import Schema
-from cercore.spark.frames import Prepared, prepare, spark_options
-from cercore.spark.plan import (
+from cercore.spark.base.frames import Prepared, prepare, require_watermark, spark_options
+from cercore.spark.base.plan import (
     KEYED,
     SINGLE,
     TCER,
@@ -77,14 +77,6 @@ def _plan_for(prep: Prepared, compiled: CompiledQuery, plan: str, streaming: boo
                        f"use plan='auto' ({auto.kind}) or 'single'")
 
 
-def require_watermark(watermark: str | None, what: str) -> None:
-    """A streaming query's ``watermark=`` (the allowed lateness) is never guessed: a default
-    of zero would drop every row that arrives a moment out of order."""
-    if watermark is None:
-        raise CercoreError(f"a streaming {what} needs watermark=, the allowed lateness of "
-                           "events, e.g. watermark=\"10 seconds\": rows arrive out of "
-                           "order, and each waits until the watermark passes it")
-
 
 def find(df, query: str, *, schema: Schema | str | None = None,
          options: EngineOptions | None = None, time: str | None = None,
@@ -99,7 +91,7 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     keywords, whole as ``options``, or both, as for a local engine.
     ``df`` has one row per event: the event type in ``type_column`` and one column per
     attribute. ``schema`` (a ``cercore.Schema`` or declaration text) is inferred from the
-    columns when omitted (see ``cercore.spark.frames.infer_schema``). Events are evaluated in
+    columns when omitted (see ``cercore.spark.base.frames.infer_schema``). Events are evaluated in
     (``time``, ``sequence``) order — ``time`` defaults to the schema's time attribute; without
     ``sequence``, ties keep the order in which rows are read (batch) or arrive (streaming).
     ``plan``: "auto" (see ``explain``) or a plan to force ("single" is always allowed;
@@ -122,7 +114,7 @@ def find(df, query: str, *, schema: Schema | str | None = None,
 
     Returns a DataFrame with columns ``match_id`` (64-bit hash of partition, interval and
     positions, Spark's ``xxhash64(coalesce(partition, ''), start, end, positions)``, computed
-    with the complex events (``cercore.spark.match_id``): equal complex events get equal ids
+    with the complex events (``cercore.spark.base.match_id``): equal complex events get equal ids
     in every plan and in SQL's ``cer_find``), ``partition`` (the PARTITION
     BY key as a JSON array of text; null without PARTITION BY, ``slice k`` for a stream's T-CER
     slice k), ``start``/``end`` (positions in
@@ -140,8 +132,8 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     chosen = _plan_for(prep, compiled, plan, streaming)
     body = output_schema(df.schema, prep.job.time_type)
     if streaming:
-        from cercore.spark.partitions import warn_default_state_partitions
-        from cercore.spark.streaming import run_streaming
+        from cercore.spark.base.partitions import warn_default_state_partitions
+        from cercore.spark.streaming.run import run_streaming
 
         if num_partitions is not None:
             raise CercoreError("num_partitions= applies to batch DataFrames; a streaming "
@@ -152,7 +144,7 @@ def find(df, query: str, *, schema: Schema | str | None = None,
         warn_default_state_partitions(df.sparkSession, "find")
         out = run_streaming(prep, chosen, body, watermark, slice_advance)
     else:
-        from cercore.spark.batch import run_batch
+        from cercore.spark.ceql.batch import run_batch
 
         out, _, _ = run_batch(prep, chosen, body, slice_advance=slice_advance,
                               num_partitions=num_partitions)
@@ -213,7 +205,7 @@ def explain(df_or_schema: Any, query: str, *, options: EngineOptions | None = No
 
 
 def _jobs_line(plan: SparkPlan) -> str:
-    """What a batch ``find`` of ``plan`` runs (cercore.spark.batch)."""
+    """What a batch ``find`` of ``plan`` runs (cercore.spark.ceql.batch)."""
     first = ("one pass over the ordering columns (is the input in event order already; its "
              "extent, null times, ties), ")
     if plan.kind == SINGLE:

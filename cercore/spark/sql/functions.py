@@ -61,8 +61,8 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
 
 from cercore.errors import CercoreError
 from cercore.input.options import EngineOptions
-from cercore.spark.frames import _integer_time, _quote, hidden_columns, spark_options
-from cercore.spark.job import KEY, POS, PREFIX, SEQ, TYPE, EngineJob, GroupRun
+from cercore.spark.base.frames import _integer_time, _quote, hidden_columns, spark_options
+from cercore.spark.base.job import KEY, POS, PREFIX, SEQ, TYPE, EngineJob, GroupRun
 
 FIND = "cer_find"
 AGGREGATE = "cer_aggregate"
@@ -129,7 +129,7 @@ class CerFind(_Chunked):
                 declaration: AnalyzeArgument | None = None, time=None, sequence=None,
                 type_column=None, time_unit=None, position=None, backend=None,
                 on_error=None, advance=None, stream_column=None) -> FindAnalysis:
-        from cercore.spark.ceql import output_schema
+        from cercore.spark.ceql.front import output_schema
 
         if not table.isTable:
             raise CercoreError(f"{FIND}'s first argument is the events: TABLE(...)")
@@ -229,9 +229,9 @@ class CerAggregate(_Chunked):
                 declaration: AnalyzeArgument | None = None, sequence=None, type_column=None,
                 exact=None, backend=None, on_error=None,
                 stream_column=None) -> AggregateAnalysis:
-        from cercore.spark.trend_job import POSITION, TrendJob
-        from cercore.spark.trend_rows import row_schema
-        from cercore.spark.trends import trend_query
+        from cercore.spark.trends.batch import trend_query
+        from cercore.spark.trends.job import POSITION, TrendJob
+        from cercore.spark.trends.rows import row_schema
         from cercore.trends.engine import read_types
 
         if not table.isTable:
@@ -264,7 +264,7 @@ class CerAggregate(_Chunked):
     def __init__(self, analyze_result: AggregateAnalysis) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from cercore.spark.trend_job import POSITION, TrendRun
+        from cercore.spark.trends.job import POSITION, TrendRun
 
         a = analyze_result
         self.analysis = a
@@ -280,7 +280,7 @@ class CerAggregate(_Chunked):
         yield from self._emit(self.run.flush())
 
     def _evaluate(self):
-        from cercore.spark.trend_job import POSITION
+        from cercore.spark.trends.job import POSITION
 
         if not self.rows:
             return

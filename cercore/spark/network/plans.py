@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cercore.network.errors import NetworkError
 from cercore.network.evaluate import QueryEvaluator, schema_for
@@ -42,9 +42,11 @@ from cercore.network.network import Network
 from cercore.network.pattern import net_query
 from cercore.network.plan import Plan
 from cercore.network.query import NetEvent, NetQuery
+from cercore.types import type_of_spark
 
-_OPS = {"==": "__eq__", "!=": "__ne__", "<": "__lt__", "<=": "__le__", ">": "__gt__",
-        ">=": "__ge__"}
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
 
 
 def events_dataframe(traces: dict[Hashable, list[NetEvent]], *, spark,
@@ -180,9 +182,9 @@ def run_plan(events, query: NetQuery | str, *, plan: Plan, network: Network | No
                             reqs = requests.get((branch, tuple(psi)))
                             if not reqs:
                                 continue
-                            cond = _join_condition(query, branch, t, psi, F)
                             sent, broadcast_rows = _counted(spark.createDataFrame(reqs),
                                                             "requests")
+                            cond = _join_condition(query, branch, t, psi, F, side, sent)
                             got_df, semi_join_rows = _counted(
                                 side.join(F.broadcast(sent.alias("r")), cond, "left_semi"),
                                 "responses")
@@ -244,8 +246,34 @@ def _request_rows(query: NetQuery, plan: Plan, i: int, at_sink: list[NetEvent], 
     return out
 
 
-def _join_condition(query: NetQuery, branch, t: str, psi: list[str], F):
-    """Window, order and predicates between the pulled type ``t`` and the Ψ columns."""
+def _pair_condition(predicates, pair: frozenset[str], column) -> Column:
+    """The predicates between the two types of ``pair`` as one Spark column, with the
+    predicate layer's meaning (``cercore.spark.base.columns``); ``column(type, attribute)`` gives
+    an attribute's column and type."""
+    from pyspark.sql import functions as F
+
+    from cercore.spark.base.columns import pred_column
+
+    def term(ref):
+        return column(ref.var, ref.attr)
+
+    cond = F.lit(True)
+    for p in predicates:
+        if p.pair == pair:
+            cond = cond & pred_column(p.compare, term)
+    return cond
+
+
+def _typed(df, prefix: str, name: str):
+    """Column ``name`` of ``df`` (referred to as ``prefix.name``) and its attribute type."""
+    from pyspark.sql import functions as F
+
+    return F.col(f"{prefix}.{name}"), type_of_spark(df.schema[name].dataType)
+
+
+def _join_condition(query: NetQuery, branch, t: str, psi: list[str], F, side, sent):
+    """Window, order and predicates between the pulled type ``t`` (``side``, as ``e``) and the
+    Ψ columns (``sent``, as ``r``)."""
     ta = query.time_attribute
     e_t, e_uid = F.col(f"e.{ta}"), F.col("e.uid")
     times = [e_t] + [F.col(f"r.{u}__t") for u in psi]
@@ -256,13 +284,10 @@ def _join_condition(query: NetQuery, branch, t: str, psi: list[str], F):
             cond = cond & ((u_t < e_t) | ((u_t == e_t) & (u_uid < e_uid)))
         if (t, u) in branch.before:
             cond = cond & ((e_t < u_t) | ((e_t == u_t) & (e_uid < u_uid)))
-        for p in query.predicates:
-            if p.pair == frozenset((t, u)):
-                left = F.col(f"e.{p.left_attr}") if p.left == t else F.col(
-                    f"r.{u}__{p.left_attr}")
-                right = F.col(f"e.{p.right_attr}") if p.right == t else F.col(
-                    f"r.{u}__{p.right_attr}")
-                cond = cond & getattr(left, _OPS[p.op])(right)
+        cond = cond & _pair_condition(
+            query.predicates, frozenset((t, u)),
+            lambda typ, a, u=u: _typed(side, "e", a) if typ == t else _typed(sent, "r",
+                                                                             f"{u}__{a}"))
     return cond
 
 
@@ -298,13 +323,9 @@ def estimate_pairwise(events, query: NetQuery | str, *, schema=None
         x = events.filter(F.col("event_type") == a).alias("x")
         y = events.filter(F.col("event_type") == b).alias("y")
         near = x.join(y, F.abs(F.col(f"x.{ta}") - F.col(f"y.{ta}")) <= query.window)
-        ok = F.lit(True)
-        for p in query.predicates:
-            if p.pair == pair:
-                left = F.col(f"x.{p.left_attr}") if p.left == a else F.col(f"y.{p.left_attr}")
-                right = F.col(f"x.{p.right_attr}") if p.right == a else F.col(
-                    f"y.{p.right_attr}")
-                ok = ok & getattr(left, _OPS[p.op])(right)
+        ok = _pair_condition(query.predicates, pair,
+                             lambda typ, attr, a=a: _typed(events, "x" if typ == a else "y",
+                                                           attr))
         total, hits = near.agg(F.count(F.lit(1)),
                                F.sum(F.when(ok, 1).otherwise(0))).first()
         out[pair] = (hits or 0) / total if total else 1.0

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from cercore.errors import EventError
-from cercore.spark.frames import Prepared
-from cercore.spark.job import (
+from cercore.spark.base.frames import Prepared
+from cercore.spark.base.job import (
     COORD,
     GROUP,
     KEY,
@@ -40,9 +40,16 @@ from cercore.spark.job import (
     TIME,
     run_sorted_groups,
 )
-from cercore.spark.partitions import bucket_values, partition_cap, partition_count
-from cercore.spark.plan import KEYED, TCER, SparkPlan
-from cercore.spark.read_order import (
+from cercore.spark.base.partitions import (
+    floor_div,
+    into_partitions,
+    partition_cap,
+    partition_count,
+    slices_of,
+)
+from cercore.spark.base.plan import KEYED, TCER, SparkPlan
+from cercore.spark.base.session import parallelism as session_parallelism
+from cercore.spark.ceql.read_order import (
     SUMMARY_DDL,
     ReadLayout,
     layout,
@@ -50,7 +57,6 @@ from cercore.spark.read_order import (
     summarise,
     summarise_read,
 )
-from cercore.spark.session import parallelism as session_parallelism
 
 RID = "__cer_rid"   # read order: the last tie-breaker when a sequence column may tie
 BUCKET = "__cer_bucket"  # bucket of the ordering time (numbering before the plan's shuffle)
@@ -230,14 +236,6 @@ def numbered_in_place(df, starts: dict[int, int]):
                          .cast("long"))
 
 
-def into_partitions(df, n: int, index):
-    """``df`` in ``n`` partitions, the row of ``index`` (an int column, 0 ≤ index < n) in
-    partition ``index``: by a value Spark's hash sends there (``bucket_values``)."""
-    from pyspark.sql import functions as F
-
-    values = F.array(*[F.lit(v) for v in bucket_values(n)])
-    return df.repartition(n, F.element_at(values, index.cast("int") + F.lit(1)))
-
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
                     parallelism: int) -> int:
@@ -340,17 +338,3 @@ def worker_columns(prep: Prepared, available: list[str]) -> list[str]:
               *([job.stream_column] if job.stream_column else [])}
     return [c for c in available if c in wanted]
 
-
-def slices_of(coord: str, size: int, advance: int):
-    """One row per T-CER slice k holding the row, slices [k·WA, k·WA + WS) of the long column
-    ``coord`` (WS = ``size``, WA = ``advance``): k·WA > c − WS and k·WA ≤ c."""
-    from pyspark.sql import functions as F
-
-    first = F.expr(floor_div(f"{coord} - {size}", advance) + " + 1")
-    return F.explode(F.sequence(first, F.expr(floor_div(coord, advance))))
-
-
-def floor_div(sql: str, divisor: int) -> str:
-    """SQL for ⌊sql / divisor⌋ in exact long arithmetic (no doubles: times may be
-    nanoseconds); ``sql`` is a SQL expression (column names quoted where they need it)."""
-    return f"((({sql}) - pmod({sql}, {int(divisor)}L)) div {int(divisor)}L)"

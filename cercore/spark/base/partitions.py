@@ -1,11 +1,12 @@
 """How many Spark partitions the engine runs of a plan get, and which partition each T-CER slice
-lands in. Pure Python (no pyspark import), so it is tested anywhere.
+lands in, and the Spark columns that put rows there (``into_partitions``, ``slices_of``; they
+import pyspark when called: the rest is pure Python, tested anywhere).
 
 Spark's own default, ``spark.sql.shuffle.partitions`` (200 unless set), is never used: a
 do-nothing ``mapInArrow`` over 200 partitions costs seconds even when 190 of them are empty.
 The count follows the work instead: at most ``PER_CORE`` partitions per core
 (Spark's ``defaultParallelism``, read from the session's conf by
-``cercore.spark.session.parallelism``, so Spark Connect too) — enough for the scheduler to even
+``cercore.spark.base.session.parallelism``, so Spark Connect too) — enough for the scheduler to even
 out runs of unequal size — and never more than there are runs (keys or slices).
 
 T-CER slices are numbered k = first, first + 1, ...; slice k goes to partition
@@ -21,8 +22,8 @@ from __future__ import annotations
 import warnings
 from contextlib import contextmanager
 
-from cercore.spark.plan import SINGLE
-from cercore.spark.session import parallelism as session_parallelism
+from cercore.spark.base.plan import SINGLE
+from cercore.spark.base.session import parallelism as session_parallelism
 
 PER_CORE = 3  # partitions per core when there are more runs than that
 
@@ -126,3 +127,27 @@ def warn_default_state_partitions(spark, what: str) -> None:
             f"{partition_cap(cores)}. Start the query inside "
             "`with cercore.spark.state_partitions(spark):` (or set the number yourself)",
             stacklevel=3)
+
+
+def into_partitions(df, n: int, index):
+    """``df`` in ``n`` partitions, the row of ``index`` (an int column, 0 ≤ index < n) in
+    partition ``index``: by a value Spark's hash sends there (``bucket_values``)."""
+    from pyspark.sql import functions as F
+
+    values = F.array(*[F.lit(v) for v in bucket_values(n)])
+    return df.repartition(n, F.element_at(values, index.cast("int") + F.lit(1)))
+
+
+def slices_of(coord: str, size: int, advance: int):
+    """One row per T-CER slice k holding the row, slices [k·WA, k·WA + WS) of the long column
+    ``coord`` (WS = ``size``, WA = ``advance``): k·WA > c − WS and k·WA ≤ c."""
+    from pyspark.sql import functions as F
+
+    first = F.expr(floor_div(f"{coord} - {size}", advance) + " + 1")
+    return F.explode(F.sequence(first, F.expr(floor_div(coord, advance))))
+
+
+def floor_div(sql: str, divisor: int) -> str:
+    """SQL for ⌊sql / divisor⌋ in exact long arithmetic (no doubles: times may be
+    nanoseconds); ``sql`` is a SQL expression (column names quoted where they need it)."""
+    return f"((({sql}) - pmod({sql}, {int(divisor)}L)) div {int(divisor)}L)"

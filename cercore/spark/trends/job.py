@@ -1,7 +1,7 @@
 """Trend aggregation's Spark workers: sorted Arrow batches in, result rows out (pyarrow only,
 no pyspark, so it runs -- and is tested -- without a JVM).
 
-The driver (``cercore.spark.trends``) sends every event to the runs that need it and sorts
+The driver (``cercore.spark.trends.batch``) sends every event to the runs that need it and sorts
 each Spark partition by (run, time, input position). A run (``GROUP``) is a chunk of
 consecutive windows -- windows k with ⌊k / chunk⌋ = run -- and holds every event of those
 windows for the GROUP BY groups of its partition: GROUP BY values (never split between Spark
@@ -21,8 +21,8 @@ import pyarrow as pa
 
 from cercore.errors import EventError
 from cercore.input.options import EngineOptions
-from cercore.spark.job import PREFIX, group_slices
-from cercore.spark.trend_rows import exact_value
+from cercore.spark.base.job import PREFIX, group_slices
+from cercore.spark.trends.rows import exact_value
 from cercore.trends.engine import TrendEngine
 from cercore.trends.query import CompiledTrendQuery
 

@@ -8,9 +8,9 @@ null mask; ``rows_table`` rebuilds the exact Arrow column from the pair. Every o
 converted by its declared Arrow type.
 
 A key's state keeps its rows as Arrow tables serialised as IPC streams
-(``cercore.spark.job.table_bytes``), never one state row per event: the reorder buffer (rows the
-watermark has not passed yet, sorted by (time, sequence)) and the rows a later complex event may
-still report (``KeyRun.held``).
+(``cercore.spark.base.job.table_bytes``), never one state row per event: the reorder buffer
+(rows the watermark has not passed yet, sorted by (time, sequence)) and the rows a later
+complex event may still report (``KeyRun.held``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cercore.spark.job import (
+from cercore.spark.base.job import (
     POS,
     SEQ,
     TIME,

@@ -1,4 +1,4 @@
-"""Structured Streaming for trend aggregation (``cercore.spark.trends.aggregate`` over a
+"""Structured Streaming for trend aggregation (``cercore.spark.trends.batch.aggregate`` over a
 streaming DataFrame): one trend engine per GROUP BY group inside ``transformWithState`` (Row
 API, event time).
 
@@ -29,10 +29,10 @@ from pyspark.sql import Row
 
 from cercore.errors import CercoreError, ConfigError
 from cercore.input.options import EngineOptions
-from cercore.spark.job import GROUP, SEQ
-from cercore.spark.stream_processor import WatermarkBuffer, ms_after
-from cercore.spark.streaming import with_event_time
-from cercore.spark.trend_rows import exact_value, row_schema
+from cercore.spark.base.job import GROUP, SEQ
+from cercore.spark.streaming.processor import WatermarkBuffer, ms_after
+from cercore.spark.streaming.run import with_event_time
+from cercore.spark.trends.rows import exact_value, row_schema
 from cercore.types import TIME_UNITS_PER_SECOND
 
 STATE_VERSION = 1
@@ -110,7 +110,7 @@ class TrendProcessor(WatermarkBuffer):
 def run_streaming(query, df, *, options: EngineOptions, exact: str, watermark: str,
                   sequence: str | None):
     """The result rows of ``query`` over the streaming DataFrame ``df`` (see
-    ``cercore.spark.trends.aggregate``)."""
+    ``cercore.spark.trends.batch.aggregate``)."""
     from pyspark.sql import functions as F
 
     plan = query.plan

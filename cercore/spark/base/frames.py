@@ -18,12 +18,12 @@ from cercore.ceql import ast
 from cercore.ceql.parser import parse_query
 from cercore.errors import CercoreError, ConfigError
 from cercore.input.options import EngineOptions
-from cercore.schema import Schema, did_you_mean
-from cercore.spark.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
+from cercore.query import CompiledQuery
+from cercore.schema import DEFAULT_STREAM, Schema, did_you_mean
+from cercore.spark.base.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
 from cercore.types import TIME_UNITS_PER_SECOND, AttrType, type_of_spark
 
 OTHER_TYPE = "__cer_other"  # inferred schema: every event type the query does not name
-DEFAULT_STREAM = "S"
 
 
 def _quote(name: str) -> str:
@@ -47,16 +47,17 @@ def _walk_atoms(formula) -> list[ast.EventAtom]:
     return out
 
 
-def query_names(query: str) -> tuple[list[str], list[str]]:
-    """The event types and streams a query names (in order of appearance)."""
-    q = parse_query(query)
+def query_names(query: str | ast.Query) -> tuple[list[str], list[str]]:
+    """The event types and streams a query (its text or AST) names (in order of
+    appearance)."""
+    q = query if isinstance(query, ast.Query) else parse_query(query)
     atoms = _walk_atoms(q.formula)
     types = list(dict.fromkeys(a.event_type for a in atoms))
     streams = list(dict.fromkeys([*q.streams, *(a.stream for a in atoms if a.stream)]))
     return types, streams
 
 
-def infer_schema(df_schema, query: str, *, type_column: str = "event_type",
+def infer_schema(df_schema, query: str | ast.Query, *, type_column: str = "event_type",
                  time: str | None = None, time_unit: str | None = None,
                  exclude: tuple[str, ...] = (), event_types: tuple[str, ...] = ()) -> Schema:
     """A schema for ``query`` over a DataFrame with Spark schema ``df_schema``: the event types
@@ -80,11 +81,9 @@ def infer_schema(df_schema, query: str, *, type_column: str = "event_type",
         time_unit = "us" if dt is not None and is_timestamp(dt) else "s"
     types, streams = query_names(query)
     types = list(dict.fromkeys([*types, *event_types, OTHER_TYPE]))
-    body = ", ".join(f"{_quote(a)}:{t.value}" for a, t in attrs)
-    events = ", ".join(f"EVENT {_quote(t)} {{ {body} }}" for t in types)
-    text = "\n".join(f"CREATE STREAM {_quote(s)} {{ {events} }}"
-                     for s in streams or [DEFAULT_STREAM])
-    return Schema.parse(text, time_attribute=time, time_unit=time_unit)
+    return Schema.build({t: attrs for t in types},
+                        {s: types for s in streams or [DEFAULT_STREAM]},
+                        time_attribute=time, time_unit=time_unit)
 
 
 @dataclass
@@ -104,7 +103,7 @@ class Columns:
     """What ``prepare`` adds to a DataFrame of a given Spark schema, as SQL: each hidden column
     (name, SQL expression over the user's columns and the hidden columns before it), and the
     job for the workers. The one description of the hidden columns: ``prepare`` adds them to a
-    DataFrame, the SQL table functions (``cercore.spark.sql``) have Spark compute them for
+    DataFrame, the SQL table functions (``cercore.spark.sql.functions``) have Spark compute them for
     their TABLE argument."""
 
     job: EngineJob
@@ -135,6 +134,16 @@ def spark_options(options: EngineOptions | None, given: dict[str, Any]) -> Engin
                           "(time, sequence) order whatever order they are read in; a stream's "
                           "allowed lateness is watermark=")
     return options
+
+
+def require_watermark(watermark: str | None, what: str) -> None:
+    """A streaming query's ``watermark=`` (the allowed lateness) is never guessed: a default
+    of zero would drop every row that arrives a moment out of order."""
+    if watermark is None:
+        raise CercoreError(f"a streaming {what} needs watermark=, the allowed lateness of "
+                           "events, e.g. watermark=\"10 seconds\": rows arrive out of "
+                           "order, and each waits until the watermark passes it")
+
 
 
 def prepare(df, query: str, schema: Schema | str | None, *,
@@ -186,8 +195,10 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
                                + did_you_mean(name, cols))
     inferred = schema is None
     exclude = tuple(c for c in (sequence, stream_column) if c is not None)
+    parsed = None  # the query's AST, once it is parsed (on the driver, once)
     if inferred:
-        schema = infer_schema(df_schema, query, type_column=type_column, time=time,
+        parsed = parse_query(query)
+        schema = infer_schema(df_schema, parsed, type_column=type_column, time=time,
                               time_unit=time_unit, exclude=exclude, event_types=event_types)
     else:
         kw = {"time_unit": time_unit} if time_unit is not None else {}
@@ -240,11 +251,14 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
                 raise CercoreError(f"column {attr!r} has Spark type {dt.simpleString()}, which "
                                    f"does not hold the declared {t.value}")
             sources.append((attr, attr))
-    hidden.append((KEY, _key_column(schema, query, _quote(type_source))))
+    compiled = CompiledQuery(query, schema, parsed=parsed)  # the driver's one compilation
+    hidden.append((KEY, _key_column(schema, compiled.analysed.partition_by,
+                                    _quote(type_source))))
     time_type = None if time is None or not is_timestamp(cols[time]) \
         else cols[time].typeName()  # timestamps are reported as timestamps
     job = EngineJob(query, schema, tuple(sources), tuple(df_schema.names), options,
-                    has_time=time is not None, type_source=type_source, time_type=time_type)
+                    has_time=time is not None, type_source=type_source, time_type=time_type,
+                    _compiled=compiled)
     return Columns(job, schema, time, inferred, sequence, hidden)
 
 
@@ -282,13 +296,10 @@ def _integer_time(col: str, dt, unit: str) -> str:
     return f"(unix_micros({ts}) * {TIME_UNITS_PER_SECOND['ns'] // 1_000_000})"
 
 
-def _key_column(schema: Schema, query: str, type_source: str) -> str:
+def _key_column(schema: Schema, groups: tuple[tuple[str, ...], ...], type_source: str) -> str:
     """SQL for the partition key as text, null when the engine puts the event in no partition:
-    the engine's groups, PARTITION BY's and any that predicates between events imply
-    (``type_source``: SQL of the event type)."""
-    from cercore.ceql.analysis import analyse
-
-    groups = analyse(parse_query(query), schema, query).partition_by
+    the engine's groups (``groups``: the analysed query's ``partition_by``), PARTITION BY's and
+    any that predicates between events imply (``type_source``: SQL of the event type)."""
     if not groups:
         return "CAST(NULL AS STRING)"
     types = schema.attribute_types()
@@ -305,8 +316,11 @@ def _key_column(schema: Schema, query: str, type_source: str) -> str:
 
 
 def _key_text(attr: str, t: AttrType) -> str:
-    """SQL for key text equal for values the engine's key equality (Python's) treats as
-    equal: 1, 1.0 and true are all "1"."""
+    """SQL for key text equal for values the engine's key equality (Python's, in
+    ``cercore.runtime.partitions``) treats as equal: 1, 1.0 and true are all "1". Not the
+    predicate ``=`` (``cercore.spark.base.columns``): keys compare exactly (2**53 + 1 is not the
+    double 2**53) and every NaN is one key, where ``=`` reads an int beside a double as a
+    double and NaN equals nothing."""
     col = _quote(attr)
     if t is AttrType.BOOL:
         return f"(CASE WHEN {col} THEN '1' WHEN NOT {col} THEN '0' END)"

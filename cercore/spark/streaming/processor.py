@@ -1,6 +1,6 @@
 """The stateful processor of a streaming ``find``: per key, one cercore engine and the rows the
 watermark has not passed yet, in state across micro-batches and restarts (the state layout and
-the release rule: ``cercore.spark.streaming``'s docstring); ``WatermarkBuffer``, its base,
+the release rule: ``cercore.spark.streaming.run``'s docstring); ``WatermarkBuffer``, its base,
 serves the streaming trend aggregation too."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pyspark.sql.streaming import StatefulProcessor
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
 from cercore.errors import CercoreError
-from cercore.spark.job import (
+from cercore.spark.base.job import (
     TIME,
     US,
     EngineJob,
@@ -25,7 +25,7 @@ from cercore.spark.job import (
     table_bytes,
     table_from_bytes,
 )
-from cercore.spark.stream_rows import (
+from cercore.spark.streaming.rows import (
     InputLayout,
     KeyRun,
     late_mask,
