@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 
 class CercoreError(Exception):
     """Base class of every error cercore raises on purpose."""
@@ -89,3 +91,13 @@ def caret_snippet(text: str | None, line: int | None, column: int | None) -> str
         return ""
     src = lines[line - 1].expandtabs(1)
     return f"  {src}\n  {' ' * (max(column, 1) - 1)}^"
+
+
+def did_you_mean(name: str, candidates) -> str:
+    """'; did you mean X?' for the closest candidate, or ''."""
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    if not close:
+        lowered = {str(c).lower(): c for c in candidates}
+        if name.lower() in lowered:
+            close = [lowered[name.lower()]]
+    return f"; did you mean {close[0]!r}?" if close else ""

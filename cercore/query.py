@@ -11,11 +11,11 @@ from cercore.ceql import ast
 from cercore.ceql.analysis import AnalysedQuery, analyse
 from cercore.ceql.guards import format_guard
 from cercore.ceql.normal import format_normal
-from cercore.errors import CEQLSemanticError, ConfigError, UnknownOptionError
+from cercore.errors import CEQLSemanticError, ConfigError, UnknownOptionError, did_you_mean
 from cercore.input.options import EngineOptions
 from cercore.runtime.output import ComplexEvent
 from cercore.runtime.partitions import describe_keys
-from cercore.schema import Schema, did_you_mean
+from cercore.schema import Schema
 
 if TYPE_CHECKING:
     from cercore.trends.query import CompiledTrendQuery

@@ -22,11 +22,10 @@ go through the same checks.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cercore.errors import CEQLSemanticError
+from cercore.errors import CEQLSemanticError, did_you_mean
 from cercore.types import TIME_UNITS_PER_SECOND, AttrType
 
 DEFAULT_STREAM = "S"  # the stream ``Schema.build`` declares when it is given none
@@ -256,13 +255,3 @@ def _attribute_type(t: AttrType | str, attribute: str, event_type: str) -> AttrT
                 else "; use one of " + ", ".join(a.value for a in AttrType))
         raise CEQLSemanticError(f"attribute {attribute!r} of event {event_type} has unknown "
                                 f"type {t!r}" + hint) from None
-
-
-def did_you_mean(name: str, candidates) -> str:
-    """'; did you mean X?' for the closest candidate, or ''."""
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    if not close:
-        lowered = {str(c).lower(): c for c in candidates}
-        if name.lower() in lowered:
-            close = [lowered[name.lower()]]
-    return f"; did you mean {close[0]!r}?" if close else ""

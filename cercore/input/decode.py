@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from cercore.errors import EventError
+from cercore.errors import EventError, did_you_mean
 from cercore.input import skips
 from cercore.input.batch import SKIPPED, Batch
 from cercore.input.columns import Columns, StringColumn
 from cercore.input.event import Event
 from cercore.input.options import checked_on_error
-from cercore.schema import Schema, did_you_mean
+from cercore.schema import Schema
 from cercore.types import (
     INT64_MAX,
     INT64_MIN,

@@ -28,9 +28,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cercore.errors import CercoreError, EventError
+from cercore.errors import CercoreError, EventError, did_you_mean
 from cercore.input.options import checked_on_error
-from cercore.schema import Schema, did_you_mean
+from cercore.schema import Schema
 from cercore.types import NOT_A_VALUE, AttrType, coerce, is_arrow_string, parse_instant
 
 __all__ = ["INPUT_FORMATS", "decode_utf8", "guess_format", "locate_row", "read_events",

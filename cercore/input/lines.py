@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from cercore.errors import CercoreError, EventError
+from cercore.errors import CercoreError, EventError, did_you_mean
 from cercore.input.decode import Rejected
 from cercore.input.files import (
     _column_types,
@@ -36,7 +36,7 @@ from cercore.input.files import (
     read_events,
 )
 from cercore.input.options import checked_on_error
-from cercore.schema import Schema, did_you_mean
+from cercore.schema import Schema
 from cercore.types import AttrType
 
 __all__ = ["LINE_FORMATS", "FollowedFile", "LineEvents", "stream_lines"]

@@ -13,8 +13,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from cercore.errors import ConfigError, UnknownOptionError
-from cercore.schema import did_you_mean
+from cercore.errors import ConfigError, UnknownOptionError, did_you_mean
 
 BACKENDS = ("auto", "python", "cython")
 ON_ERROR = ("raise", "skip")

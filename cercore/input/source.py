@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cercore.errors import ConfigError, EventError
+from cercore.errors import ConfigError, EventError, did_you_mean
 from cercore.input.batch import Batch
 from cercore.input.decode import RAW, UNKNOWN_STREAM, EventDecoder, string_codes
 from cercore.input.event import Event
@@ -19,7 +19,7 @@ from cercore.input.options import EngineOptions
 from cercore.input.order import ReorderBuffer, TimeOrder, records_of
 from cercore.input.skips import SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
-from cercore.schema import Schema, did_you_mean
+from cercore.schema import Schema
 from cercore.types import NOT_A_VALUE, coerce_time, is_instant, time_problem
 
 # Events per batch. Each batch costs a fixed amount of Python (one numpy call per column and

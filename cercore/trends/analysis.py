@@ -20,9 +20,9 @@ from cercore.ceql.analysis import Spot, unstated_unit_warning
 from cercore.ceql.guards import TRUE_GUARD, Guard, guard_and, guard_of
 from cercore.ceql.regex import regex_problem
 from cercore.ceql.terms import event_terms, rename_terms
-from cercore.errors import CEQLSemanticError
+from cercore.errors import CEQLSemanticError, did_you_mean
 from cercore.predicates import scalar_pred
-from cercore.schema import Schema, did_you_mean
+from cercore.schema import Schema
 from cercore.trends import ast
 from cercore.trends.ast import condition_text
 from cercore.types import INT64_MAX, AttrType, seconds_to_units

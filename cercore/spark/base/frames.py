@@ -16,10 +16,10 @@ from typing import Any
 
 from cercore.ceql import ast
 from cercore.ceql.parser import parse_query
-from cercore.errors import CercoreError, ConfigError
+from cercore.errors import CercoreError, ConfigError, did_you_mean
 from cercore.input.options import EngineOptions
 from cercore.query import CompiledQuery
-from cercore.schema import DEFAULT_STREAM, Schema, did_you_mean
+from cercore.schema import DEFAULT_STREAM, Schema
 from cercore.spark.base.job import KEY, PREFIX, SEQ, TIME, TYPE, EngineJob
 from cercore.types import TIME_UNITS_PER_SECOND, AttrType, type_of_spark
 
