@@ -74,6 +74,13 @@ def test_the_engine_uses_only_the_interface(backend, query):
     arrays.evaluator = OnlyTheInterface(arrays.evaluator)
     assert len(arrays.process_arrays(events)) == len(expected)
     assert engine.stats["complex_events"] == len(expected)
+    live = compiled.engine(backend)  # a live iterator: the record path through process
+    live.evaluator = OnlyTheInterface(live.evaluator)
+    assert [(ce.start, ce.end, ce.positions) for ce in live.process(iter(events[:3000]))] \
+        == [c for c in expected if c[1] < 3000]
+    multi = cercore.multi_engine([compiled], backend=backend)  # each query's own engine
+    multi.engines[0].evaluator = OnlyTheInterface(multi.engines[0].evaluator)
+    assert [(m.start, m.end, m.positions) for m in multi.process(events)] == expected
 
 
 class LettersThroughTheInterface(Backend):
