@@ -34,14 +34,19 @@ __all__ = ["MAX_FILTER_DISJUNCTS", "MAX_REPEAT", "AnalysedQuery", "Deadline", "S
 def analyse(query: ast.Query, schema: Schema, text: str | None = None) -> AnalysedQuery:
     """Resolve, type-check and lower a parsed query; raises CEQLSemanticError."""
     ctx = Context(query, schema, text)
+    # 1. check: the clauses, the FROM streams, the formula's names and types, the predicates
+    #    between events
     check = Checker(ctx)
     check.check_clauses()
     visible = check.check_streams()
     check.check_formula(query.formula)
     event_predicates = check.check_event_predicates()
 
+    # 2. lower: normalised CEL
     lowered = Lowerer(ctx).run()
 
+    # 3. resolve, against the atoms: the window, the partition (with the group the
+    #    predicates between events imply), then the rest of the AnalysedQuery
     resolve = Resolver(ctx, visible, lowered)
     window = resolve.resolve_window()
     partition = resolve.resolve_partition()

@@ -19,7 +19,6 @@ class Spot:
     column: int | None
 
 
-
 class Context:
     """One analysis: the query, the schema it is analysed against, the query text (for errors
     with a caret) and the warnings every stage adds to."""
@@ -47,7 +46,6 @@ class Context:
                 before = self.text[:hit.start()]
                 return Spot(before.count("\n") + 1, hit.start() - before.rfind("\n"))
         return Spot(self.q.line, self.q.column)
-
 
 
 class Stage:

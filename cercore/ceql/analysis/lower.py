@@ -176,7 +176,6 @@ class Lowerer(Stage):
             self.enclosing_vars = saved
 
 
-
 def _dnf_size(fe: ast.FilterExpr) -> int:
     """How many alternatives ``_dnf`` would build, without building them (iteratively: a
     long chain must not exhaust the recursion limit)."""
