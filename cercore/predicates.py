@@ -40,6 +40,8 @@ COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": oper
 _CMP = COMPARISONS
 # each operator's number in the compiled kernels (cercore_fast/between.pyx, trends.pyx)
 COMPARISON_CODES = {op: code for code, op in enumerate(COMPARISONS)}
+# the arithmetic that means the same on Python ints and on doubles ('/' and '%' do not)
+_RING = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 # a comparison with its sides swapped: x op y == y MIRRORED[op] x
 MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -126,12 +128,8 @@ def _int_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _py_int_op(op: str, x: int, y: int) -> int:
-    if op == "+":
-        return x + y
-    if op == "-":
-        return x - y
-    if op == "*":
-        return x * y
+    if op in _RING:
+        return _RING[op](x, y)
     q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)  # truncate toward zero
     return q if op == "/" else x - y * q
 
@@ -263,6 +261,7 @@ def _scalar_expr(e: ast.Expr):
             return None if v is None else -v
         return neg
     left, right, op = _scalar_expr(e.left), _scalar_expr(e.right), e.op
+    ring = _RING.get(op)
 
     def binop(row):
         a = left(row)
@@ -277,12 +276,8 @@ def _scalar_expr(e: ast.Expr):
                     return None
             return _py_int_op(op, a, b)
         a, b = float(a), float(b)
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
+        if ring is not None:
+            return ring(a, b)
         if b == 0:
             return None
         return a / b if op == "/" else _fmod(a, b)

@@ -61,5 +61,7 @@ cdef class BetweenKernel:
     cdef int _holds(self, CheckSpec* s, int64_t a0, int64_t a1, int64_t b0,
                     int64_t b1) noexcept nogil
     cdef int _compiled(self, CheckSpec* s, int64_t pos, int64_t mask) noexcept nogil
+    cdef int _with_old(self, CheckSpec* s, int64_t na, int64_t nb, vector[int64_t]* old,
+                       bint paired, bint new_first) noexcept nogil
     cdef int _in_python(self, int32_t ci, int64_t pos, int32_t label) noexcept with gil
     cdef int _whole(self, int64_t start, int64_t end, vector[int64_t]& path) noexcept with gil

@@ -34,6 +34,21 @@ cdef inline int _compare(int32_t op, Operand* l, Operand* r, double ld, int64_t 
 
 
 @cython.final
+cdef inline bint _new_element(vector[int64_t]* bound, bint paired, int64_t pos, int64_t* a,
+                             int64_t* b) noexcept nogil:
+    """The new element the event at ``pos`` gives a variable it is bound to: the event, or for
+    a paired variable the pair (``pos``, its last bound position) -- none (False) while
+    nothing is bound before it."""
+    if not paired:
+        a[0] = b[0] = pos
+        return True
+    if bound.size() == 0:
+        return False
+    a[0] = pos
+    b[0] = bound.back()
+    return True
+
+
 cdef class BetweenKernel:
     """The enumerator's check of predicates between events (``push`` / ``cut`` /
     ``accepts``, called by ``CythonEvaluator.enum_run``)."""
@@ -204,49 +219,39 @@ cdef class BetweenKernel:
         cdef vector[int64_t]* b0 = &self.bound_pos[s.var0]
         cdef vector[int64_t]* b1
         cdef bint new0 = (mask >> s.var0) & 1, new1
-        cdef int64_t n0a, n0b, n1a, n1b, j, m
+        cdef int64_t n0a, n0b, n1a, n1b
         if new0:
-            if s.paired0:
-                new0 = b0.size() > 0
-                if new0:
-                    n0a, n0b = pos, b0.back()
-            else:
-                n0a = n0b = pos
+            new0 = _new_element(b0, s.paired0, pos, &n0a, &n0b)
         if s.n_vars == 1:
             return self._holds(s, n0a, n0b, 0, 0) if new0 else 1
         b1 = &self.bound_pos[s.var1]
         new1 = (mask >> s.var1) & 1
         if new1:
-            if s.paired1:
-                new1 = b1.size() > 0
-                if new1:
-                    n1a, n1b = pos, b1.back()
-            else:
-                n1a = n1b = pos
-        m = <int64_t>b1.size()
+            new1 = _new_element(b1, s.paired1, pos, &n1a, &n1b)
         if new0:
             # the first variable's new element with every element of the second
-            if s.paired1:
-                for j in range(m - 1):
-                    if not self._holds(s, n0a, n0b, b1[0][j + 1], b1[0][j]):
-                        return 0
-            else:
-                for j in range(m):
-                    if not self._holds(s, n0a, n0b, b1[0][j], b1[0][j]):
-                        return 0
+            if not self._with_old(s, n0a, n0b, b1, s.paired1, True):
+                return 0
             if new1 and not self._holds(s, n0a, n0b, n1a, n1b):
                 return 0
-        if new1:
-            # the second variable's new element with the first's old elements
-            m = <int64_t>b0.size()
-            if s.paired0:
-                for j in range(m - 1):
-                    if not self._holds(s, b0[0][j + 1], b0[0][j], n1a, n1b):
-                        return 0
-            else:
-                for j in range(m):
-                    if not self._holds(s, b0[0][j], b0[0][j], n1a, n1b):
-                        return 0
+        # the second variable's new element with the first's old elements
+        if new1 and not self._with_old(s, n1a, n1b, b0, s.paired0, False):
+            return 0
+        return 1
+
+    cdef int _with_old(self, CheckSpec* s, int64_t na, int64_t nb, vector[int64_t]* old,
+                       bint paired, bint new_first) noexcept nogil:
+        """Whether the check holds for one variable's new element (na, nb) with each element
+        bound in ``old`` of the other variable (``new_first``: the new one is the first
+        variable's). A paired variable's elements are its consecutive positions (latest,
+        previous); another's are single positions."""
+        cdef int64_t j, step = 1 if paired else 0
+        for j in range(<int64_t>old.size() - step):
+            if new_first:
+                if not self._holds(s, na, nb, old[0][j + step], old[0][j]):
+                    return 0
+            elif not self._holds(s, old[0][j + step], old[0][j], na, nb):
+                return 0
         return 1
 
     cdef int _in_python(self, int32_t ci, int64_t pos, int32_t label) noexcept with gil:

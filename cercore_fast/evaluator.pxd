@@ -131,6 +131,10 @@ cdef class CythonEvaluator:
     cdef void new_list(self, size_t ns) noexcept nogil
     cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
                     const int64_t[::1] t, object batch) except *
+    cdef void set_input(self, const int64_t* active, const int64_t* pids, const int32_t* letters,
+                        const int64_t* times, Py_ssize_t n, int64_t first, int64_t epsilon,
+                        bint windowed, int64_t limit, int consume) except *
+    cdef int run_to_stop(self) except -1
     cdef int advance_or_raise(self) except -1
     cdef int finish(self) except -1
     cpdef report_reclaimed(self)

@@ -159,9 +159,7 @@ cdef class CythonEvaluator:
         self.begin(a, p, l, t, batch)
         try:
             while True:
-                code = self.advance_or_raise()
-                if code == MISS:
-                    continue
+                code = self.run_to_stop()
                 # yield the buffered outputs one by one (no list: fewer objects for the GC)
                 n_out = self.out_start.size()
                 for i in range(n_out):
@@ -178,37 +176,19 @@ cdef class CythonEvaluator:
         """One event (the record path): what ``run`` does for it, without numpy arrays or a
         generator. Its complex events as a list; should they overflow the output buffer, a
         generator that yields them all (the engine exhausts it before the next event)."""
-        cdef int code
         cdef list out
         self.one_active = 0
         self.one_pid = pid
         self.one_letter = letter
         self.one_time = time
-        self.b_active = &self.one_active
-        self.b_pids = &self.one_pid
-        self.b_letters = &self.one_letter
-        self.b_times = &self.one_time
-        self.b_n = 1
-        self.b_i = 0
-        self.b_first = pos
-        self.b_epsilon = epsilon
-        self.b_windowed = windowed
-        self.b_limit = limit
-        self.b_consume = consume
-        self.enumerating = False
-        self.min_compaction = MIN_COMPACTION
-        if self.between is not None:
-            self.between.refresh()
+        self.set_input(&self.one_active, &self.one_pid, &self.one_letter, &self.one_time, 1,
+                       pos, epsilon, windowed, limit, consume)
         try:
-            while True:
-                code = self.advance_or_raise()
-                if code == MISS:
-                    continue
-                if code == FULL:
-                    return self._rest_of_one(self._buffered(view), view)
-                out = self._buffered(view) if self.out_start.size() else []
-                self.finish()
-                return out
+            if self.run_to_stop() == FULL:
+                return self._rest_of_one(self._buffered(view), view)
+            out = self._buffered(view) if self.out_start.size() else []
+            self.finish()
+            return out
         except BaseException:
             self.finish()
             raise
@@ -219,9 +199,7 @@ cdef class CythonEvaluator:
         try:
             yield from first
             while True:
-                code = self.advance_or_raise()
-                if code == MISS:
-                    continue
+                code = self.run_to_stop()
                 yield from self._buffered(view)
                 if code == DONE:
                     break
@@ -266,9 +244,7 @@ cdef class CythonEvaluator:
         self.begin(a, p, l, t, batch)
         try:
             while True:
-                code = self.advance_or_raise()
-                if code == MISS:
-                    continue
+                code = self.run_to_stop()
                 if self.out_start.size():
                     starts.append(np.array(<int64_t[:self.out_start.size()]>
                                            self.out_start.data()))
@@ -293,22 +269,37 @@ cdef class CythonEvaluator:
 
     cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
                     const int64_t[::1] t, object batch) except *:
-        self.min_compaction = MIN_COMPACTION
         self.refresh_states()
-        self.b_active = &a[0]
-        self.b_pids = &p[0]
-        self.b_letters = &l[0]
-        self.b_times = &t[0]
-        self.b_n = a.shape[0]
+        self.set_input(&a[0], &p[0], &l[0], &t[0], a.shape[0], batch.first_position,
+                       batch.epsilon, batch.windowed, batch.limit, batch.consume)
+
+    cdef void set_input(self, const int64_t* active, const int64_t* pids, const int32_t* letters,
+                        const int64_t* times, Py_ssize_t n, int64_t first, int64_t epsilon,
+                        bint windowed, int64_t limit, int consume) except *:
+        """The events to evaluate next (a batch's, or ``run_one``'s one) and how."""
+        self.b_active = active
+        self.b_pids = pids
+        self.b_letters = letters
+        self.b_times = times
+        self.b_n = n
         self.b_i = 0
-        self.b_first = batch.first_position
-        self.b_epsilon = batch.epsilon
-        self.b_windowed = batch.windowed
-        self.b_limit = batch.limit
-        self.b_consume = batch.consume
+        self.b_first = first
+        self.b_epsilon = epsilon
+        self.b_windowed = windowed
+        self.b_limit = limit
+        self.b_consume = consume
         self.enumerating = False
+        self.min_compaction = MIN_COMPACTION
         if self.between is not None:
             self.between.refresh()
+
+    cdef int run_to_stop(self) except -1:
+        """``advance`` until it stops for something other than a table miss: DONE, or FULL
+        (the output buffer is full)."""
+        cdef int code = MISS
+        while code == MISS:
+            code = self.advance_or_raise()
+        return code
 
     cdef int advance_or_raise(self) except -1:
         """One ``advance``; a table miss is resolved here (MISS: call again)."""

@@ -179,6 +179,8 @@ cdef class _Window:
     cdef int _add_new(self, _Group g, Py_ssize_t j, Py_ssize_t row, list group_objects
                       ) except -1
     cdef list _zero_pred(self, Vector pred)
+    cdef int _new_vectors(self, _Group g, bint next_match, uint64_t *vars_taken,
+                          list group_objects) except -1
     cdef int _store_group(self, _Group g, list group_objects) except -1
     cdef int _restore(self, Py_ssize_t n0, Py_ssize_t first_live0) except -1
     cdef int _apply(self, _Group g) except -1

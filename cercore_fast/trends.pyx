@@ -705,6 +705,47 @@ cdef class _Window:
         _zero(pred, self.k.nslots)
         return None
 
+    cdef int _new_vectors(self, _Group g, bint next_match, uint64_t *vars_taken,
+                          list group_objects) except -1:
+        """Every new vector of the group from the state before it (ANY and NEXT): node j's
+        predecessors are the rows of the type-grained variables before it and the stored
+        nodes of the event-grained ones that θ lets precede it. Under ``next_match`` only the
+        waiting nodes count, and what is taken is marked: the nodes TAKEN, the variables whose
+        rows are taken in ``vars_taken``. 1 on int64 overflow (the caller restores)."""
+        cdef Kernel k = self.k
+        cdef int nv = k.nvars, nc = k.nclauses, v, u
+        cdef Py_ssize_t j, x, n0 = self.nnodes
+        cdef Vector pred = vector_at(&self.rows, nv)  # the PRED row
+        cdef uint64_t te = k.event_grained
+        cdef const int *pl
+        cdef list pred_object = None
+        self._begin(g)
+        for j in range(g.nnodes):
+            v = g.node_var[j]
+            pred_object = self._zero_pred(pred)
+            pl = k.preds + v * (nv + 1)
+            while pl[0] >= 0:
+                u = pl[0]
+                pl += 1
+                if not (te >> u) & 1:
+                    if self._sum_into(pred_object, pred, u, True):
+                        return 1
+                    if next_match:
+                        vars_taken[0] |= (<uint64_t>1) << u
+                    continue
+                for x in range(self.first_live, n0):
+                    if ((not next_match or self.node_state[x] != DEAD)
+                            and self.node_var[x] == u and _theta(
+                            self.node_pred_side + x * nc, self.node_pred_known + x * nc, u,
+                            g.succ_side + j * nc, g.succ_known + j * nc, v, nc, k.clauses)):
+                        if self._sum_into(pred_object, pred, x, False):
+                            return 1
+                        if next_match:
+                            self.node_state[x] = TAKEN
+            if self._extend_node(g, j, pred_object, pred, group_objects):
+                return 1
+        return 0
+
     cdef int _store_group(self, _Group g, list group_objects) except -1:
         """The group's new vectors into the state (ANY and NEXT): stored as nodes for the
         event-grained variables, else summed into their variable's row; summed into FINAL
@@ -925,37 +966,11 @@ cdef class _AnyWindow(_Window):
     T_e (type-grained), the stored events of T_e (event-grained)."""
 
     cdef int _update(self, _Group g) except -1:
-        cdef Kernel k = self.k
-        cdef int ns = k.nslots, nv = k.nvars, nc = k.nclauses, v, u
-        cdef Py_ssize_t j, x, n0 = self.nnodes, first_live0 = self.first_live
-        cdef Vector pred = vector_at(&self.rows, nv)  # the PRED row
-        cdef uint64_t te = k.event_grained
-        cdef const int *pl
-        cdef list pred_object = None
+        cdef Py_ssize_t n0 = self.nnodes, first_live0 = self.first_live
         cdef list group_objects = [None] * g.nnodes if self.object_mode else None
-        self._begin(g)
-        # every new vector from the state before the group
-        for j in range(g.nnodes):
-            v = g.node_var[j]
-            pred_object = self._zero_pred(pred)
-            pl = k.preds + v * (nv + 1)
-            while pl[0] >= 0:
-                u = pl[0]
-                pl += 1
-                if not (te >> u) & 1:
-                    if self._sum_into(pred_object, pred, u, True):
-                        return self._restore(n0, first_live0)
-                    continue
-                for x in range(self.first_live, n0):
-                    if self.node_var[x] == u and _theta(
-                            self.node_pred_side + x * nc, self.node_pred_known + x * nc, u,
-                            g.succ_side + j * nc, g.succ_known + j * nc, v, nc, k.clauses):
-                        if self._sum_into(pred_object, pred, x, False):
-                            return self._restore(n0, first_live0)
-            if self._extend_node(g, j, pred_object, pred, group_objects):
-                return self._restore(n0, first_live0)
-        # then the group's updates
-        if self._store_group(g, group_objects):
+        # every new vector from the state before the group, then the group's updates
+        if self._new_vectors(g, False, NULL, group_objects) \
+                or self._store_group(g, group_objects):
             return self._restore(n0, first_live0)
         return 0
 
@@ -968,35 +983,12 @@ cdef class _NextWindow(_Window):
 
     cdef int _update(self, _Group g) except -1:
         cdef Kernel k = self.k
-        cdef int ns = k.nslots, nv = k.nvars, nc = k.nclauses, v, u
-        cdef Py_ssize_t j, x, n0 = self.nnodes, first_live0 = self.first_live
-        cdef Vector pred = vector_at(&self.rows, nv)
-        cdef uint64_t te = k.event_grained, vars_taken = 0
-        cdef const int *pl
-        cdef list pred_object = None
+        cdef int ns = k.nslots, nv = k.nvars, u
+        cdef Py_ssize_t x, n0 = self.nnodes, first_live0 = self.first_live
+        cdef uint64_t vars_taken = 0
         cdef list group_objects = [None] * g.nnodes if self.object_mode else None
-        self._begin(g)
-        for j in range(g.nnodes):
-            v = g.node_var[j]
-            pred_object = self._zero_pred(pred)
-            pl = k.preds + v * (nv + 1)
-            while pl[0] >= 0:
-                u = pl[0]
-                pl += 1
-                if not (te >> u) & 1:
-                    if self._sum_into(pred_object, pred, u, True):
-                        return self._restore(n0, first_live0)
-                    vars_taken |= (<uint64_t>1) << u
-                    continue
-                for x in range(self.first_live, n0):
-                    if (self.node_state[x] != DEAD and self.node_var[x] == u and _theta(
-                            self.node_pred_side + x * nc, self.node_pred_known + x * nc, u,
-                            g.succ_side + j * nc, g.succ_known + j * nc, v, nc, k.clauses)):
-                        if self._sum_into(pred_object, pred, x, False):
-                            return self._restore(n0, first_live0)
-                        self.node_state[x] = TAKEN
-            if self._extend_node(g, j, pred_object, pred, group_objects):
-                return self._restore(n0, first_live0)
+        if self._new_vectors(g, True, &vars_taken, group_objects):
+            return self._restore(n0, first_live0)
         # the ends taken stop waiting; the group's new ends wait
         for u in range(nv):
             if (vars_taken >> u) & 1:

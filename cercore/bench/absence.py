@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import cercore
+from cercore.bench.runner import text_table
 from cercore.errors import CercoreError
 
 PAIRS = {
@@ -93,13 +94,10 @@ def _pushed(q, backend: str, records: list, counts: dict, key: str):
 def format_rows(rows: list[dict]) -> str:
     head = (f"{'pair':<9}{'path':<6}{'backend':<8}{'events':>9}{'out w/o':>9}{'out with':>9}"
             f"{'k ev/s w/o':>12}{'k ev/s with':>12}{'with/w/o':>10}")
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        lines.append(f"{r['pair']:<9}{r['path']:<6}{r['backend']:<8}{r['events']:>9,}"
-                     f"{r['outputs_without']:>9,}{r['outputs_with']:>9,}"
-                     f"{r['ev_s_without'] / 1e3:>12.1f}{r['ev_s_with'] / 1e3:>12.1f}"
-                     f"{r['ratio']:>9.2f}x")
-    return "\n".join(lines)
+    return text_table(head, "{pair:<9}{path:<6}{backend:<8}{events:>9,}{outputs_without:>9,}"
+                      "{outputs_with:>9,}{k_without:>12.1f}{k_with:>12.1f}{ratio:>9.2f}x",
+                      [{**r, "k_without": r["ev_s_without"] / 1e3,
+                        "k_with": r["ev_s_with"] / 1e3} for r in rows])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import cercore
+from cercore.bench.runner import text_table
 from cercore.errors import CercoreError
 
 W10 = "WITHIN 10 SECONDS"
@@ -194,26 +195,20 @@ def spark_rows(replay: int, repeat: int) -> list[dict]:
 def format_spark(rows: list[dict]) -> str:
     head = (f"{'pair':<14}{'events':>9}{'outputs':>10}{'twin out':>10}{'wall s':>8}"
             f"{'twin wall':>10}{'cpu s':>8}{'twin cpu':>9}{'wall ratio':>11}")
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        lines.append(f"{r['pair']:<14}{r['events']:>9,}{r['outputs']:>10,}"
-                     f"{r['outputs_twin']:>10,}{r['wall']:>8.2f}{r['wall_twin']:>10.2f}"
-                     f"{r['cpu']:>8.1f}{r['cpu_twin']:>9.1f}{r['ratio']:>10.2f}x")
-    return "\n".join(lines)
+    return text_table(head, "{pair:<14}{events:>9,}{outputs:>10,}{outputs_twin:>10,}{wall:>8.2f}"
+                      "{wall_twin:>10.2f}{cpu:>8.1f}{cpu_twin:>9.1f}{ratio:>10.2f}x", rows)
 
 
 def format_rows(rows: list[dict]) -> str:
     head = (f"{'pair':<19}{'path':<6}{'backend':<8}{'events':>8}{'outputs':>9}{'twin out':>9}"
             f"{'k ev/s':>9}{'twin k ev/s':>12}{'ratio':>7}{'checks':>10}{'pruned':>10}"
             f"{'ns/check':>9}")
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        per = "-" if r["ns_per_check"] is None else f"{r['ns_per_check']:.0f}"
-        lines.append(f"{r['pair']:<19}{r['path']:<6}{r['backend']:<8}{r['events']:>8,}"
-                     f"{r['outputs']:>9,}{r['outputs_twin']:>9,}{r['ev_s'] / 1e3:>9.1f}"
-                     f"{r['ev_s_twin'] / 1e3:>12.1f}{r['ratio']:>6.2f}x{r['checks']:>10,}"
-                     f"{r['pruned']:>10,}{per:>9}")
-    return "\n".join(lines)
+    return text_table(head, "{pair:<19}{path:<6}{backend:<8}{events:>8,}{outputs:>9,}"
+                      "{outputs_twin:>9,}{k_ev_s:>9.1f}{k_ev_s_twin:>12.1f}{ratio:>6.2f}x"
+                      "{checks:>10,}{pruned:>10,}{per:>9}",
+                      [{**r, "k_ev_s": r["ev_s"] / 1e3, "k_ev_s_twin": r["ev_s_twin"] / 1e3,
+                        "per": "-" if r["ns_per_check"] is None else f"{r['ns_per_check']:.0f}"}
+                       for r in rows])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -54,10 +54,14 @@ def line_panels(groups: dict[str, dict[str, tuple[list, list]]], path: str | Pat
         ax.set_title(panel)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
+    return _save(plt, fig, Path(path), title)
+
+
+def _save(plt, fig, path: Path, title: str | None = None) -> Path:
+    """Lay ``fig`` out under its ``title``, write it to ``path`` and close it."""
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -124,11 +128,8 @@ def _figure7(rows: list[dict], path: Path) -> Path:
             ax.set_xlabel("sequence length n")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
-    fig.suptitle("Sequence queries: with output (P_n, solid) and without (P'_n, dashed)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path,
+                 "Sequence queries: with output (P_n, solid) and without (P'_n, dashed)")
 
 
 def _figure9(rows: list[dict], path: Path) -> Path:
@@ -150,11 +151,7 @@ def _figure9(rows: list[dict], path: Path) -> Path:
         ax.set_title(ds)
         ax.grid(True, axis="y", which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("Queries with other operators (Q1-Q7)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path, "Queries with other operators (Q1-Q7)")
 
 
 def _series(row: dict, experiment: str) -> str:
@@ -204,9 +201,5 @@ def scaling_figures(rows: list[dict], out_dir: str | Path) -> list[Path]:
             ax2.legend(loc="lower right", fontsize=8)
         ax.legend(loc="upper left", fontsize=8)
         ax.set_title(f"Memory over a long windowed stream ({mem[0]['backend']})")
-        fig.tight_layout()
-        path = out_dir / "memory_stream.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(plt, fig, out_dir / "memory_stream.png"))
     return written

@@ -48,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 import cercore
-from cercore.bench.runner import rss_bytes
+from cercore.bench.runner import rss_bytes, text_table
 from cercore.errors import CercoreError
 
 ABSENT = "NotExists"  # a ticker that never trades (S3': evaluated in full, no output)
@@ -250,10 +250,8 @@ def format_latency(rows: list[dict]) -> str:
     """The latency table (microseconds)."""
     head = (f"{'backend':<8}{'path':<20}{'events':>8}{'outputs':>10}{'p50 us':>10}"
             f"{'p99 us':>10}{'max us':>11}")
-    lines = [head, "-" * len(head)]
-    lines += [f"{r['backend']:<8}{r['path']:<20}{r['completing_events']:>8,}{r['outputs']:>10,}"
-              f"{r['p50_us']:>10.1f}{r['p99_us']:>10.1f}{r['max_us']:>11.1f}" for r in rows]
-    return "\n".join(lines)
+    return text_table(head, "{backend:<8}{path:<20}{completing_events:>8,}{outputs:>10,}"
+                      "{p50_us:>10.1f}{p99_us:>10.1f}{max_us:>11.1f}", rows)
 
 
 # --- the experiment --------------------------------------------------------------------------
@@ -385,12 +383,8 @@ def memory_rows(backends: list[str], n: int, query: str = PARTITIONED) -> list[d
 def format_memory(rows: list[dict]) -> str:
     head = (f"{'backend':<8}{'events':>13}{'outputs':>13}{'RSS warm MiB':>14}"
             f"{'RSS end MiB':>13}{'max MiB':>10}{'growth':>9}")
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        lines.append(f"{r['backend']:<8}{r['events']:>13,}{r['outputs']:>13,}"
-                     f"{r['rss_warm_mib']:>14.1f}{r['rss_end_mib']:>13.1f}"
-                     f"{r['rss_max_mib']:>10.1f}{r['growth']:>+9.1%}")
-    return "\n".join(lines)
+    return text_table(head, "{backend:<8}{events:>13,}{outputs:>13,}{rss_warm_mib:>14.1f}"
+                      "{rss_end_mib:>13.1f}{rss_max_mib:>10.1f}{growth:>+9.1%}", rows)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,8 @@ Reusable helpers (the plug-in experiments use them too):
 * ``rss_bytes()``: the process's resident memory now;
 * ``memory_profile(query, table, backend, every)``: tECS arena nodes and RSS sampled every
   ``every`` events of a run;
-* ``Progress(total)``: a one-line progress bar on stderr.
+* ``Progress(total)``: a one-line progress bar on stderr;
+* ``text_table(head, line, rows)``: rows as a text table under a header and a rule.
 """
 
 from __future__ import annotations
@@ -224,3 +225,9 @@ class Progress:
             sys.stderr.write(f"\r[{'#' * 30}] {self.total}/{self.total} "
                              f"{time.perf_counter() - self.t0:5.0f}s {'done':<40}\n")
             sys.stderr.flush()
+
+
+def text_table(head: str, line: str, rows: list[dict]) -> str:
+    """A text table: ``head``, a rule as wide, and ``line.format_map(row)`` for each row
+    (``line`` names the row's keys: ``"{backend:<8}{events:>9,}"``)."""
+    return "\n".join([head, "-" * len(head)] + [line.format_map(r) for r in rows])

@@ -33,6 +33,12 @@ _P_OR, _P_AND, _P_NOT, _P_ATOM = range(4)
 _E_SUM, _E_TERM, _E_FACTOR = range(3)
 
 
+def _operand(text: str, own: int, level: int) -> str:
+    """An operand's ``text``, in parentheses when its own level binds looser than the
+    ``level`` its place needs."""
+    return f"({text})" if own < level else text
+
+
 def format_name(name: str) -> str:
     """An identifier as CEQL text: bare if it is a plain non-keyword word, else `quoted`."""
     if _PLAIN_NAME.match(name) and name.upper() not in KEYWORDS:
@@ -79,8 +85,7 @@ def _expr_level(e: ast.Expr) -> int:
 
 
 def _expr(e: ast.Expr, level: int) -> str:
-    text = format_expr(e)
-    return f"({text})" if _expr_level(e) < level else text
+    return _operand(format_expr(e), _expr_level(e), level)
 
 
 def format_expr(e: ast.Expr) -> str:
@@ -110,19 +115,11 @@ def format_expr(e: ast.Expr) -> str:
 # ---------------------------------------------------------------------------------------
 # Predicates
 # ---------------------------------------------------------------------------------------
-def _pred_level(p: ast.Pred) -> int:
-    if isinstance(p, ast.PredOr):
-        return _P_OR
-    if isinstance(p, ast.PredAnd):
-        return _P_AND
-    if isinstance(p, ast.PredNot):
-        return _P_NOT
-    return _P_ATOM
+_PRED_LEVELS = {ast.PredOr: _P_OR, ast.PredAnd: _P_AND, ast.PredNot: _P_NOT}  # else _P_ATOM
 
 
 def _pred(p: ast.Pred, level: int) -> str:
-    text = format_pred(p)
-    return f"({text})" if _pred_level(p) < level else text
+    return _operand(format_pred(p), _PRED_LEVELS.get(type(p), _P_ATOM), level)
 
 
 def _set_item(item: ast.Literal | ast.Range) -> str:
@@ -161,17 +158,11 @@ def format_pred(p: ast.Pred) -> str:
 # ---------------------------------------------------------------------------------------
 # Filters
 # ---------------------------------------------------------------------------------------
-def _filter_level(f: ast.FilterExpr) -> int:
-    if isinstance(f, ast.FilterOr):
-        return _X_OR
-    if isinstance(f, ast.FilterAnd):
-        return _X_AND
-    return _X_ATOM
+_FILTER_LEVELS = {ast.FilterOr: _X_OR, ast.FilterAnd: _X_AND}  # else _X_ATOM
 
 
 def _filter(f: ast.FilterExpr, level: int) -> str:
-    text = format_filter(f)
-    return f"({text})" if _filter_level(f) < level else text
+    return _operand(format_filter(f), _FILTER_LEVELS.get(type(f), _X_ATOM), level)
 
 
 def format_filter(f: ast.FilterExpr) -> str:
@@ -190,23 +181,21 @@ def format_filter(f: ast.FilterExpr) -> str:
 # ---------------------------------------------------------------------------------------
 # Formulas
 # ---------------------------------------------------------------------------------------
-def _formula_level(f: ast.Formula) -> int:
-    if isinstance(f, ast.Filter):
-        return _F_FILTER
-    if isinstance(f, ast.Or):
-        return _F_OR
-    if isinstance(f, ast.Contig):
-        return _F_CONTIG
-    if isinstance(f, ast.Seq):
-        return _F_SEQ
-    if isinstance(f, (ast.As, ast.Iter, ast.Repeat)):
-        return _F_POSTFIX
-    return _F_PRIMARY
+_FORMULA_LEVELS = {ast.Filter: _F_FILTER, ast.Or: _F_OR, ast.Contig: _F_CONTIG,
+                   ast.Seq: _F_SEQ, ast.As: _F_POSTFIX, ast.Iter: _F_POSTFIX,
+                   ast.Repeat: _F_POSTFIX}  # else _F_PRIMARY
 
 
 def _formula(f: ast.Formula, level: int) -> str:
-    text = format_formula(f)
-    return f"({text})" if _formula_level(f) < level else text
+    return _operand(format_formula(f), _FORMULA_LEVELS.get(type(f), _F_PRIMARY), level)
+
+
+def _repeated(inner: ast.Formula) -> str:
+    """The operand of ``+`` or ``{n,m}``: (A AS x)+ rather than the equivalent but surprising
+    "A AS x+"."""
+    if isinstance(inner, ast.As):
+        return f"({format_formula(inner)})"
+    return _formula(inner, _F_POSTFIX)
 
 
 def format_formula(f: ast.Formula) -> str:
@@ -218,17 +207,10 @@ def format_formula(f: ast.Formula) -> str:
     if isinstance(f, ast.As):
         return f"{_formula(f.formula, _F_POSTFIX)} AS {format_name(f.var)}"
     if isinstance(f, ast.Iter):
-        # (A AS x)+ rather than the equivalent but surprising "A AS x+".
-        inner = f.formula
-        body = f"({format_formula(inner)})" if isinstance(inner, ast.As) else _formula(
-            inner, _F_POSTFIX)
-        return body + (":+" if f.contiguous else "+")
+        return _repeated(f.formula) + (":+" if f.contiguous else "+")
     if isinstance(f, ast.Repeat):
-        inner = f.formula
-        body = f"({format_formula(inner)})" if isinstance(inner, ast.As) else _formula(
-            inner, _F_POSTFIX)
         count = str(f.lo) if f.hi == f.lo else f"{f.lo},{'' if f.hi is None else f.hi}"
-        return body + (":{" if f.contiguous else "{") + count + "}"
+        return _repeated(f.formula) + (":{" if f.contiguous else "{") + count + "}"
     if isinstance(f, ast.Seq):
         return f"{_formula(f.left, _F_SEQ)} ; {_formula(f.right, _F_POSTFIX)}"
     if isinstance(f, ast.Contig):

@@ -84,6 +84,20 @@ def _adjacent_ok(plan: TrendPlan, u: int, uattrs: dict, v: int, attrs: dict) -> 
     return all(a.holds(uattrs, attrs) for a in plan.adjacent_for(u, v))
 
 
+def _store_new(plan: TrendPlan, vx: Vectors, new: list, events: list[list], per_var: list,
+               final: list) -> None:
+    """A group's new vectors (variable, attributes, vector) into the state of ANY or NEXT:
+    stored with their event for the event-grained variables (``events``), else summed into
+    their variable's (``per_var``); summed into ``final`` when they end a trend."""
+    for v, attrs, vec in new:
+        if v in plan.event_grained:
+            events[v].append((attrs, vec))
+        else:
+            vx.add(per_var[v], vec)
+        if v == plan.end:
+            vx.add(final, vec)
+
+
 class AnyAggregator:
     """Skip-till-any-match: type-grained (Alg. 1, Table 9) for variables outside T_e, and
     event-grained for T_e (Alg. 2) -- together the mixed granularity."""
@@ -112,13 +126,7 @@ class AnyAggregator:
                 vec = vx.extend(pred, v, attrs, v == plan.start)
                 if vec is not None:
                     new.append((v, attrs, vec))
-        for v, attrs, vec in new:
-            if v in te:
-                self.stored[v].append((attrs, vec))
-            else:
-                vx.add(self.per_var[v], vec)
-            if v == plan.end:
-                vx.add(self.final, vec)
+        _store_new(plan, vx, new, self.stored, self.per_var, self.final)
 
     def result(self) -> list:
         return self.final
@@ -167,13 +175,7 @@ class NextAggregator:
             for u in te:
                 self.waiting_events[u] = [e for e in self.waiting_events[u]
                                           if id(e) not in taken_events]
-        for v, attrs, vec in new:
-            if v in te:
-                self.waiting_events[v].append((attrs, vec))
-            else:
-                vx.add(self.waiting[v], vec)
-            if v == plan.end:
-                vx.add(self.final, vec)
+        _store_new(plan, vx, new, self.waiting_events, self.waiting, self.final)
 
     def result(self) -> list:
         return self.final
