@@ -271,6 +271,7 @@ class Engine(StreamEngine, DecodedInput):
                                  self.consume)
 
     def _finish(self, batch: Batch, error: EventError | None) -> None:
+        self.post.done(self.evaluator)
         self.input.consumed(batch, batch.n)
         self.intake.settle(True, self._held)
         if error is not None:

@@ -42,6 +42,7 @@ class PostChain:
         self.limit = NO_LIMIT if q.limit is None else int(q.limit)
         self.encoder = encoder  # (which letters satisfy the ψ atoms)
         self.reported = 0
+        self._uncounted: int | None = None  # the evaluator's count when a direct batch began
         window = analysed.window
         deadline, lookback = analysed.deadline, analysed.lookback
         self.deadlines = None if deadline is None else DeadlineQueue(deadline.span)
@@ -67,14 +68,21 @@ class PostChain:
     def batch(self, found: Iterator, evaluator: Evaluator, batch: Batch, args: EvaluatorInput,
               view) -> Iterator:
         """The complex events of a batch, through every stage, as the evaluator yields them
-        (a span decides per batch, so under one they come at the batch's end)."""
+        (a span decides per batch, so under one they come at the batch's end). Without a
+        stage, the evaluator's own iterator (no layer per complex event): ``done`` counts."""
         if self.direct:
-            before = evaluator.reported
-            try:
-                yield from found
-            finally:
-                self.reported += evaluator.reported - before
-            return
+            self._uncounted = evaluator.reported
+            return found
+        return self._staged(found, batch, args, view)
+
+    def done(self, evaluator: Evaluator) -> None:
+        """A batch's complex events have all been taken: count those that went straight
+        through (the evaluator counts what it yields)."""
+        if self._uncounted is not None:
+            self.reported += evaluator.reported - self._uncounted
+            self._uncounted = None
+
+    def _staged(self, found: Iterator, batch: Batch, args: EvaluatorInput, view) -> Iterator:
         if self.selects is not None:
             found = self._selected(found)
         if self.lookback is not None:

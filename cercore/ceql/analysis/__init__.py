@@ -16,6 +16,8 @@ says which error a query with several is told):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cercore.ceql import ast
 from cercore.ceql.analysis.check import MAX_REPEAT, Checker
 from cercore.ceql.analysis.context import Context, Spot
@@ -24,7 +26,9 @@ from cercore.ceql.analysis.lower import MAX_FILTER_DISJUNCTS, Lowerer
 from cercore.ceql.analysis.partition import implied_partition, partition_guarantees
 from cercore.ceql.analysis.resolve import Resolver, unstated_unit_warning
 from cercore.ceql.analysis.results import AnalysedQuery, Deadline, WindowSpec
-from cercore.schema import Schema
+
+if TYPE_CHECKING:  # (annotations only: the schema layer sits above this one)
+    from cercore.schema import Schema
 
 __all__ = ["MAX_FILTER_DISJUNCTS", "MAX_REPEAT", "AnalysedQuery", "Deadline", "Spot",
            "WindowSpec", "analyse", "atom_variables", "partition_guarantees",

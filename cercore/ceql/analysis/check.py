@@ -23,7 +23,7 @@ from cercore.ceql.analysis.formulas import (
 )
 from cercore.ceql.regex import regex_problem
 from cercore.ceql.terms import event_terms
-from cercore.schema import did_you_mean
+from cercore.errors import did_you_mean
 from cercore.types import INT64_MAX
 
 MAX_REPEAT = 100  # A{n,m}: the automaton holds up to about 2m copies of A

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cercore.ceql import ast
 from cercore.errors import CEQLSemanticError
-from cercore.schema import Schema
+
+if TYPE_CHECKING:  # (annotations only: the schema layer sits above this one)
+    from cercore.schema import Schema
 
 
 @dataclass(frozen=True)

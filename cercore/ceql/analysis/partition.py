@@ -3,6 +3,8 @@ partition already guarantees (the engine need not check them)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cercore.ceql import ast
 from cercore.ceql.analysis.formulas import (
     _absent_only,
@@ -13,8 +15,10 @@ from cercore.ceql.analysis.formulas import (
     _ties,
     atom_variables,
 )
-from cercore.schema import Schema
 from cercore.types import AttrType
+
+if TYPE_CHECKING:  # (annotations only: the schema layer sits above this one)
+    from cercore.schema import Schema
 
 
 def implied_partition(query: ast.Query, schema: Schema, predicates: tuple[ast.Compare, ...]

@@ -16,7 +16,7 @@ from cercore.ceql.analysis.formulas import (
 )
 from cercore.ceql.analysis.lower import Lowered
 from cercore.ceql.analysis.results import Deadline, WindowSpec
-from cercore.schema import did_you_mean
+from cercore.errors import did_you_mean
 from cercore.types import INT64_MAX, AttrType, window_length
 
 

@@ -4,10 +4,13 @@ ABSENT(...) WITHIN spans."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from cercore.ceql import ast
 from cercore.ceql.normal import NAtom, NFormula, NNot
-from cercore.schema import Schema
+
+if TYPE_CHECKING:  # (annotations only: the schema layer sits above this one)
+    from cercore.schema import Schema
 
 
 @dataclass(frozen=True)
