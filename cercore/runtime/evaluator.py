@@ -450,5 +450,6 @@ class PythonEvaluator:
 
     def __setstate__(self, d: dict) -> None:
         self.reported = 0
+        self.on_reclaim = None  # (the engine listens again)
         self.between, self.labels = None, {}  # (the engine checks predicates again)
         unpickled(self, d)
