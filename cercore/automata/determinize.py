@@ -34,6 +34,16 @@ class LazyDeterminiser:
         self.initial = self.state_id(frozenset({self.nfa.initial}))
         self.pre[self.initial] = True
 
+    def fresh(self) -> LazyDeterminiser:
+        """A determiniser of the same automaton with nothing determinised yet (a worker's own
+        cache: state ids are numbered by each one as it goes)."""
+        out = LazyDeterminiser.__new__(LazyDeterminiser)
+        out.cea, out.nfa = self.cea, self.nfa
+        out.subsets, out.index, out.final, out.pre = [], {}, [], []
+        out.initial = out.state_id(frozenset({out.nfa.initial}))
+        out.pre[out.initial] = True
+        return out
+
     def state_id(self, subset: frozenset) -> int:
         sid = self.index.get(subset)
         if sid is None:

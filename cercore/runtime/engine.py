@@ -16,7 +16,7 @@ from cercore.input.options import EngineOptions
 from cercore.input.order import TimeOrder
 from cercore.input.source import checked_watermark
 from cercore.interface.constants import NO_PARTITION, NOT_READ
-from cercore.interface.evaluator import CompiledPlan, Evaluator, EvaluatorInput
+from cercore.interface.evaluator import CompiledPlan, Evaluator
 from cercore.runtime.backend import Backend
 from cercore.runtime.bindings import ComplexEventBindings
 from cercore.runtime.decoded import DecodedInput
@@ -26,6 +26,7 @@ from cercore.runtime.letters import Alphabet, LetterEncoder
 from cercore.runtime.lifecycle import StreamEngine
 from cercore.runtime.output import ComplexEvent, MatchArrays
 from cercore.runtime.post import PostChain
+from cercore.runtime.shards import ShardedEvaluator, shards_for
 
 __all__ = ["NO_PARTITION", "Engine"]
 
@@ -43,14 +44,13 @@ class Engine(StreamEngine, DecodedInput):
 
     def __init__(self, query: CompiledPlan, options: EngineOptions = EngineOptions.DEFAULT
                  ) -> None:
-        self.query, self.analysed, self.schema = query, query.analysed, query.schema
-        self.options = options
+        self.query, self.analysed, self.schema, self.options = \
+            query, query.analysed, query.schema, options
         a = self.analysed
         self.encoder = LetterEncoder(Alphabet.of_query(a))
         self.window = window = a.window
         # NEXT/LAST/MAX under a window, or with predicates between events: the engine selects
-        # among the complex events the evaluator reports (cercore.runtime.selection); else the
-        # automaton ranks the runs
+        # among the evaluator's complex events (runtime/selection); else the automaton ranks
         selects = query.ranking_strategy \
             if window.kind is not None or a.checked_predicates else None
         self.det = LazyDeterminiser(query.cea, None if a.checked_predicates
@@ -61,6 +61,9 @@ class Engine(StreamEngine, DecodedInput):
         self.intake = Intake.of(a, self.encoder, self.input)
         self.partitions, self.store = self.intake.partitions, self.intake.store
         self.consume = _CONSUME[a.query.consume]
+        # run_one's fixed arguments: window length, windowed, LIMIT, CONSUME BY
+        self._step = (window.epsilon or 0, window.kind is not None, self.post.evaluator_limit,
+                      self.consume)
         backend = Backend(options.backend)
         # predicates between events: checked by the evaluator while it enumerates, over the
         # values of the attributes they read (fed and pruned with the store; typed arrays
@@ -71,12 +74,19 @@ class Engine(StreamEngine, DecodedInput):
             a.query.projection, NOT_READ, self.event_check)
         self._use(backend)
 
-    def _use(self, backend: Backend, state: Any = None) -> None:
-        """Run on ``backend`` from now on (with the evaluator state ``state``, if given): the
-        one place the backend is installed."""
+    def _use(self, backend: Backend, state: Any = None, shards: int | None = None) -> None:
+        """Run on ``backend`` from now on, on ``shards`` evaluators (default: as many as
+        ``state`` has), from the evaluator state ``state`` if given: the one place the backend
+        is installed."""
+        shards = shards or (len(state) if type(state) is list else 1)
         self.kernels = backend
         self.options = dataclasses.replace(self.options, backend=backend.name)
-        self.evaluator = backend.evaluator(self.det, self.encoder)
+        if shards == 1:
+            self.evaluator = backend.evaluator(self.det, self.encoder)
+        else:  # (each shard keeps its own determiniser: its state's table numbers its states)
+            dets = getattr(self.evaluator, "dets", None) or [self.det.fresh()
+                                                             for _ in range(shards)]
+            self.evaluator = ShardedEvaluator(lambda d: backend.evaluator(d, self.encoder), dets)
         if state is not None:
             self.evaluator.from_state(state)
         self._attach(self.evaluator)
@@ -105,18 +115,9 @@ class Engine(StreamEngine, DecodedInput):
         """The check of event time on ``order_attribute`` (None: no event time)."""
         return self.intake.time_order
 
-    @property
-    def skip_inert(self) -> bool:
-        """Whether events that satisfy no atom are not stepped (``inert_letters_skippable``;
-        set False to step every event)."""
-        return self.intake.skip_inert
-
-    @skip_inert.setter
-    def skip_inert(self, value: bool) -> None:
-        self.intake.skip_inert = value
-
     # ---- public API ---------------------------------------------------------------------------
-    def process(self, events: Any, stream: str | None = None) -> Iterator[ComplexEvent]:
+    def process(self, events: Any, stream: str | None = None, *, workers: int | None = None
+                ) -> Iterator[ComplexEvent]:
         """Evaluate ``events`` (iterable of ``(type, attrs)`` / Event, pyarrow Table or
         RecordBatch, pandas DataFrame); yield complex events as each one completes.
         ``stream`` tags every event with its stream (tabular input may name each event's
@@ -124,16 +125,24 @@ class Engine(StreamEngine, DecodedInput):
         their type. With a reorder slack, events are evaluated once the slack has passed them
         (``flush()`` at the end evaluates the rest). A list, a tuple or a table is evaluated
         in batches (bulk speed); any other iterable (a live feed) one event at a time: every
-        complex event is yielded before the next event is asked for."""
+        complex event is yielded before the next event is asked for (``workers``: as for
+        ``process_arrays``)."""
+        self._split(events, workers)
         return self._feed(events, stream)
 
-    def process_arrays(self, events: Any, stream: str | None = None) -> MatchArrays:
+    def process_arrays(self, events: Any, stream: str | None = None, *,
+                       workers: int | None = None) -> MatchArrays:
         """``process`` in bulk: every complex event of ``events`` as numpy arrays (see
         ``MatchArrays``; ``.to_arrow()`` gives a pyarrow Table), with no Python object per
         complex event. Not available with a reorder slack. Under ``ABSENT(ψ) WITHIN T`` the
         arrays hold what ``process`` would yield for the same input: complex events of earlier
         input whose deadline it passes, and not yet those whose deadline it does not (they
-        come with later input or ``advance``)."""
+        come with later input or ``advance``).
+
+        ``workers``: threads stepping a keyed query's partitions (``runtime/shards.py``; the
+        same output). None: every core for a large input in hand, else one. A fresh engine
+        splits on its first call; its layout then stays."""
+        self._split(events, workers)
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")
         self._usable()
@@ -169,24 +178,24 @@ class Engine(StreamEngine, DecodedInput):
         return self.post.fire(t)
 
     @property
-    def deadlines(self):
-        """The complex events waiting for their deadline (a ``DeadlineQueue``; None without
-        ``φ ; ABSENT(ψ) WITHIN T``)."""
-        return self.post.deadlines
-
-    @property
     def stats(self) -> dict[str, Any]:
         """Counters: events received, read by the query, skipped (with reasons), complex events,
         live partitions, tECS nodes, automaton states and letters, and the evaluator's work
         counts (``work``: transitions, nodes created, union-list operations, enumeration; see
         ``PythonEvaluator.work_counts``)."""
-        skips = self.input.skips
+        skips, ev = self.input.skips, self.evaluator
         return {"events": self.position, "read": self.intake.tick, "skipped": skips.count,
                 "skipped_by_reason": dict(skips.by_reason), "complex_events": self.post.reported,
-                "partitions": len(self.evaluator.live_partitions()),
-                "tecs_nodes": self.evaluator.memory_nodes(), "dfa_states": self.det.n_states,
+                "partitions": len(ev.live_partitions()), "tecs_nodes": ev.memory_nodes(),
+                "dfa_states": getattr(ev, "n_states", self.det.n_states),
                 "letters": self.encoder.n_letters, "backend": self.backend,
-                "work": self.evaluator.work_counts()}
+                "work": ev.work_counts()}
+
+    def _split(self, events: Any, workers: int | None) -> None:
+        """Before the first events: the partitions split among ``workers`` evaluators."""
+        k = 1 if self.position else shards_for(self.analysed, workers, events)[0]
+        if k > 1 and not isinstance(self.evaluator, ShardedEvaluator):
+            self._use(self.kernels, shards=k)
 
     # ---- pickling and backend moves ------------------------------------------------------------
     # (the evaluator pickles itself in the backend-neutral format, cercore.interface.state)
@@ -207,9 +216,8 @@ class Engine(StreamEngine, DecodedInput):
 
     # ---- one event at a time (the record path) ----------------------------------------------
     def _record(self, typ: Any, attrs: Any, stream: int) -> list | Iterator:
-        """Evaluate one event -- what ``_run`` does for a batch, for one event: validate it,
-        check its time, compute its letter and partition, store it, step the evaluator once.
-        An EventError in raise mode leaves the event unconsumed, as in a batch."""
+        """Evaluate one event -- what ``_run`` does for a batch, for one event (an EventError in
+        raise mode leaves the event unconsumed, as in a batch)."""
         pos = self.input.position
         tid, row = self.input.decoder.decode_one(typ, attrs, stream, pos)
         return self._evaluate_one(tid, row, stream, pos)
@@ -223,24 +231,24 @@ class Engine(StreamEngine, DecodedInput):
         self.input.consumed_one(pos)
         if now is None:
             return []
-        out = post.before_event(now) if post.spans else []
-        letter = intake.letter(tid, row, stream)
-        mask = self.encoder.atom_masks[letter]
-        pid = post.psi_event(mask, pos, now, lambda: self.partitions.assign_one(tid, row)) \
-            if mask & post.spans else None  # a ψ event of an absence span
+        letter = self.encoder.record_letter(tid, row, stream)
+        pid, out = None, []
+        if post.spans:  # an absence span: what is due, and a ψ event's own part
+            out = post.before_event(now)
+            mask = self.encoder.atom_masks[letter]
+            if mask & post.spans:
+                pid = post.psi_event(mask, pos, now, lambda: self.partitions.assign_one(tid, row))
         stored = intake.store_one(tid, row, pos, letter, now, pid)
         if stored is None:
             return out
         pid, t, opened = stored
-        window = self.window
         view = self.store.view(self._bindings)
-        found = self.evaluator.run_one(pid, letter, pos, t, window.epsilon or 0,
-                                       window.kind is not None, post.evaluator_limit,
-                                       self.consume, view)
+        found = self.evaluator.run_one(pid, letter, pos, t, *self._step, view)
         if found:
             found = post.event(found, pid, view, now)
             out = out + found if out else found
-        self.intake.settle(opened, self._held)
+        if opened or intake.reclaimed_before is not None:
+            intake.settle(opened, self._held)
         return out
 
     # ---- per batch ----------------------------------------------------------------------------
@@ -248,7 +256,7 @@ class Engine(StreamEngine, DecodedInput):
     # ``raises``: False when the caller (a MultiEngine) raises the batch's error itself
     def _run(self, batch: Batch, shared: dict | None = None,
              raises: bool = True) -> Iterator[ComplexEvent]:
-        args, error = self._prepare(batch, shared)
+        args, error = self.intake.batch(batch, shared, self.kernels.letters, *self._step[2:])
         view = self.store.view(self._bindings)
         yield from self.post.batch(self.evaluator.run(args, view=view), self.evaluator, batch,
                                    args, view)
@@ -259,16 +267,11 @@ class Engine(StreamEngine, DecodedInput):
         if self.post.spans:  # (a span decides per complex event: what ``_run`` reports)
             return MatchArrays.of(list(self._run(batch, shared, raises)),
                                   self.schema.time_unit)
-        args, error = self._prepare(batch, shared)
+        args, error = self.intake.batch(batch, shared, self.kernels.letters, *self._step[2:])
         out = self.post.arrays(self.evaluator.run_arrays(args),
                                self.store.view(self._bindings))
         self._finish(batch, error if raises else None)
         return out
-
-    def _prepare(self, batch: Batch, shared: dict | None = None
-                 ) -> tuple[EvaluatorInput, EventError | None]:
-        return self.intake.batch(batch, shared, self.kernels.letters, self.post.evaluator_limit,
-                                 self.consume)
 
     def _finish(self, batch: Batch, error: EventError | None) -> None:
         self.post.done(self.evaluator)

@@ -111,10 +111,6 @@ class Intake:
             return None
         return order.last if order.last is not None else INT64_MIN
 
-    def letter(self, tid: int, row: dict, stream: int) -> int:
-        """The event's letter."""
-        return self.encoder.record_letter(tid, row, stream)
-
     def store_one(self, tid: int, row: dict, position: int, letter: int, now: int,
                   pid: int | None) -> tuple[int, int, bool] | None:
         """The read event at ``position``, once its letter is known: counted, and unless it

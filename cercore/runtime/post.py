@@ -53,16 +53,10 @@ class PostChain:
         self.lookback_bits = 0 if lookback is None else lookback.psi_bits
         self.lookback_attribute = None if lookback is None else lookback.attribute
         self.spans = self.psi_bits | self.lookback_bits  # 0: no absence span
-
-    @property
-    def evaluator_limit(self) -> int:
-        """The LIMIT the evaluator applies: none when selection comes first."""
-        return NO_LIMIT if self.selects is not None else self.limit
-
-    @property
-    def direct(self) -> bool:
-        """No stage but the count: complex events go straight through."""
-        return self.selects is None and not self.spans
+        # the LIMIT the evaluator applies (none when selection comes first), and whether no
+        # stage but the count applies (complex events go straight through)
+        self.evaluator_limit = NO_LIMIT if selects is not None else self.limit
+        self.direct = selects is None and not self.spans
 
     # ---- a batch ---------------------------------------------------------------------------
     def batch(self, found: Iterator, evaluator: Evaluator, batch: Batch, args: EvaluatorInput,

@@ -330,7 +330,7 @@ def test_pending_deadlines_are_visible_to_a_caller_that_knows_time(backend):
     time without making earlier events late."""
     e = cercore.compile(DEADLINE, DECL).engine(backend)
     ces(e.process(STREAM[:3]))  # A(0) k1 due after 5, A(2) k2 due after 7
-    queue = e.deadlines
+    queue = e.post.deadlines
     assert queue.next_deadline() == 5 and queue.oldest_start() == 0
     ces(e.process(STREAM[3:4]))  # B(v=5) of k2 at 4 drops A(2)
     assert queue.next_deadline() == 5 and queue.oldest_start() == 0

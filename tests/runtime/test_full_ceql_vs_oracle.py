@@ -85,7 +85,7 @@ def per_end(compiled, events, backend: str, with_bindings: bool = False,
     if ces is None:
         engine = compiled.engine(backend=backend, stream_column=STREAM_COLUMN)
         if step_every_event:
-            engine.skip_inert = False
+            engine.intake.skip_inert = False
         ces = fed(engine, events, path, compiled.schema)
     for ce in ces:
         if path == "arrays":  # (start, end, positions): no bindings to read

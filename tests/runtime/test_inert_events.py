@@ -39,9 +39,9 @@ def test_skipping_inert_events_changes_nothing(backend, data):
     query = compiled_or_discarded(format_query(replace(drawn, limit=None)), schema)
     events = data.draw(streams(schema, max_len=12))
     fast = query.engine(backend)
-    assume(fast.skip_inert)  # else both engines step every event: nothing to compare
+    assume(fast.intake.skip_inert)  # else both engines step every event: nothing to compare
     slow = query.engine(backend)
-    slow.skip_inert = False
+    slow.intake.skip_inert = False
     fast_out, slow_out = outputs(fast, events), outputs(slow, events)
     # only streams where some event was actually left unstepped test the skipping
     assume(fast.stats["work"]["events"] < slow.stats["work"]["events"])
@@ -50,7 +50,7 @@ def test_skipping_inert_events_changes_nothing(backend, data):
 
 def test_which_queries_skip():
     schema = SCHEMAS["seconds"]
-    skips = {text: cercore.compile(text, schema).engine("python").skip_inert for text in [
+    skips = {text: cercore.compile(text, schema).engine("python").intake.skip_inert for text in [
         "SELECT * FROM S WHERE A ; B+ ; C WITHIN 2 SECONDS",
         "SELECT * FROM S WHERE A : B",
         "SELECT * FROM S WHERE A ; NOT(B) ; C",

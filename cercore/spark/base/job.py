@@ -214,7 +214,7 @@ def fire_deadlines(engine, t: int | None) -> MatchArrays | None:
     """Event time has reached ``t``: the complex events pending in ``engine`` whose deadline is
     before ``t`` (as ``Engine.advance(t)`` fires them, without making events before ``t``
     late; None: no deadline, or ``t`` is None)."""
-    if engine.deadlines is None or t is None:
+    if engine.post.deadlines is None or t is None:
         return None
     due = engine.fire_deadlines(int(t))
     return MatchArrays.of(due) if due else None
@@ -223,7 +223,7 @@ def fire_deadlines(engine, t: int | None) -> MatchArrays | None:
 def oldest_pending_start(engine, default: int) -> int:
     """The first position of the oldest complex event waiting for its deadline in ``engine``
     (``default`` when none waits): its rows must stay held until it is reported or dropped."""
-    queue = engine.deadlines
+    queue = engine.post.deadlines
     start = None if queue is None else queue.oldest_start()
     return default if start is None else start
 
@@ -231,7 +231,7 @@ def oldest_pending_start(engine, default: int) -> int:
 def first_pending_deadline(engine) -> int | None:
     """The earliest deadline pending in ``engine`` (None: none): the time the watermark must
     pass before anything more can fire."""
-    return None if engine.deadlines is None else engine.deadlines.next_deadline()
+    return None if engine.post.deadlines is None else engine.post.deadlines.next_deadline()
 
 
 def table_bytes(table: pa.Table | None) -> bytes | None:

@@ -36,7 +36,7 @@ Absences with a span: a deadline (``φ ; ABSENT(ψ) WITHIN T``) passes when the 
 After evaluating what it released, a key fires the complex events whose deadline is at or
 before the latest time the watermark has passed (``reached``: every row of the key up to it has
 been evaluated, and one arriving now would be late), as the local engine's ``advance`` past it
-would; the rest stay pending in the pickled engine (``Engine.deadlines``, with the rows they
+would; the rest stay pending in the pickled engine (``Engine.post.deadlines``, with the rows they
 report, ``HeldRows``), across micro-batches and restarts, and an event-time timer wakes a quiet
 key when the watermark passes the earliest pending deadline. So streaming reports a deadline
 the allowed lateness after event time passes it, and one after the last watermark stays

@@ -1,0 +1,177 @@
+"""All cores for one keyed query: the partitions split among ``k`` evaluators that step a batch
+in ``k`` threads, with identical output.
+
+PARTITION BY keys are independent (CORE §5): a partition's runs, complex events, CONSUME BY
+PARTITION and strategy history never look at another partition. So partition ``p`` belongs to
+shard ``p % k``; each shard is a whole evaluator (its own tECS arena, union lists, determinised
+-state cache, work counters) over the events of its partitions, and only reads what the
+engine's intake wrote before the batch (letters, times, partition ids; the attribute values of
+predicates between events). The compiled kernels step without the GIL, so the shards of a batch
+run in parallel threads; the reference backend runs them too (one at a time, by the GIL), with
+the same output.
+
+Every event belongs to one partition, so every complex event that ends at an event comes from
+that event's shard, in that shard's enumeration order. Merging the shards' complex events by end
+position (stable) therefore gives exactly the order one evaluator gives. What crosses
+partitions -- CONSUME BY ANY, a query without PARTITION BY -- runs on one evaluator
+(``shards_for`` says why).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from cercore.errors import ConfigError
+from cercore.interface.complex_event import ComplexEvent
+from cercore.interface.evaluator import Evaluator, EvaluatorInput
+
+__all__ = ["MIN_EVENTS_PER_SHARD", "ShardedEvaluator", "shards_for"]
+
+# a batch steps its shards in threads only with this many events per shard (fewer: one after
+# the other in the caller's thread; the output is the same)
+MIN_EVENTS_PER_SHARD = 2048
+AUTO_WORKERS_FROM = 1 << 18  # events in hand from which ``workers=None`` takes every core
+
+
+def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, str]:
+    """How many shards evaluate the query for ``workers`` (None: the machine's cores for an
+    input in hand of ``AUTO_WORKERS_FROM`` events or more -- ``events``, if given --, else
+    one), and why (for ``explain``)."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise ConfigError(f"workers must be a whole number >= 1, not {workers!r}")
+    if workers is None and events is not None:
+        n = events.num_rows if hasattr(events, "num_rows") else \
+            len(events) if isinstance(events, list | tuple) or hasattr(events, "columns") else 0
+        workers = None if n >= AUTO_WORKERS_FROM else 1
+    wanted = workers if workers is not None else (os.cpu_count() or 1)
+    if wanted == 1:
+        return 1, "one worker"
+    if not analysed.partition_by:
+        return 1, "one worker: without PARTITION BY every event is in one partition"
+    if analysed.query.consume == "ANY":
+        return 1, "one worker: CONSUME BY ANY discards the runs of every partition"
+    return wanted, f"{wanted} workers: partitions split among them (partition id mod {wanted})"
+
+
+class ShardedEvaluator:
+    """``k`` evaluators, one per shard of the partitions, behind the ``Evaluator`` interface
+    (see the module doc)."""
+
+    def __init__(self, make: Callable[[Any], Evaluator], dets: list) -> None:
+        """``k = len(dets)`` evaluators ``make(det)``, each over its own determiniser (its
+        states numbered as it goes: an evaluator's table and state refer to its own)."""
+        self.dets = dets
+        self.shards = [make(det) for det in dets]
+        self.backend = self.shards[0].backend
+        self.reported = 0  # complex events ``run`` yielded
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ---- the interface ---------------------------------------------------------------------
+    @property
+    def on_reclaim(self):
+        return self.shards[0].on_reclaim
+
+    @on_reclaim.setter
+    def on_reclaim(self, listener) -> None:
+        for s in self.shards:
+            s.on_reclaim = listener
+
+    def check_between(self, plan: Any, check: Any) -> None:
+        # each shard walks its own paths: its own copy of the incremental check
+        for s in self.shards:
+            s.check_between(plan, type(check)(check.plan, check.values, check.full))
+
+    def run(self, batch: EvaluatorInput, view: Any = None) -> Iterator:
+        start, end, offsets, positions = self.run_arrays(batch)
+        bounds = offsets.tolist()
+        for i, (s, e) in enumerate(zip(start.tolist(), end.tolist())):
+            ps = tuple(positions[bounds[i]:bounds[i + 1]].tolist())
+            self.reported += 1
+            yield (s, e, ps) if view is None else ComplexEvent.view(s, e, ps, view)
+
+    def run_one(self, pid: int, letter: int, pos: int, time: int, epsilon: int,
+                windowed: bool, limit: int, consume: int, view: Any = None) -> list | Iterator:
+        return self.shards[pid % len(self.shards)].run_one(
+            pid, letter, pos, time, epsilon, windowed, limit, consume, view)
+
+    def run_arrays(self, batch: EvaluatorInput
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        k = len(self.shards)
+        shard_of = batch.pids[batch.active] % k
+        parts = [batch._replace(active=batch.active[shard_of == i]) for i in range(k)]
+        if len(batch.active) >= MIN_EVENTS_PER_SHARD * k:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(k, thread_name_prefix="cercore-shard")
+            found = list(self._pool.map(lambda sp: sp[0].run_arrays(sp[1]),
+                                        zip(self.shards, parts)))
+        else:
+            found = [s.run_arrays(p) for s, p in zip(self.shards, parts)]
+        return _merged(found)
+
+    def compact(self, tau: int) -> None:
+        for s in self.shards:
+            s.compact(tau)
+
+    def live_partitions(self) -> set[int]:
+        return set().union(*(s.live_partitions() for s in self.shards))
+
+    def memory_nodes(self) -> int:
+        return sum(s.memory_nodes() for s in self.shards)
+
+    def work_counts(self) -> dict[str, int]:
+        counts = [s.work_counts() for s in self.shards]
+        return {key: (max if key == "step_work_max" else sum)(c[key] for c in counts)
+                for key in counts[0]}
+
+    def reset_work_counts(self, counts: dict[str, int] | None = None) -> None:
+        for i, s in enumerate(self.shards):  # (given counts: all on the first shard)
+            s.reset_work_counts(counts if i == 0 else None)
+
+    def to_state(self) -> Any:
+        return [s.to_state() for s in self.shards]
+
+    def from_state(self, state: Any) -> None:
+        for s, st in zip(self.shards, state):
+            s.from_state(st)
+
+    @property
+    def n_states(self) -> int:
+        """Determinised states, over every shard's cache."""
+        return sum(det.n_states for det in self.dets)
+
+    def __getstate__(self) -> dict:
+        return {"dets": self.dets, "shards": self.shards, "backend": self.backend}  # (no pool)
+
+    def __setstate__(self, state: dict) -> None:
+        self.dets, self.shards, self.backend = state["dets"], state["shards"], state["backend"]
+        self.reported, self._pool = 0, None
+
+
+def _merged(found: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The shards' complex events (each shard's in end order) as one evaluator reports them:
+    by end position, stable (all complex events of one end come from one shard)."""
+    found = [f for f in found if len(f[0])]
+    if len(found) <= 1:
+        return found[0] if found else _NOTHING
+    start = np.concatenate([f[0] for f in found])
+    end = np.concatenate([f[1] for f in found])
+    lengths = np.concatenate([np.diff(f[2]) for f in found])
+    positions = np.concatenate([f[3] for f in found])
+    firsts = np.concatenate([f[2][:-1] + base for f, base in
+                             zip(found, np.cumsum([0] + [len(f[3]) for f in found[:-1]]))])
+    order = np.argsort(end, kind="stable")
+    lengths = lengths[order]
+    offsets = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    take = np.repeat(firsts[order] - offsets[:-1], lengths) + np.arange(offsets[-1])
+    return start[order], end[order], offsets, positions[take]
+
+
+_NOTHING = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+            np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))

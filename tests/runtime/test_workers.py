@@ -1,0 +1,145 @@
+"""``workers=N``: a keyed query's partitions split among N evaluators (``runtime/shards.py``)
+give the single evaluator's complex events -- the same events, positions, bindings, order and
+count -- on both backends, for random full-CEQL queries (strategies, LIMIT, CONSUME BY
+PARTITION, windows, deadlines and look backs, predicates between events) over random streams,
+N in {1, 2, 3, 7}; and on a stream long enough that the shards step in threads."""
+
+from __future__ import annotations
+
+import pickle
+
+import pyarrow as pa
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from strategies import bindable, deadline_queries, queries, queries_between_events, schemas, streams
+from support import BACKENDS
+
+import cercore
+from cercore.runtime.shards import MIN_EVENTS_PER_SHARD, ShardedEvaluator, shards_for
+
+WORKERS = [1, 2, 3, 7]
+
+
+def keys(ces) -> list[tuple]:
+    return [(ce.start, ce.end, tuple(ce.positions), ce.bindings) for ce in ces]
+
+
+def compiled_or_none(q, schema):
+    try:
+        return cercore.compile(q, schema)
+    except cercore.CercoreError:
+        return None
+
+
+@st.composite
+def keyed_cases(draw):
+    schema = draw(schemas())
+    kind = draw(st.sampled_from(["full", "between", "absence"]))
+    if kind == "full":
+        q = draw(queries(schema, full=True, partitioned=True))
+    elif kind == "between":
+        q = draw(queries_between_events(schema, partitioned=True))
+    else:
+        assume(schema.time_attribute is not None)  # (a span is a time, as test_absence.py)
+        q = draw(deadline_queries(schema, partitioned=True))
+    favour = set(bindable(q.formula)) & set(schema.event_types)
+    return schema, q, draw(streams(schema, 7, favour=favour, tagged=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=keyed_cases(), workers=st.sampled_from(WORKERS))
+def test_workers_give_the_single_evaluators_complex_events(backend, case, workers):
+    schema, q, events = case
+    compiled = compiled_or_none(q, schema)
+    assume(compiled is not None and compiled.analysed.partition_by)
+    one = compiled.engine(backend, on_error="skip")
+    expected = keys(one.process(list(events), workers=1))
+    split = compiled.engine(backend, on_error="skip")
+    got = keys(split.process(list(events), workers=workers))
+    assert got == expected
+    assert split.stats["complex_events"] == one.stats["complex_events"]
+    if shards_for(compiled.analysed, workers)[0] > 1:
+        assert isinstance(split.evaluator, ShardedEvaluator)
+    arrays = compiled.engine(backend, on_error="skip").process_arrays(list(events),
+                                                                       workers=workers)
+    bulk = compiled.engine(backend, on_error="skip").process_arrays(list(events), workers=1)
+    assert arrays.start.tolist() == bulk.start.tolist()
+    assert arrays.positions.tolist() == bulk.positions.tolist()
+
+
+DECL = ("CREATE STREAM S { EVENT BUY { name:string, price:double, ts:int }, "
+        "EVENT SELL { name:string, price:double, ts:int } }")
+KEYED = ["SELECT * FROM S WHERE SELL AS s ; BUY AS b FILTER b.price > s.price "
+         "PARTITION BY [name] WITHIN 30 [ts]",
+         "SELECT NEXT * FROM S WHERE BUY+ AS r ; SELL AS s FILTER r.price < NEXT(r).price "
+         "PARTITION BY [name] WITHIN 20 [ts]",
+         "SELECT * FROM S WHERE SELL ; BUY ; ABSENT(SELL) WITHIN 5 [ts] "
+         "PARTITION BY [name] WITHIN 20 [ts]"]
+
+
+def trades(n: int, names: int = 11) -> list[tuple[str, dict]]:
+    out, price = [], 100.0
+    for i in range(n):
+        price += ((i * 7919) % 13 - 6) / 10
+        out.append(("BUY" if (i * 31) % 5 < 3 else "SELL",
+                    {"name": f"N{(i * 2654435761) % names}", "price": price, "ts": i // 3}))
+    return out
+
+
+def table(events: list[tuple[str, dict]]) -> pa.Table:
+    return pa.Table.from_pylist([{"event_type": t, **a} for t, a in events])
+
+
+@pytest.mark.parametrize("query", KEYED)
+def test_threads_on_a_long_stream_give_the_same_output(backend, query):
+    """Batches large enough for the shards to step in threads: the same complex events, in
+    the same order, through process, process_arrays, pickling mid-stream and a backend move."""
+    events = trades(8 * 2 * MIN_EVENTS_PER_SHARD + 1000)
+    q = cercore.compile(query, DECL)
+    expected = keys(q.engine(backend).process(events, workers=1))
+    assert expected
+    engine = q.engine(backend)
+    half = len(events) // 2
+    got = keys(engine.process(table(events[:half]), workers=2))
+    assert isinstance(engine.evaluator, ShardedEvaluator)
+    assert engine.evaluator._pool is not None  # (the batches were large enough for threads)
+    engine = pickle.loads(pickle.dumps(engine))
+    other = "python" if engine.backend == "cython" else cercore.BACKEND
+    engine = engine.to_backend(other)
+    got += keys(engine.process(events[half:]))
+    assert got == expected
+    arrays = q.engine(backend).process_arrays(table(events), workers=3)
+    assert list(zip(arrays.start.tolist(), arrays.end.tolist())) == [k[:2] for k in expected]
+
+
+def test_queries_that_cross_partitions_run_on_one_worker():
+    q = cercore.compile("SELECT * FROM S WHERE SELL ; BUY WITHIN 5 [ts]", DECL)
+    assert shards_for(q.analysed, 4) == (
+        1, "one worker: without PARTITION BY every event is in one partition")
+    q = cercore.compile("SELECT * FROM S WHERE SELL ; BUY PARTITION BY [name] WITHIN 5 [ts] "
+                        "CONSUME BY ANY", DECL)
+    assert shards_for(q.analysed, 4)[0] == 1
+    engine = q.engine()
+    list(engine.process(trades(100), workers=4))
+    assert not isinstance(engine.evaluator, ShardedEvaluator)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_workers_must_be_a_positive_whole_number(bad):
+    q = cercore.compile(KEYED[0], DECL)
+    with pytest.raises(cercore.ConfigError, match="workers"):
+        q.engine().process_arrays(trades(10), workers=bad)
+
+
+def test_small_inputs_and_live_feeds_take_one_worker_by_default():
+    q = cercore.compile(KEYED[0], DECL)
+    engine = q.engine()
+    list(engine.process(trades(1000)))
+    assert not isinstance(engine.evaluator, ShardedEvaluator)
+    engine = q.engine()
+    list(engine.process(iter(trades(1000))))
+    assert not isinstance(engine.evaluator, ShardedEvaluator)
+
+
+__all__ = ["BACKENDS"]
