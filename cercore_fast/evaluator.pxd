@@ -137,6 +137,5 @@ cdef class CythonEvaluator:
     cdef int run_to_stop(self) except -1
     cdef int advance_or_raise(self) except -1
     cdef int finish(self) except -1
-    cpdef report_reclaimed(self)
     cdef list _buffered(self, view)
     cdef object output(self, Py_ssize_t i, view)

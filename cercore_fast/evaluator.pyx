@@ -323,7 +323,8 @@ cdef class CythonEvaluator:
         self.st_depth.clear()
         self.path.clear()
         self.clear_output()
-        self.report_reclaimed()
+        if self.reclaimed and self.on_reclaim is not None:  # (rare: checked inline)
+            self.report_reclaimed()
         return 0
 
     cdef void clear_output(self) noexcept:
@@ -758,7 +759,7 @@ cdef class CythonEvaluator:
             raise MemoryError("cercore: out of memory compacting the tECS arena")
         self.report_reclaimed()
 
-    cpdef report_reclaimed(self):
+    def report_reclaimed(self):
         """At the end of a run: tell ``on_reclaim`` the window start of the reclamation
         passes it made (then the engine forgets what the evaluator no longer holds)."""
         if self.reclaimed and self.on_reclaim is not None:

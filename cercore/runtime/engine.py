@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from cercore.automata.determinize import LazyDeterminiser
 from cercore.errors import ConfigError, EventError
-from cercore.input import Batch, EventInput
+from cercore.input import SKIPPED, Batch, EventInput
 from cercore.input.options import EngineOptions
 from cercore.input.order import TimeOrder
 from cercore.input.source import checked_watermark
-from cercore.interface.constants import NO_PARTITION, NOT_READ
+from cercore.interface.constants import INT64_MIN, NO_PARTITION, NOT_READ
 from cercore.interface.evaluator import CompiledPlan, Evaluator
 from cercore.runtime.backend import Backend
 from cercore.runtime.bindings import ComplexEventBindings
@@ -79,7 +80,7 @@ class Engine(StreamEngine, DecodedInput):
         ``state`` has), from the evaluator state ``state`` if given: the one place the backend
         is installed."""
         shards = shards or (len(state) if type(state) is list else 1)
-        self.kernels = backend
+        self.kernels, self.backend = backend, backend.name  # ("python" | "cython")
         self.options = dataclasses.replace(self.options, backend=backend.name)
         if shards == 1:
             self.evaluator = backend.evaluator(self.det, self.encoder)
@@ -97,18 +98,8 @@ class Engine(StreamEngine, DecodedInput):
         evaluator.on_reclaim = self.intake.reclaimed
         check = self.event_check
         if check is not None:
-            evaluator.check_between(check.plan, IncrementalCheck(check.plan, check.values,
-                                                                 self._whole_check))
-
-    def _whole_check(self, start: int, end: int, positions) -> bool:
-        """Every valuation of a complex event being enumerated (for a path the evaluator could
-        not check as it walked)."""
-        return self.event_check.holds(self.store.view(self._bindings), start, end, positions)
-
-    @property
-    def backend(self) -> str:
-        """The backend that runs this engine ("python" | "cython")."""
-        return self.kernels.name
+            evaluator.check_between(check.plan, IncrementalCheck(
+                check.plan, check.values, partial(check.holds_in, self.store, self._bindings)))
 
     @property
     def time_order(self) -> TimeOrder | None:
@@ -149,13 +140,6 @@ class Engine(StreamEngine, DecodedInput):
         return MatchArrays.concat([self._run_arrays(b)
                                    for b in self.input.batches(events, stream)])
 
-    def push(self, event_type: str, attributes: dict[str, Any],
-             stream: str | None = None) -> list[ComplexEvent]:
-        """Evaluate one event (of ``stream``, if given); return the complex events it
-        completes (with a reorder slack: the complex events of the buffered events it
-        releases)."""
-        return self._push_one(event_type, attributes, stream)
-
     def flush(self) -> list[ComplexEvent]:
         """End of stream: evaluate the events a reorder slack still holds back (no-op
         without one) and return the complex events they complete."""
@@ -171,18 +155,15 @@ class Engine(StreamEngine, DecodedInput):
         return self._evaluate(self._watermark(t)) + self.fire_deadlines(t)
 
     def fire_deadlines(self, t: int) -> list[ComplexEvent]:
-        """Event time has reached ``t``: the complex events of ``φ ; ABSENT(ψ) WITHIN T``
-        whose deadline is before ``t`` (what ``advance(t)`` reports, without making earlier
-        events late: for a caller that knows event time another way, e.g. Spark's watermark).
-        Empty without a deadline."""
+        """Event time has reached ``t``: the complex events of ``φ ; ABSENT(ψ) WITHIN T`` due
+        before ``t`` (``advance(t)``'s, without making earlier events late: for a caller that
+        knows event time another way, e.g. Spark's watermark)."""
         return self.post.fire(t)
 
     @property
     def stats(self) -> dict[str, Any]:
-        """Counters: events received, read by the query, skipped (with reasons), complex events,
-        live partitions, tECS nodes, automaton states and letters, and the evaluator's work
-        counts (``work``: transitions, nodes created, union-list operations, enumeration; see
-        ``PythonEvaluator.work_counts``)."""
+        """Counters: events received, read, skipped (by reason), complex events, live
+        partitions, tECS nodes, automaton states, letters, the evaluator's ``work`` counts."""
         skips, ev = self.input.skips, self.evaluator
         return {"events": self.position, "read": self.intake.tick, "skipped": skips.count,
                 "skipped_by_reason": dict(skips.by_reason), "complex_events": self.post.reported,
@@ -226,22 +207,35 @@ class Engine(StreamEngine, DecodedInput):
         """``_record`` after decoding: event ``pos`` of type ``tid`` (SKIPPED: skipped); its
         time is checked here unless a MultiEngine checked it. Its complex events, as a list
         (an iterator only when they overflow the evaluator's output buffer)."""
-        intake, post = self.intake, self.post
-        now = intake.admit(tid, row, stream, pos)
-        self.input.consumed_one(pos)
-        if now is None:
+        intake, post, encoder = self.intake, self.post, self.encoder
+        reads, order = encoder.reads, intake.time_order
+        if tid == SKIPPED or not reads.type_list[tid] or (
+                reads.stream_list is not None and not reads.stream_list[stream + 1]):
+            self.input.consumed_one(pos)  # (not read by the query)
             return []
-        letter = self.encoder.record_letter(tid, row, stream)
+        # (an EventError here, in raise mode, leaves the event unconsumed)
+        passed = order is None or not intake.checks_time or order.check_one(tid, row, pos)
+        self.input.consumed_one(pos)
+        if not passed:
+            return []
+        now = INT64_MIN if order is None or order.last is None else order.last
+        letter = encoder.record_letter(tid, row, stream)
         pid, out = None, []
         if post.spans:  # an absence span: what is due, and a ψ event's own part
             out = post.before_event(now)
-            mask = self.encoder.atom_masks[letter]
+            mask = encoder.atom_masks[letter]
             if mask & post.spans:
                 pid = post.psi_event(mask, pos, now, lambda: self.partitions.assign_one(tid, row))
-        stored = intake.store_one(tid, row, pos, letter, now, pid)
-        if stored is None:
+        t = intake.tick if self.window.kind == "events" else now if order is not None else 0
+        intake.tick += 1
+        if intake.skip_inert and not encoder.relevant[letter]:
+            return out  # it can change nothing: not stepped, not stored
+        if pid is None:
+            pid = self.partitions.assign_one(tid, row)
+        if pid == NO_PARTITION:
             return out
-        pid, t, opened = stored
+        intake.latest_time = t
+        opened = self.store.add_record(pos, tid, row, t, letter, pid)
         view = self.store.view(self._bindings)
         found = self.evaluator.run_one(pid, letter, pos, t, *self._step, view)
         if found:

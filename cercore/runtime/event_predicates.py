@@ -349,6 +349,11 @@ class EventPredicateCheck:
         """While it is enumerated (its events are in ``TermValues``)."""
         return next(self._passing(view, start, end, positions, self.values), None) is not None
 
+    def holds_in(self, store, binder, start: int, end: int, positions) -> bool:
+        """``holds`` over a view of ``store`` (the whole check an enumerator calls for a path
+        it could not check as it walked)."""
+        return self.holds(store.view(binder), start, end, positions)
+
     def bindings(self, view, ce) -> dict[str, tuple[int, ...]]:
         """``ce.bindings`` under predicates between events: the union over the valuations
         that satisfy them (the others do not produce the complex event)."""

@@ -1,8 +1,9 @@
 """The engine's intake: decoded events -> what the evaluator reads. Each event the query reads
 gets its letter (``LetterEncoder``), its window time (event time, or its read count under an
 EVENTS window; checked to never go backwards) and its partition id (``PartitionIndex``), and is
-stored (``EventStore``) for the complex events that will read it. A batch at a time (the
-evaluator's ``EvaluatorInput``) or one event at a time (the record path).
+stored (``EventStore``) for the complex events that will read it: a batch at a time (the
+evaluator's ``EvaluatorInput``; the record path, ``Engine._evaluate_one``, does the same for
+one event inline, as it runs per event); memory settles here after each.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from collections.abc import Callable
 import numpy as np
 
 from cercore.errors import EventError
-from cercore.input import SKIPPED, Batch, EventInput
+from cercore.input import Batch, EventInput
 from cercore.input.order import TimeOrder
-from cercore.interface.constants import INT64_MIN, NO_PARTITION, window_start
+from cercore.interface.constants import INT64_MIN, window_start
 from cercore.interface.evaluator import EvaluatorInput
 from cercore.interface.letters import LettersKernel
 from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
@@ -93,41 +94,6 @@ class Intake:
         return EvaluatorInput(active, pids, letters, times, batch.first_position,
                               self.window.epsilon or 0, self.window.kind is not None, limit,
                               consume), error
-
-    # ---- one event -------------------------------------------------------------------------
-    def admit(self, tid: int, row: dict | None, stream: int, position: int) -> int | None:
-        """Whether the query reads the decoded event at ``position`` (type id ``tid``, SKIPPED
-        for a skipped one) and it is in time: its event time (INT64_MIN without event time),
-        or None. In raise mode a late event's EventError propagates (the event stays
-        unconsumed)."""
-        reads = self.encoder.reads
-        if tid == SKIPPED or not reads.type_list[tid] or (
-                reads.stream_list is not None and not reads.stream_list[stream + 1]):
-            return None
-        order = self.time_order
-        if order is None:
-            return INT64_MIN
-        if self.checks_time and not order.check_one(tid, row, position):
-            return None
-        return order.last if order.last is not None else INT64_MIN
-
-    def store_one(self, tid: int, row: dict, position: int, letter: int, now: int,
-                  pid: int | None) -> tuple[int, int, bool] | None:
-        """The read event at ``position``, once its letter is known: counted, and unless it
-        can change nothing (an inert letter, no partition) stored. Its partition id (computed
-        unless given), window time and whether it opened a new store chunk; None when it is
-        not stepped."""
-        t = self.tick if self.window.kind == "events" else \
-            now if self.time_order is not None else 0
-        self.tick += 1
-        if self.skip_inert and not self.encoder.relevant[letter]:
-            return None
-        if pid is None:
-            pid = self.partitions.assign_one(tid, row)
-        if pid == NO_PARTITION:
-            return None
-        self.latest_time = t
-        return pid, t, self.store.add_record(position, tid, row, t, letter, pid)
 
     # ---- memory ------------------------------------------------------------------------------
     def reclaimed(self, tau: int) -> None:

@@ -21,7 +21,7 @@ class StreamEngine(AsyncInput):
     about its position in the stream.
 
     The ways events arrive, the same for every engine kind: ``_feed`` (``process``),
-    ``_push_one`` (``push``) and ``_evaluate`` (batches released by a flush or a watermark),
+    ``push`` and ``_evaluate`` (batches released by a flush or a watermark),
     over what each engine defines: ``_record(type, attributes, stream id)`` (one event: its
     outputs as a list, or an iterator that must be exhausted before the next event) and
     ``_run(batch)`` (a batch: an iterator of its outputs)."""
@@ -51,10 +51,11 @@ class StreamEngine(AsyncInput):
         for batch in self.input.batches(events, stream):
             yield from self._guarded(self._run(batch))
 
-    def _push_one(self, event_type: str, attributes: dict[str, Any],
-                  stream: str | None) -> list:
-        """``push``: one event's outputs (with a reorder slack, those of the buffered events
-        it releases)."""
+    def push(self, event_type: str, attributes: dict[str, Any],
+             stream: str | None = None) -> list:
+        """Evaluate one event (of ``stream``, if given); return what it completes -- complex
+        events, or a trend query's window rows (with a reorder slack: what the buffered events
+        it releases complete)."""
         self._usable()
         if self.input.reorder is not None:
             return list(self._feed(iter([(event_type, attributes)]), stream))

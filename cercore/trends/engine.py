@@ -209,11 +209,6 @@ class TrendEngine(StreamEngine):
         asked for."""
         return self._feed(events, stream)
 
-    def push(self, event_type: str, attributes: dict[str, Any],
-             stream: str | None = None) -> list[dict]:
-        """One event; the rows of the windows it closes."""
-        return self._push_one(event_type, attributes, stream)
-
     def advance(self, t: int) -> list[dict]:
         """A watermark: no event earlier than time ``t`` will follow, so every window ending
         at or before ``t`` closes now; its rows. Lets a quiet stream (or a heartbeat) emit
