@@ -15,6 +15,7 @@ from cercore.errors import CEQLSemanticError, ConfigError, UnknownOptionError, d
 from cercore.input.options import EngineOptions
 from cercore.runtime.output import ComplexEvent
 from cercore.runtime.partitions import describe_keys
+from cercore.runtime.shards import shards_for
 from cercore.schema import Schema
 
 if TYPE_CHECKING:
@@ -88,11 +89,11 @@ class CompiledQuery:
         return Engine(self, EngineOptions.of(options, backend=backend, **option))
 
     def run(self, events: Any, *, options: EngineOptions | None = None,
-            **option: Any) -> list[ComplexEvent]:
+            workers: int | None = None, **option: Any) -> list[ComplexEvent]:
         """Every complex event over ``events`` (the whole stream); engine options as for
-        ``engine``."""
+        ``engine``; ``workers`` as for ``Engine.process_arrays``."""
         engine = self.engine(options=options, **option)
-        return list(engine.process(events)) + engine.flush()
+        return list(engine.process(events, workers=workers)) + engine.flush()
 
     # ---- explain --------------------------------------------------------------------------
     def atom_text(self, atom) -> str:
@@ -145,6 +146,7 @@ class CompiledQuery:
                              "of its partition, by bisection)"),
             f"consume by: {a.query.consume or 'NONE'}; limit: "
             + ("none" if a.query.limit is None else f"{a.query.limit} per event"),
+            "workers (a large input in hand): " + shards_for(a, None)[1],
             "atoms:",
             *(f"  a{atom.id}: {self.atom_text(atom)}" for atom in a.atoms),
             *(f"  a{n.id}: NOT(" + " OR ".join(f"a{b.id}" for b in n.branches) + ")"
@@ -241,9 +243,9 @@ def run(query: str, schema: Schema | str, events: Iterable | Any, *,
         options: EngineOptions | None = None, **keywords: Any) -> list[ComplexEvent] | list[dict]:
     """Compile ``query`` and evaluate it over ``events`` (the whole stream): every complex
     event of a CEQL query, every result row of a trend query. ``keywords``: engine options
-    (``EngineOptions``' names) and, when ``schema`` is text, schema options
-    (``time_attribute=``...)."""
-    option = {k: keywords.pop(k) for k in EngineOptions.names() if k in keywords}
+    (``EngineOptions``' names), ``workers=`` (a CEQL query: ``Engine.process_arrays``) and,
+    when ``schema`` is text, schema options (``time_attribute=``...)."""
+    option = {k: keywords.pop(k) for k in EngineOptions.names() + ("workers",) if k in keywords}
     return compile(query, schema, **keywords).run(events, options=options, **option)
 
 

@@ -79,6 +79,9 @@ def add_subcommands(sub) -> None:
                           "ABSENT(...) deadlines before T fire (default: nothing is known past "
                           "the last event, so they do not)")
     run.add_argument("--stats", action="store_true", help="print engine counters on stderr")
+    run.add_argument("--workers", type=int, default=None, metavar="N",
+                     help="threads for a keyed query over a file (default: every core for a "
+                          "large file, one for a small one or a live input)")
     run.set_defaults(func=cmd_run)
 
     explain = sub.add_parser("explain", help="show how a query is compiled",
@@ -129,7 +132,7 @@ def cmd_run(args) -> int:
         return _run_trends(args, trends[0], engine, source)
 
     def everything():
-        yield from source.feed(engine)
+        yield from source.feed(engine, args.workers)
         yield from engine.flush()
         if args.advance is not None:  # event time has reached it: deadlines before it fire
             yield from engine.advance(args.advance)

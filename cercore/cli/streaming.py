@@ -24,6 +24,8 @@ from cercore.errors import CercoreError, EventError
 from cercore.input.files import locate_row
 from cercore.input.lines import LINE_FORMATS, FollowedFile, LineEvents, stream_lines
 from cercore.io import guess_format, read_events
+from cercore.runtime.engine import Engine
+from cercore.runtime.shards import shards_for
 from cercore.schema import Schema
 
 
@@ -128,9 +130,11 @@ class EventSource:
         """Whether the events are read line by line (and results are flushed one by one)."""
         return self.lines is not None
 
-    def feed(self, engine: Any) -> Iterator:
+    def feed(self, engine: Any, workers: int | None = None) -> Iterator:
         """``engine.process`` over the events: each line is read when the engine asks for the
-        next event, after it has yielded what the line before completed."""
+        next event, after it has yielded what the line before completed. A file read whole
+        goes in bulk, over ``workers`` threads (None: the engine's default for its size; one
+        engine of one CEQL query only)."""
         if self.lines is not None:
             table = self.lines.start()  # a CSV header, or JSON Lines that are one JSON array
             if table is None:
@@ -142,16 +146,20 @@ class EventSource:
                 return
             self.table = table
         n = self.table.num_rows
+        # one CEQL query: its partitions may split among threads, as many as the whole file's
+        # size calls for (the slices below are fed one after the other)
+        split = {"workers": shards_for(engine.analysed, workers, self.table)[0]} \
+            if isinstance(engine, Engine) else {}
         show = self.progress if self.progress is not None else \
             (n >= PROGRESS_MIN_EVENTS and sys.stderr.isatty())
         if not show:
-            yield from engine.process(self.table)
+            yield from engine.process(self.table, **split)
             return
         # the same engine over consecutive slices: the same complex events, in the same order
         progress = Progress(n)
         try:
             for offset in range(0, n, PROGRESS_CHUNK):
-                yield from engine.process(self.table.slice(offset, PROGRESS_CHUNK))
+                yield from engine.process(self.table.slice(offset, PROGRESS_CHUNK), **split)
                 progress.update(min(offset + PROGRESS_CHUNK, n))
         finally:
             progress.close()

@@ -207,7 +207,7 @@ class HeldRows:
 def evaluate(engine, table: pa.Table) -> MatchArrays:
     """The complex events ``engine`` reports over ``table`` (the engine's columns) as arrays
     (``process_arrays``; under an absence with a span, what ``process`` reports)."""
-    return engine.process_arrays(table)
+    return engine.process_arrays(table, workers=1)  # (Spark runs a task per core)
 
 
 def fire_deadlines(engine, t: int | None) -> MatchArrays | None:
