@@ -92,6 +92,9 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-events", type=int, default=1_000_000, metavar="N",
                    help="length of the long windowed stream sampled for memory "
                         "(default 1,000,000; 0 skips it)")
+    p.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="only the workers sweep: keyed queries over the stock trace (--replay "
+                        "R times) with 1..N workers, speed-up and efficiency")
 
 
 def _check_common(args) -> None:
@@ -203,6 +206,26 @@ def format_rows(rows: list[dict]) -> str:
 
 
 # --- scaling -----------------------------------------------------------------------------------
+def _run_workers(args) -> int:
+    import os
+    import platform
+
+    from cercore.bench import datasets, scaling
+
+    if args.workers < 1:
+        raise CercoreError("--workers must be >= 1")
+    table = datasets.stock_trace(replay=args.replay)  # (the whole trace, R times)
+    rows = scaling.workers_sweep(table, args.workers, args.repeat)
+    print(f"cercore {cercore.__version__}: workers over one Arrow table (the stock trace x"
+          f"{args.replay}), process_arrays(table, workers=w), backend {cercore.BACKEND}; "
+          f"best wall time of {args.repeat}, its CPU time (all threads); {os.cpu_count()} "
+          f"CPUs, {platform.processor() or platform.machine()}")
+    print(scaling.format_workers(rows))
+    if args.out:
+        _write(rows, Path(args.out), "scaling")
+    return 0
+
+
 def run_scaling(args) -> int:
     from cercore.bench import datasets, runner, scaling
 
@@ -217,6 +240,8 @@ def run_scaling(args) -> int:
         raise CercoreError("--lengths must name positive stream lengths")
     if args.memory_events < 0:
         raise CercoreError("--memory-events must be >= 0")
+    if args.workers:
+        return _run_workers(args)
     methodology = not args.no_methodology
     fastest = backends[-1]  # cython when available: the one whose constancy matters
     names = args.dataset or ["stock_trace"]

@@ -7,7 +7,9 @@ run on the same events:
 * ``length``: throughput of P_3 and P'_3 on generated stock streams of growing length;
 * ``memory``: tECS arena nodes and resident memory sampled every 10,000 events over one long
   windowed stream of P'_3 (never completes, so only the window frees memory) — flat when the
-  engine reclaims what the window expires.
+  engine reclaims what the window expires;
+* ``workers`` (``--workers N``): keyed queries over one Arrow table with 1, 2, ... N workers
+  (``process_arrays(table, workers=w)``), wall and CPU time, speed-up and efficiency.
 """
 
 from __future__ import annotations
@@ -123,3 +125,54 @@ def format_memory(samples: list[runner.MemorySample]) -> str:
         rss = f"{s.rss_bytes / 2**20:>10.1f}" if s.rss_bytes is not None else f"{'-':>10}"
         lines.append(f"{s.events:>10,}{s.tecs_nodes:>12,}{rss}")
     return "\n".join(lines)
+
+
+WORKER_QUERIES = {  # query shapes a user writes, keyed by stock name
+    "keyed": "SELECT * FROM S WHERE SELL AS s ; BUY AS b PARTITION BY [name] "
+             "WITHIN 10 SECONDS",
+    "keyed, higher price": "SELECT * FROM S WHERE SELL AS s ; BUY AS b FILTER "
+                           "b.price > s.price PARTITION BY [name] WITHIN 10 SECONDS",
+    "keyed, no output": "SELECT * FROM S WHERE SELL AS s ; BUY AS b ; BUY AS c FILTER "
+                        "s[price < 0] PARTITION BY [name] WITHIN 10 SECONDS",
+}
+
+
+def workers_sweep(table, max_workers: int, repeat: int = 3) -> list[dict]:
+    """Each of ``WORKER_QUERIES`` over ``table`` with 1..``max_workers`` workers, passes
+    interleaved; best wall time of ``repeat`` and its CPU time (the process's, all threads);
+    the outputs checked equal to one worker's."""
+    import time
+
+    schema = datasets.schema("stock_trace")
+    rows = []
+    for name, text in WORKER_QUERIES.items():
+        query = cercore.compile(text, schema)
+        query.engine().process_arrays(table.slice(0, 2000), workers=1)  # warm-up
+        want = None
+        best: dict[int, tuple[float, float]] = {}
+        for _ in range(max(repeat, 1)):
+            for w in range(1, max_workers + 1):
+                wall0, cpu0 = time.perf_counter(), time.process_time()
+                out = query.engine().process_arrays(table, workers=w)
+                took = (time.perf_counter() - wall0, time.process_time() - cpu0)
+                key = (out.start.tolist(), out.positions.tolist())
+                if want is None:
+                    want = key
+                elif key != want:
+                    raise cercore.CercoreError(f"{name}: {w} workers disagree with one")
+                best[w] = min(best.get(w, took), took)
+        for w, (wall, cpu) in sorted(best.items()):
+            rows.append({"experiment": "workers", "query": name, "workers": w,
+                         "events": table.num_rows, "complex_events": len(want[0]),
+                         "wall_seconds": wall, "cpu_seconds": cpu,
+                         "speedup": best[1][0] / wall, "efficiency": best[1][0] / wall / w})
+    return rows
+
+
+def format_workers(rows: list[dict]) -> str:
+    """The workers sweep as a table."""
+    head = (f"{'query':<22}{'workers':>8}{'events':>11}{'outputs':>11}{'wall s':>9}"
+            f"{'cpu s':>9}{'speed-up':>10}{'efficiency':>12}")
+    line = ("{query:<22}{workers:>8}{events:>11,}{complex_events:>11,}{wall_seconds:>9.3f}"
+            "{cpu_seconds:>9.3f}{speedup:>9.2f}x{efficiency:>12.0%}")
+    return runner.text_table(head, line, rows)

@@ -80,8 +80,8 @@ def add_subcommands(sub) -> None:
                           "the last event, so they do not)")
     run.add_argument("--stats", action="store_true", help="print engine counters on stderr")
     run.add_argument("--workers", type=int, default=None, metavar="N",
-                     help="threads for a keyed query over a file (default: every core for a "
-                          "large file, one for a small one or a live input)")
+                     help="threads for a keyed query over a file, its partitions split "
+                          "among them (default: one; they are not faster yet)")
     run.set_defaults(func=cmd_run)
 
     explain = sub.add_parser("explain", help="show how a query is compiled",

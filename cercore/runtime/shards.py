@@ -10,6 +10,11 @@ predicates between events). The compiled kernels step without the GIL, so the sh
 run in parallel threads; the reference backend runs them too (one at a time, by the GIL), with
 the same output.
 
+Measured (``cercore-bench scaling --workers 2``, the stock trace x40, 2 cores): no faster yet
+-- 0.5-1.0x one evaluator -- because the intake (decoding, letters, partitions) and the output
+(arrays, the merge) run in one thread and the kernels take the GIL back at every output
+buffer. Until they release it for a whole shard, ``workers`` defaults to one.
+
 Every event belongs to one partition, so every complex event that ends at an event comes from
 that event's shard, in that shard's enumeration order. Merging the shards' complex events by end
 position (stable) therefore gives exactly the order one evaluator gives. What crosses
@@ -19,7 +24,6 @@ partitions -- CONSUME BY ANY, a query without PARTITION BY -- runs on one evalua
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -35,23 +39,18 @@ __all__ = ["MIN_EVENTS_PER_SHARD", "ShardedEvaluator", "shards_for"]
 # a batch steps its shards in threads only with this many events per shard (fewer: one after
 # the other in the caller's thread; the output is the same)
 MIN_EVENTS_PER_SHARD = 2048
-AUTO_WORKERS_FROM = 1 << 18  # events in hand from which ``workers=None`` takes every core
 
 
 def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, str]:
-    """How many shards evaluate the query for ``workers`` (None: the machine's cores for an
-    input in hand of ``AUTO_WORKERS_FROM`` events or more -- ``events``, if given --, else
-    one), and why (for ``explain``)."""
+    """How many shards evaluate the query for ``workers`` (None: one -- see the module doc:
+    the shards do not yet run faster than one evaluator, so nothing splits unless asked),
+    and why (for ``explain``). ``events``: the input, for when the default depends on it."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise ConfigError(f"workers must be a whole number >= 1, not {workers!r}")
-    if workers is None and events is not None:
-        n = events.num_rows if hasattr(events, "num_rows") else \
-            len(events) if isinstance(events, list | tuple) or hasattr(events, "columns") else 0
-        workers = None if n >= AUTO_WORKERS_FROM else 1
-    wanted = workers if workers is not None else (os.cpu_count() or 1)
+    wanted = 1 if workers is None else workers
     if wanted == 1:
-        return 1, "one worker"
+        return 1, "one (workers=N splits a keyed query's partitions among N threads)"
     if not analysed.partition_by:
         return 1, "one worker: without PARTITION BY every event is in one partition"
     if analysed.query.consume == "ANY":

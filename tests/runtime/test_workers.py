@@ -132,14 +132,17 @@ def test_workers_must_be_a_positive_whole_number(bad):
         q.engine().process_arrays(trades(10), workers=bad)
 
 
-def test_small_inputs_and_live_feeds_take_one_worker_by_default():
+def test_one_worker_unless_asked():
+    """The shards are not faster than one evaluator yet (runtime/shards.py): nothing splits by
+    default, in bulk or live; a live feed never splits."""
     q = cercore.compile(KEYED[0], DECL)
+    for events in (table(trades(1000)), trades(1000), iter(trades(1000))):
+        engine = q.engine()
+        list(engine.process(events))
+        assert not isinstance(engine.evaluator, ShardedEvaluator)
     engine = q.engine()
-    list(engine.process(trades(1000)))
-    assert not isinstance(engine.evaluator, ShardedEvaluator)
-    engine = q.engine()
-    list(engine.process(iter(trades(1000))))
-    assert not isinstance(engine.evaluator, ShardedEvaluator)
+    list(engine.process(iter(trades(1000)), workers=2))
+    assert isinstance(engine.evaluator, ShardedEvaluator)  # (asked: the record path routes)
 
 
 __all__ = ["BACKENDS"]
