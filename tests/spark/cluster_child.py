@@ -48,8 +48,10 @@ def builder(archive: str | None, ui_port: int | None = None):
          .config("spark.shuffle.readHostLocalDisk", "false")  # as if on separate hosts
          .config("spark.sql.streaming.stateStore.providerClass",
                  "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"))
-    b = b.config("spark.ui.port", str(ui_port)) if ui_port else b.config("spark.ui.enabled",
-                                                                          "false")
+    # (SparkSession.builder is one object per process: set what a later session changes)
+    b = b.config("spark.ui.enabled", str(bool(ui_port)).lower())
+    if ui_port:
+        b = b.config("spark.ui.port", str(ui_port))
     if archive:
         b = (b.config("spark.archives", f"{archive}#cercore_lib")
              .config("spark.executorEnv.PYTHONPATH", "cercore_lib"))
@@ -77,8 +79,9 @@ def batch(spark, base: str) -> None:
 
 
 def missing_then_stream(base: str, archive: str) -> None:
-    """A session without the archive: the CercoreError before any job; then the documented
-    session: a streaming find over half the files, stopped, and restarted from its
+    """A session without the archive: the CercoreError before any job. Then the documented
+    session: a streaming find over the first half of the files (printing each committed
+    micro-batch: the test kills an executor meanwhile), stopped, and restarted from its
     checkpoint over the rest."""
     spark = builder(None).getOrCreate()
     events = spark.read.parquet(os.path.join(base, "events.parquet"))
@@ -89,16 +92,25 @@ def missing_then_stream(base: str, archive: str) -> None:
         print("error:", str(err).replace("\n", " "), flush=True)
     spark.stop()
     print(f"missing checked at {time.monotonic() - T0:.1f} s", flush=True)
-    spark = builder(archive).getOrCreate()
+    spark = builder(archive, int(os.environ["CERCORE_UI_PORT"])).getOrCreate()
+    print(f"app {spark.sparkContext.applicationId}", flush=True)
     files = sorted(os.listdir(os.path.join(base, "all")))
     os.makedirs(os.path.join(base, "in"))
     for part in (files[:len(files) // 2], files[len(files) // 2:]):
         for name in part:
             os.rename(os.path.join(base, "all", name), os.path.join(base, "in", name))
         q = start_stream(spark, base)
+        seen = -1
+        while q.isActive:
+            q.awaitTermination(0.2)
+            progress = q.lastProgress
+            if progress is not None and progress["batchId"] != seen:
+                seen = progress["batchId"]
+                print(f"batch {seen}", flush=True)
         q.awaitTermination()
         print(f"run ended at batch {q.lastProgress['batchId']}, "
               f"{time.monotonic() - T0:.1f} s", flush=True)
+    report_executors(spark)
     spark.stop()
     print("done", flush=True)
 
@@ -112,21 +124,6 @@ def start_stream(spark, base: str):
     return (out.writeStream.format("parquet").option("path", os.path.join(base, "out"))
             .option("checkpointLocation", os.path.join(base, "checkpoint"))
             .trigger(availableNow=True).start())
-
-
-def stream(spark, base: str) -> None:
-    """A streaming find printing each committed micro-batch (the test kills an executor)."""
-    q = start_stream(spark, base)
-    seen = -1
-    while q.isActive:
-        q.awaitTermination(0.2)
-        progress = q.lastProgress
-        if progress is not None and progress["batchId"] != seen:
-            seen = progress["batchId"]
-            print(f"batch {seen}", flush=True)
-    q.awaitTermination()
-    report_executors(spark)
-    print("done", flush=True)
 
 
 def big(spark, base: str) -> None:
@@ -163,7 +160,7 @@ def main(scenario: str, base: str, archive: str | None = None) -> None:
         ui = int(os.environ["CERCORE_UI_PORT"]) if os.environ.get("CERCORE_UI_PORT") else None
         spark = builder(archive, ui).getOrCreate()  # under spark-submit: its confs
         print(f"app {spark.sparkContext.applicationId}", flush=True)
-        {"batch": batch, "stream": stream, "big": big}[scenario](spark, base)
+        {"batch": batch, "big": big}[scenario](spark, base)
         spark.stop()
     print(f"took {time.monotonic() - T0:.1f} s", flush=True)
     shutil.rmtree(os.path.join(base, "spark-warehouse"), ignore_errors=True)

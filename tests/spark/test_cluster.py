@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -46,6 +47,8 @@ def cluster(tmp_path_factory):
     try:
         bin_dir = executor_python()
     except RuntimeError as err:  # no network and no pip cache for the executors' venv
+        if os.environ.get("CERCORE_REQUIRE_CLUSTER"):  # .ci/run: the cluster tests must run
+            raise
         pytest.skip(f"cannot build the executors' Python: {err}")
     running = Cluster(tmp_path_factory.mktemp("cluster"), bin_dir)
     try:
@@ -126,28 +129,6 @@ def stream_files(base: Path, folder: str, events: list[tuple], parts: int) -> No
         os.utime(path, (start + k, start + k))
 
 
-def test_missing_cercore_then_a_stream_restarted_from_its_checkpoint(cluster, archive,
-                                                                      tmp_path):
-    """Without the archive: ``find`` raises the CercoreError on the driver before any job,
-    saying how to ship cercore. With it (``SparkSession.builder``): a streaming ``find``
-    run twice over the files, the second from the first's checkpoint, equals the local
-    engine over all events."""
-    events = make_events(400, seed=3)
-    write_parquet(events, str(tmp_path / "events.parquet"))
-    stream_files(tmp_path, "all", events, 4)
-    done = run(cluster, [sys.executable, str(CHILD), "missing_then_stream", str(tmp_path),
-                         str(archive)], tmp_path)
-    error = next(line for line in done.stdout.splitlines() if line.startswith(("error", "no ")))
-    assert "cercore cannot be imported on the Spark executors" in error
-    assert "No module named 'cercore'" in error and "cercore spark-pack" in error
-    assert done.stdout.count("run ended") == 2
-    flush = [("C", 9, 0, events[-1][3] + 100, 10_000)]
-    want = local_by_seq(QUERIES["keyed"], events + flush)
-    got = spark_by_seq(rows(tmp_path / "out"))
-    assert sum(want.values()) >= 20
-    assert got == want
-
-
 def kill_one_executor(cluster, app: str) -> int:
     pids = cluster.executors(app)
     assert pids, "no executor to kill"
@@ -210,34 +191,55 @@ def test_kill_9_an_executor_mid_find(cluster, archive, tmp_path):
     assert got == want
 
 
-def test_kill_9_an_executor_mid_stream(cluster, archive, tmp_path):
-    """SIGKILL of one executor JVM once two micro-batches have committed: the worker starts a
-    new one, the micro-batch's tasks rerun from the state store's checkpoint; the sink holds
-    every complex event once."""
-    events = make_events(800, seed=5)
-    stream_files(tmp_path, "in", events, 6)
+def test_missing_cercore_then_a_stream_killed_and_restarted(cluster, archive, tmp_path):
+    """Without the archive: ``find`` raises the CercoreError on the driver before any job,
+    saying how to ship cercore. With it (``SparkSession.builder``): a streaming ``find`` run
+    over half the files -- one executor JVM killed with SIGKILL once a micro-batch has
+    committed, while a later one's tasks run: the worker starts a new executor, the lost
+    tasks rerun from the state store's checkpoint -- then restarted from its checkpoint over
+    the rest: the sink holds every complex event of the local engine once."""
+    events = make_events(600, seed=3)
+    write_parquet(events, str(tmp_path / "events.parquet"))
+    stream_files(tmp_path, "all", events, 6)
     ui = free_port()
-    child = subprocess.Popen([sys.executable, str(CHILD), "stream", str(tmp_path),
-                              str(archive)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=driver_env(cluster, CERCORE_UI_PORT=str(ui)),
-                             cwd=tmp_path, start_new_session=True)
-    killed, lines, app = None, [], ""
+    child = subprocess.Popen([sys.executable, str(CHILD), "missing_then_stream",
+                              str(tmp_path), str(archive)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env=driver_env(cluster, CERCORE_UI_PORT=str(ui)), cwd=tmp_path,
+                             start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(child.stdout), daemon=True)
+    reader.start()
+    killed, during = None, None
     try:
-        for line in child.stdout:
-            lines.append(line)
-            if line.startswith("app "):
-                app = line.split()[1]
-            if killed is None and line.startswith("batch ") and int(line.split()[1]) >= 1:
+        deadline = time.monotonic() + 400
+        while killed is None and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            if not any(line.startswith("batch ") for line in lines):
+                continue  # a micro-batch has committed: state is in the checkpoint
+            try:
+                app, stages = active_stages(ui)
+            except (OSError, ValueError, IndexError):
+                continue
+            running = [st for st in stages if st["numActiveTasks"] > 0]
+            if running:  # in the middle of a micro-batch's tasks
+                during = running[0]["name"]
                 killed = kill_one_executor(cluster, app)
         child.wait(timeout=400)
+        reader.join(timeout=10)
         err = child.stderr.read()
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
     out = "".join(lines)
+    print(out)
     assert killed is not None and child.returncode == 0 and "done" in out, out + err[-6000:]
-    assert executors_line(out)["lost"] >= 1, out
+    error = next(line for line in lines if line.startswith(("error", "no error")))
+    assert "cercore cannot be imported on the Spark executors" in error
+    assert "No module named 'cercore'" in error and "cercore spark-pack" in error
+    assert out.count("run ended") == 2
+    assert executors_line(out)["lost"] >= 1, (during, out)
     flush = [("C", 9, 0, events[-1][3] + 100, 10_000)]
     want = local_by_seq(QUERIES["keyed"], events + flush)
     got = spark_by_seq(rows(tmp_path / "out"))
