@@ -58,9 +58,20 @@ def builder(archive: str | None, ui_port: int | None = None):
     return b
 
 
+def where_cercore(rows):
+    """(On an executor) the Python, the cercore it imports and its backend."""
+    import sys
+
+    import cercore
+
+    yield f"{sys.executable} {cercore.__file__} {cercore.BACKEND}"
+
+
 def batch(spark, base: str) -> None:
     """keyed and T-CER find, a trend aggregate, cer_find through SQL."""
     out = os.path.join(base, "out")
+    found = spark.sparkContext.parallelize(range(2), 2).mapPartitions(where_cercore).collect()
+    print("\n".join("executor " + f for f in sorted(set(found))), flush=True)
     events = spark.read.parquet(os.path.join(base, "events.parquet"))
     for name in ("keyed", "tcer"):
         find(events, QUERIES[name], schema=DECL, time="ts", sequence="seq") \

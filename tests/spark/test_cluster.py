@@ -94,10 +94,17 @@ def test_batch_find_aggregate_and_sql_through_spark_submit(cluster, archive, tmp
     write_parquet(events, str(tmp_path / "events.parquet"))
     trend = trend_events(300, seed=2)
     pq.write_table(trend, str(tmp_path / "trend.parquet"))
-    run(cluster, [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url,
-                  "--archives", f"{archive}#cercore_lib",
-                  "--conf", "spark.executorEnv.PYTHONPATH=cercore_lib",
-                  str(CHILD), "batch", str(tmp_path)], tmp_path)
+    done = run(cluster, [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url,
+                         "--archives", f"{archive}#cercore_lib",
+                         "--conf", "spark.executorEnv.PYTHONPATH=cercore_lib",
+                         str(CHILD), "batch", str(tmp_path)], tmp_path)
+    # the executors: the venv's Python, cercore from the unpacked archive, its Cython kernels
+    executors = [line.split()[1:] for line in done.stdout.splitlines()
+                 if line.startswith("executor ")]
+    assert executors
+    for python, module, backend in executors:
+        assert str(cluster.executor_bin) in python
+        assert "/cercore_lib/cercore/__init__.py" in module and backend == "cython"
     out = tmp_path / "out"
     for name in ("keyed", "tcer"):
         want = local_by_positions(QUERIES[name], events)

@@ -12,10 +12,9 @@ the alias ``cercore_lib`` and put on the Python workers' path::
         --archives cercore-spark.tar.gz#cercore_lib \\
         --conf spark.executorEnv.PYTHONPATH=cercore_lib  app.py
 
-(Spark Connect: ``spark.addArtifacts("cercore-spark.tar.gz#cercore_lib", archive=True)``;
-docs/deploying.md has the whole recipe, run by tests/spark/test_cluster.py.) The compiled
-kernels load only on executors of the same OS, architecture and Python minor version as the
-machine that packed them; elsewhere cercore runs its pure-Python backend.
+(docs/deploying.md has the whole recipe, run by tests/spark/test_cluster.py.) The compiled
+modules (cercore's kernels, google-re2's ``_re2``) load only on executors of the same OS,
+architecture and Python minor version as the machine that packed them: pack it there.
 
 ``require_cercore(spark)`` — one tiny job per session that imports cercore on the executors;
 where it is missing, a ``CercoreError`` on the driver saying how to ship it, instead of a
@@ -90,9 +89,8 @@ HOW_TO_SHIP = (
     "ship it with the job: `cercore spark-pack cercore-spark.tar.gz`, then "
     "`--archives cercore-spark.tar.gz#cercore_lib --conf "
     "spark.executorEnv.PYTHONPATH=cercore_lib` (spark-submit; the same two confs "
-    "spark.archives and spark.executorEnv.PYTHONPATH on SparkSession.builder), or on Spark "
-    "Connect `spark.addArtifacts('cercore-spark.tar.gz#cercore_lib', archive=True)`; "
-    "or install cercore in the executors' Python (see docs/deploying.md)")
+    "spark.archives and spark.executorEnv.PYTHONPATH on SparkSession.builder), or install "
+    "cercore in the executors' Python (docs/deploying.md)")
 
 # The probe's worker function, compiled here from text so that cloudpickle ships it by value:
 # a function of this module would be pickled by reference and fail to unpickle (with the
