@@ -4,6 +4,7 @@ standalone cluster (``CERCORE_CLUSTER``, the master's URL) with executors that l
     spark-submit --master URL --archives A#cercore_lib \\
         --conf spark.executorEnv.PYTHONPATH=cercore_lib cluster_child.py batch BASE
     python cluster_child.py SCENARIO BASE ARCHIVE      (SparkSession.builder: the same confs)
+    python cluster_child.py connect BASE ARCHIVE sc://HOST:PORT      (a Spark Connect client)
 
 Scenarios write their results under BASE/out (Parquet, or a pickle of Python rows) for the
 test to compare with the local engine, and print progress lines the test reads.
@@ -147,6 +148,35 @@ def big(spark, base: str) -> None:
     print("done", flush=True)
 
 
+def connect(base: str, archive: str, remote: str) -> None:
+    """A Spark Connect client of the cluster's Connect server (started with
+    ``--conf spark.executorEnv.PYTHONPATH=cercore_lib``): without the artifact, the
+    CercoreError; with ``addArtifacts(archive#cercore_lib, archive=True)``, a keyed find and
+    cer_find through SQL."""
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.remote(remote).getOrCreate()
+    events = spark.read.parquet(os.path.join(base, "events.parquet"))
+    try:
+        find(events, QUERIES["keyed"], schema=DECL, time="ts", sequence="seq")
+        print("no error", flush=True)
+    except cercore.CercoreError as err:
+        print("error:", str(err).replace("\n", " "), flush=True)
+    spark.addArtifacts(f"{archive}#cercore_lib", archive=True)
+    out = os.path.join(base, "out")
+    find(events, QUERIES["keyed"], schema=DECL, time="ts", sequence="seq") \
+        .write.mode("overwrite").parquet(os.path.join(out, "keyed"))
+    register(spark)
+    events.createOrReplaceTempView("events")
+    decl = DECL.replace("'", "''")
+    spark.sql(f"SELECT * FROM cer_find(TABLE(events) WITH SINGLE PARTITION ORDER BY (ts, seq), "
+              f"'{SQL_QUERY}', '{decl}')").write.mode("overwrite").parquet(
+        os.path.join(out, "sql"))
+    spark.stop()
+    print("done", flush=True)
+
+
 def report_executors(spark) -> None:
     """The executors the application had and lost, from the driver's REST API."""
     ui = spark.sparkContext.uiWebUrl
@@ -164,9 +194,11 @@ def report_executors(spark) -> None:
 T0 = time.monotonic()
 
 
-def main(scenario: str, base: str, archive: str | None = None) -> None:
+def main(scenario: str, base: str, archive: str | None = None, remote: str = "") -> None:
     if scenario == "missing_then_stream":
         missing_then_stream(base, archive)
+    elif scenario == "connect":
+        connect(base, archive, remote)
     else:
         ui = int(os.environ["CERCORE_UI_PORT"]) if os.environ.get("CERCORE_UI_PORT") else None
         spark = builder(archive, ui).getOrCreate()  # under spark-submit: its confs

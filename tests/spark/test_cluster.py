@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -253,3 +254,52 @@ def test_missing_cercore_then_a_stream_killed_and_restarted(cluster, archive, tm
     assert sum(want.values()) >= 50
     assert got == want
     assert max(got.values()) == 1
+
+
+def test_spark_connect_with_add_artifacts(cluster, archive, tmp_path):
+    """A Spark Connect server on the cluster, started with ``--conf
+    spark.executorEnv.PYTHONPATH=cercore_lib``; a client session without the artifact gets
+    the CercoreError, then ``spark.addArtifacts("cercore-spark.tar.gz#cercore_lib",
+    archive=True)`` (unpacked in the session's folder, the Python workers' working folder):
+    a keyed ``find`` and ``cer_find`` equal the local engine. (Last: the server holds the
+    cluster's cores while it runs.)"""
+    pytest.importorskip("grpc")
+    events = make_events(2000, seed=6, keys=5)
+    write_parquet(events, str(tmp_path / "events.parquet"))
+    port = free_port()
+    server = subprocess.Popen(
+        [str(spark_home() / "bin" / "spark-submit"), "--class",
+         "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", cluster.url,
+         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+         "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+         "--conf", "spark.executorEnv.PYTHONPATH=cercore_lib",
+         "--conf", "spark.default.parallelism=2", "spark-internal"],
+        env=driver_env(cluster), stdout=open(tmp_path / "server.log", "w"),  # noqa: SIM115
+        stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, \
+                    (tmp_path / "server.log").read_text()[-4000:]
+                time.sleep(0.5)
+        done = run(cluster, [sys.executable, str(CHILD), "connect", str(tmp_path), str(archive),
+                             f"sc://127.0.0.1:{port}"], tmp_path)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+    error = next(line for line in done.stdout.splitlines()
+                 if line.startswith(("error", "no error")))
+    assert "cercore cannot be imported on the Spark executors" in error
+    for name, query in (("keyed", QUERIES["keyed"]), ("sql", SQL_QUERY)):
+        want = local_by_positions(query, events)
+        assert sum(want.values()) >= 50
+        assert spark_by_positions(rows(tmp_path / "out" / name)) == want, name

@@ -97,11 +97,16 @@ HOW_TO_SHIP = (
 # very ModuleNotFoundError it is meant to catch) where cercore is missing.
 _PROBE_SOURCE = '''
 def check(_=None):
+    import importlib
     import sys
+    importlib.invalidate_caches()
     try:
         import cercore
         return "ok " + cercore.__version__ + " " + cercore.BACKEND
     except Exception as err:  # ModuleNotFoundError, a broken lark, ...
+        # a failed import leaves "no finder" for a path entry missing so far (a Connect
+        # session's artifact not yet added) in this reused worker: forget it
+        importlib.invalidate_caches()
         return ("missing " + type(err).__name__ + ": " + str(err) + " (Python "
                 + sys.executable + ")")
 
