@@ -12,7 +12,9 @@ the alias ``cercore_lib`` and put on the Python workers' path::
         --archives cercore-spark.tar.gz#cercore_lib \\
         --conf spark.executorEnv.PYTHONPATH=cercore_lib  app.py
 
-(docs/deploying.md has the whole recipe, run by tests/spark/test_cluster.py.) The compiled
+(Spark Connect: the server started with ``--conf spark.executorEnv.PYTHONPATH=cercore_lib``,
+then per session ``spark.addArtifacts("cercore-spark.tar.gz#cercore_lib", archive=True)``;
+docs/deploying.md has the whole recipe, run by tests/spark/test_cluster.py.) The compiled
 modules (cercore's kernels, google-re2's ``_re2``) load only on executors of the same OS,
 architecture and Python minor version as the machine that packed them: pack it there.
 
@@ -89,8 +91,10 @@ HOW_TO_SHIP = (
     "ship it with the job: `cercore spark-pack cercore-spark.tar.gz`, then "
     "`--archives cercore-spark.tar.gz#cercore_lib --conf "
     "spark.executorEnv.PYTHONPATH=cercore_lib` (spark-submit; the same two confs "
-    "spark.archives and spark.executorEnv.PYTHONPATH on SparkSession.builder), or install "
-    "cercore in the executors' Python (docs/deploying.md)")
+    "spark.archives and spark.executorEnv.PYTHONPATH on SparkSession.builder); on Spark "
+    "Connect `spark.addArtifacts('cercore-spark.tar.gz#cercore_lib', archive=True)` with "
+    "the server started with that PYTHONPATH; or install cercore in the executors' Python "
+    "(docs/deploying.md)")
 
 # The probe's worker function, compiled here from text so that cloudpickle ships it by value:
 # a function of this module would be pickled by reference and fail to unpickle (with the
