@@ -135,13 +135,15 @@ def require_cercore(spark) -> None:
     ``spark.cercore.probe=false`` skips it."""
     from cercore.spark.base.session import is_connect, parallelism, session_key
 
-    key = session_key(spark)
+    connect = is_connect(spark)
+    # a classic session's id may be reused by a later session: its application id is not
+    key = session_key(spark) + ("" if connect else " " + spark.sparkContext.applicationId)
     if key in _probed:
         return
     if str(spark.conf.get(PROBE, "true")).lower() == "false":
         _probed.add(key)
         return
-    found = _run_probe(spark, min(max(parallelism(spark), 1), 64), is_connect(spark))
+    found = _run_probe(spark, min(max(parallelism(spark), 1), 64), connect)
     missing = sorted({f for f in found if not f.startswith("ok ")})
     if missing:
         raise CercoreError("cercore cannot be imported on the Spark executors ("
