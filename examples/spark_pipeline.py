@@ -6,16 +6,18 @@ Run it on a local Spark (needs ``pip install 'cercore[spark]'`` and Java 17+)::
     python examples/spark_pipeline.py --input events.parquet --output out/ \\
         --query "SELECT * FROM S WHERE BUY AS b; SELL AS s FILTER s[price > b.price] ..."
 
-On a cluster, ship cercore to the executors and submit the same script::
+On a cluster (client mode; a standalone master runs Python apps in client mode only), ship
+cercore to the executors -- they need pyspark's Python packages, not cercore -- and submit
+the same script (docs/deploying.md; tests/spark/test_cluster.py runs exactly this)::
 
-    pip wheel --no-deps . -w dist/                          # cercore-*.whl (with cercore_fast)
-    spark-submit --master yarn --deploy-mode cluster \\
-        --archives venv.tar.gz#venv \\                       # a venv with cercore[spark] ...
-        --conf spark.pyspark.python=./venv/bin/python \\
-        examples/spark_pipeline.py --input s3://bucket/events/ --output s3://bucket/matches/
+    cercore spark-pack cercore-spark.tar.gz        # cercore + kernels, lark, google-re2: ~6 MB
+    spark-submit --master spark://HOST:7077 \\
+        --archives cercore-spark.tar.gz#cercore_lib \\
+        --conf spark.executorEnv.PYTHONPATH=cercore_lib \\
+        examples/spark_pipeline.py --input events.parquet --output matches/
 
-(``venv.tar.gz`` from ``venv-pack`` or ``conda-pack``; a pure-Python cercore also works as
-``--py-files cercore.zip``, without the Cython kernels.)
+The driver runs this script's Python, which needs cercore installed. Without a master (run
+directly) it starts local[2], whose workers run this same interpreter.
 """
 
 from __future__ import annotations
@@ -48,7 +50,6 @@ def main(argv: list[str] | None = None) -> int:
                    "whatever spark-submit was given)")
     args = p.parse_args(argv)
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter
     from pyspark.sql import SparkSession
 
     from cercore.spark import explain, find
@@ -56,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     builder = SparkSession.builder.appName("cercore-spark-pipeline")
     if args.master:
         builder = builder.master(args.master)
-    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit: run locally
-        builder = builder.master("local[2]")
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit: run locally,
+        builder = builder.master("local[2]")  # where the workers can run this interpreter
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (builder.config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("WARN")

@@ -9,9 +9,11 @@
     cercore demo [--backend B] [--limit N]
     cercore plan QUERY --network NET.json [...]
     cercore simulate QUERY --network NET.json (--traces TRACES | --generate DURATION) [...]
+    cercore spark-pack OUT.tar.gz
 
 The commands live in ``cercore.cli.ceql`` (run, explain: CEQL and trend queries alike),
-``cercore.cli.demo`` and ``cercore.cli.network`` (plan, simulate).
+``cercore.cli.demo``, ``cercore.cli.network`` (plan, simulate) and ``cercore.cli.spark``
+(spark-pack).
 Errors cercore raises on purpose are printed as one message on stderr with exit code 2;
 Ctrl-C (SIGINT) stops with exit code 130, leaving what was written flushed.
 """
@@ -23,7 +25,7 @@ import os
 import sys
 
 import cercore
-from cercore.cli import ceql, demo, network
+from cercore.cli import ceql, demo, network, spark
 from cercore.cli.common import EXIT_USAGE, PROG
 from cercore.errors import CercoreError
 
@@ -55,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     ceql.add_subcommands(sub)  # cercore run / cercore explain
     demo.add_subcommands(sub)  # cercore demo
     network.add_subcommands(sub)  # cercore plan / cercore simulate (PrePP)
+    spark.add_subcommands(sub)  # cercore spark-pack
     return parser
 
 

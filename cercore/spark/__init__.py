@@ -18,7 +18,8 @@ Rooms, by what a user does (each imports only the rooms below it and ``base``):
       trends/     aggregate, aggregate_rows: batch.py, job.py (workers), rows.py, streaming.py
       sql/        functions.py: cer_find, cer_aggregate for spark.sql (register)
       network/    plans.py: PrePP run_plan as semi joins, estimate_rates, estimate_pairwise
-      base/       shared: session.py, errors.py (cercore_errors), frames.py (hidden columns,
+      base/       shared: session.py, shipping.py (spark-pack's archive, the executor check),
+                  errors.py (cercore_errors), frames.py (hidden columns,
                   infer_schema), job.py (EngineJob), plan.py (T-CER / keyed / single),
                   partitions.py, match_id.py, columns.py (predicates as Spark columns)
 
@@ -39,8 +40,9 @@ Rooms, by what a user does (each imports only the rooms below it and ``base``):
   ``estimate_pairwise`` estimate the network's statistics.
 
 pyspark is imported only when a function is called. Needs ``pip install 'cercore[spark]'``
-(pyspark ≥ 4.3, protobuf, pandas < 3) and Java 17+; the workers need cercore installed (or
-shipped with ``--py-files``).
+(pyspark ≥ 4.3, protobuf, pandas < 3) and Java 17+; the executors need cercore: installed, or
+shipped as the archive ``cercore spark-pack`` builds (``base/shipping.py``, docs/deploying.md);
+``find``, ``aggregate`` and ``register`` check that once per session, before the first job.
 """
 
 from cercore.spark.base.errors import cercore_errors
@@ -70,8 +72,10 @@ def register(spark, *, find: str = "cer_find", aggregate: str = "cer_aggregate")
         cercore.spark.register(spark)
         spark.sql("SELECT * FROM cer_find(TABLE(trades) PARTITION BY name "
                   "ORDER BY (ts, seq), '<CEQL query>', '<declaration>')")"""
+    from cercore.spark.base.shipping import require_cercore
     from cercore.spark.sql.functions import register as register_functions
 
+    require_cercore(spark)  # the functions run on the executors: is cercore there?
     register_functions(spark, find=find, aggregate=aggregate)
 
 

@@ -143,3 +143,24 @@ def test_explain_of_a_dataframe_takes_sequence(spark):
     assert "seq:" in explain(df, query, time="ts").split("schema (inferred")[1]
     with pytest.raises(cercore.CercoreError, match="no sequence column 'sq'"):
         explain(df, query, time="ts", sequence="sq")
+
+
+@pytest.mark.spark
+def test_explain_takes_finds_arguments(spark):
+    """``explain(df, q, schema=..., ...)`` as ``find(df, q, schema=..., ...)`` (it refused
+    ``schema`` as an unknown engine option)."""
+    df = spark.createDataFrame([("A", 1, 10), ("B", 2, 11)], "event_type string, k long, ts long")
+    decl = ("CREATE STREAM S { EVENT A { k:int, ts:primary_time }, "
+            "EVENT B { k:int, ts:primary_time } }")
+    query = "SELECT * FROM S WHERE A; B PARTITION BY [k] WITHIN 9 [ts]"
+    text = explain(df, query, schema=decl, time="ts", event_types=("A", "B"), plan="single",
+                   num_partitions=4, watermark="5 seconds")
+    assert text.startswith(f"spark plan: {SINGLE}")
+    assert "schema (inferred" not in text
+    assert "partitions: 4 (num_partitions=)" in explain(df, query, schema=decl, time="ts",
+                                                        num_partitions=4)
+    assert explain(decl, query, plan="single").startswith(f"spark plan: {SINGLE}")
+    with pytest.raises(cercore.CercoreError, match="two schemas"):
+        explain(decl, query, schema=decl)
+    with pytest.raises(cercore.CercoreError, match="not exact"):
+        explain(df, "SELECT * FROM S WHERE A; B", schema=decl, plan="tcer")

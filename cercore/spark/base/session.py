@@ -48,7 +48,7 @@ def _probe(spark) -> int:
     whose slices Spark sizes by it (cached per session)."""
     from pyspark.sql import functions as F
 
-    key = _session_key(spark)
+    key = session_key(spark)
     if key not in _probed:
         hint = spark.conf.get("spark.sql.leafNodeDefaultParallelism", None)
         if hint:
@@ -59,6 +59,6 @@ def _probe(spark) -> int:
     return _probed[key]
 
 
-def _session_key(spark) -> str:
+def session_key(spark) -> str:
     session_id = getattr(spark, "session_id", None)  # Connect sessions have one
     return str(session_id) if session_id is not None else str(id(spark))

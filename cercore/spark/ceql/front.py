@@ -19,6 +19,7 @@ from cercore.spark.base.plan import (
     choose_plan,
     streaming_tcer,
 )
+from cercore.spark.base.shipping import require_cercore
 
 PLANS = ("auto", TCER, KEYED, SINGLE)
 
@@ -131,6 +132,7 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     compiled = prep.job.compiled()
     chosen = _plan_for(prep, compiled, plan, streaming)
     body = output_schema(df.schema, prep.job.time_type)
+    require_cercore(df.sparkSession)  # one tiny job per session: a clear error, not 4 retries
     if streaming:
         from cercore.spark.base.partitions import warn_default_state_partitions
         from cercore.spark.streaming.run import run_streaming
@@ -151,31 +153,50 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     return out
 
 
-def explain(df_or_schema: Any, query: str, *, options: EngineOptions | None = None,
-            time: str | None = None, sequence: str | None = None,
-            time_unit: str | None = None, streaming: bool | None = None,
-            slice_advance: int | None = None, **option: Any) -> str:
+def explain(df_or_schema: Any, query: str, *, schema: Schema | str | None = None,
+            options: EngineOptions | None = None, time: str | None = None,
+            sequence: str | None = None, time_unit: str | None = None,
+            event_types: tuple[str, ...] = (), plan: str = "auto",
+            slice_advance: int | None = None, num_partitions: int | None = None,
+            watermark: str | None = None, streaming: bool | None = None,
+            **option: Any) -> str:
     """Which Spark plan ``find`` picks for ``query`` (T-CER / keyed / single pass) and why,
     the order events are evaluated in (by ``time``, then by ``sequence`` or by read order),
     the partitions, then the compiled query's own explanation. ``df_or_schema`` is a
-    DataFrame (its schema is inferred as ``find`` would, without the ``sequence`` column) or a
-    ``Schema`` / declaration text. The options mean what they mean for ``find``."""
+    DataFrame (its schema is ``schema=`` when given, else inferred as ``find`` would, without
+    the ``sequence`` column) or a ``Schema`` / declaration text. It takes ``find``'s
+    arguments, which mean what they mean for ``find`` (``plan=`` a forced plan, checked as
+    ``find`` checks it; ``num_partitions`` is reported; ``watermark`` changes nothing);
+    ``streaming`` explains a DataFrame as a stream or as a batch."""
+    del watermark  # accepted as find takes it; the plan does not depend on it
     options = spark_options(options, option)
     if isinstance(df_or_schema, (Schema, str)):
+        if schema is not None:
+            raise CercoreError("explain got two schemas: a declaration as its first argument "
+                               "and schema=; pass one")
         schema = Schema.coerce(df_or_schema, **({"time_unit": time_unit} if time_unit else {}))
         compiled = CompiledQuery(query, schema)
         order = time or schema.time_attribute
-        plan = choose_plan(compiled.analysed, order, streaming=bool(streaming),
-                           on_error=options.on_error)
+        chosen = choose_plan(compiled.analysed, order, streaming=bool(streaming),
+                             on_error=options.on_error)
+        if plan not in PLANS:
+            raise CercoreError(f"unknown plan {plan!r}; use one of {', '.join(PLANS)}")
+        if plan == SINGLE and chosen.kind != SINGLE:
+            chosen = SparkPlan(SINGLE, "single pass requested (always exact)")
+        elif plan not in ("auto", chosen.kind, SINGLE):
+            raise CercoreError(f"plan {plan!r} is not exact for this query ({chosen.reason}); "
+                               f"use plan='auto' ({chosen.kind}) or 'single'")
         inferred = False
     else:
         streaming = df_or_schema.isStreaming if streaming is None else streaming
-        prep = prepare(df_or_schema, query, None, options=options, time=time,
-                       sequence=sequence, time_unit=time_unit, streaming=streaming)
+        prep = prepare(df_or_schema, query, schema, options=options, time=time,
+                       sequence=sequence, time_unit=time_unit,
+                       event_types=tuple(event_types), streaming=streaming)
         compiled = prep.job.compiled()
-        plan = _plan_for(prep, compiled, "auto", streaming)
+        chosen = _plan_for(prep, compiled, plan, streaming)
         order = prep.time
-        inferred = True
+        inferred = schema is None
+    plan = chosen
     lines = [plan.describe(slice_advance)]
     if plan.history_dependent and plan.kind != TCER:
         lines.append(f"history-dependent: {plan.history_dependent}")
@@ -191,11 +212,13 @@ def explain(df_or_schema: Any, query: str, *, options: EngineOptions | None = No
                      "state partitions: spark.sql.shuffle.partitions when the query first "
                      "starts (cercore.spark.state_partitions sets it)")
     else:
-        lines.append("partitions: " + {
-            KEYED: "one per key, at most 3 × defaultParallelism",
-            TCER: "one per slice, at most 3 × defaultParallelism (slices dealt round-robin)",
-            SINGLE: "1"}[plan.kind] + ("" if plan.kind == SINGLE else
-                                       "; num_partitions= overrides"))
+        lines.append("partitions: " + (
+            f"{num_partitions} (num_partitions=)" if num_partitions and plan.kind != SINGLE
+            else {KEYED: "one per key, at most 3 × defaultParallelism",
+                  TCER: "one per slice, at most 3 × defaultParallelism (slices dealt "
+                        "round-robin)",
+                  SINGLE: "1"}[plan.kind] + ("" if plan.kind == SINGLE else
+                                             "; num_partitions= overrides")))
         lines.append("jobs: " + _jobs_line(plan))
     if inferred:
         lines.append("schema (inferred from the DataFrame):")

@@ -33,6 +33,7 @@ from cercore.spark.base.frames import require_watermark, spark_options, with_int
 from cercore.spark.base.job import GROUP
 from cercore.spark.base.partitions import floor_div, into_partitions, partition_cap, slices_of
 from cercore.spark.base.session import parallelism as session_parallelism
+from cercore.spark.base.shipping import require_cercore
 from cercore.spark.trends.job import POSITION, TrendJob, run_trend_groups
 from cercore.spark.trends.rows import row_schema
 from cercore.trends.engine import read_types
@@ -90,6 +91,8 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
     is_pandas = type(df).__module__.startswith("pandas")
     if not is_pandas:  # a timestamp time column: integers in the schema's unit, as find reads it
         df = with_integer_time(df, schema.time_attribute, schema.time_unit)
+    if not is_pandas:  # one tiny job per session: a clear error, not 4 task retries
+        require_cercore(df.sparkSession)
     if not is_pandas and df.isStreaming:
         from cercore.spark.base.partitions import warn_default_state_partitions
         from cercore.spark.trends.streaming import run_streaming
@@ -102,6 +105,7 @@ def aggregate(df: Any, query: CompiledTrendQuery | str, *,
         if spark is None:
             raise ConfigError("a pandas DataFrame needs the SparkSession: aggregate(pdf, q, "
                               "spark=spark)")
+        require_cercore(spark)
         pdf = df.reset_index(drop=True).copy()
         pdf[POSITION] = range(len(pdf))
         df = with_integer_time(spark.createDataFrame(pdf), schema.time_attribute,
