@@ -85,6 +85,19 @@ class EventInput:
         """The engine evaluated (or skipped) the event at ``position``, read one at a time."""
         self.position = position + 1
 
+    def take_one(self, typ: Any, attrs: Any, stream: int) -> tuple[int, Any, int]:
+        """The next event read one at a time, decoded (``EventDecoder.decode_one``): its type
+        id, attributes and position, which it consumes. An EventError in raise mode leaves it
+        unconsumed; so does ``put_back`` (its time was late, in raise mode)."""
+        position = self.position
+        tid, row = self.decoder.decode_one(typ, attrs, stream, position)
+        self.position = position + 1
+        return tid, row, position
+
+    def put_back(self, position: int) -> None:
+        """The event at ``position`` (``take_one``) is not consumed after all."""
+        self.position = position
+
     def start_at(self, position: int) -> None:
         """Number the events from ``position`` on (an engine joining a running stream)."""
         self.position = position

@@ -50,4 +50,5 @@ class DecodedInput:
         """The complex events of one decoded event (type id, SKIPPED for a skipped one) at
         ``position``, as ``push`` evaluates it."""
         self._usable()
+        self.input.consumed_one(position)  # (kept in step with the caller's input)
         return self._evaluate_one(type_id, row, stream, position)

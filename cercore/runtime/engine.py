@@ -199,24 +199,24 @@ class Engine(StreamEngine, DecodedInput):
     def _record(self, typ: Any, attrs: Any, stream: int) -> list | Iterator:
         """Evaluate one event -- what ``_run`` does for a batch, for one event (an EventError in
         raise mode leaves the event unconsumed, as in a batch)."""
-        pos = self.input.position
-        tid, row = self.input.decoder.decode_one(typ, attrs, stream, pos)
-        return self._evaluate_one(tid, row, stream, pos)
+        tid, row, pos = self.input.take_one(typ, attrs, stream)
+        try:
+            return self._evaluate_one(tid, row, stream, pos)
+        except EventError:  # (late, in raise mode: not consumed, as in a batch)
+            self.input.put_back(pos)
+            raise
 
     def _evaluate_one(self, tid: int, row: dict | None, stream: int, pos: int) -> list | Iterator:
-        """``_record`` after decoding: event ``pos`` of type ``tid`` (SKIPPED: skipped); its
-        time is checked here unless a MultiEngine checked it. Its complex events, as a list
-        (an iterator only when they overflow the evaluator's output buffer)."""
+        """``_record`` after decoding: event ``pos`` (consumed) of type ``tid`` (SKIPPED:
+        skipped); its time is checked here unless a MultiEngine checked it. Its complex
+        events, as a list (an iterator only when they overflow the evaluator's output
+        buffer)."""
         intake, post, encoder = self.intake, self.post, self.encoder
         reads, order = encoder.reads, intake.time_order
         if tid == SKIPPED or not reads.type_list[tid] or (
                 reads.stream_list is not None and not reads.stream_list[stream + 1]):
-            self.input.consumed_one(pos)  # (not read by the query)
-            return []
-        # (an EventError here, in raise mode, leaves the event unconsumed)
-        passed = order is None or not intake.checks_time or order.check_one(tid, row, pos)
-        self.input.consumed_one(pos)
-        if not passed:
+            return []  # (not read by the query)
+        if order is not None and intake.checks_time and not order.check_one(tid, row, pos):
             return []
         now = INT64_MIN if order is None or order.last is None else order.last
         letter = encoder.record_letter(tid, row, stream)
