@@ -237,7 +237,9 @@ class Engine(StreamEngine, DecodedInput):
         intake.latest_time = t
         opened = self.store.add_record(pos, tid, row, t, letter, pid)
         view = self.store.view(self._bindings)
-        found = self.evaluator.run_one(pid, letter, pos, t, *self._step, view)
+        epsilon, windowed, limit, consume = self._step  # (a positional call: the fast one)
+        found = self.evaluator.run_one(pid, letter, pos, t, epsilon, windowed, limit, consume,
+                                       view)
         if found:
             found = post.event(found, pid, view, now)
             out = out + found if out else found

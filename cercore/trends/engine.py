@@ -357,14 +357,15 @@ class TrendEngine(StreamEngine):
         variables and partition found as a batch would, then the runner's ``feed_one``; the
         rows of the windows it closes."""
         inp = self.input
-        pos = inp.position
-        tid, row = inp.decoder.decode_one(typ, attrs, stream, pos)
-        if tid == SKIPPED or not self._reads.reads_one(tid, stream) or not (
-                self.time_order is None or self.time_order.check_one(tid, row, pos)):
-            inp.consumed_one(pos)
-            return []
-        pid, vs = self._place(tid, row, stream, pos)  # (an EventError leaves pos unconsumed)
-        inp.consumed_one(pos)
+        tid, row, pos = inp.take_one(typ, attrs, stream)
+        try:
+            if tid == SKIPPED or not self._reads.reads_one(tid, stream) or not (
+                    self.time_order is None or self.time_order.check_one(tid, row, pos)):
+                return []
+            pid, vs = self._place(tid, row, stream, pos)
+        except EventError:  # (in raise mode the event stays unconsumed)
+            inp.put_back(pos)
+            raise
         t = pos if self.time_order is None else self.time_order.last
         return self._rows(self.runner.feed_one(t, pid, vs, row))
 
