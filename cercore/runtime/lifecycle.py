@@ -3,7 +3,7 @@ batch at a time, never half of one, and where in the stream it stands."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from cercore.errors import CercoreError
@@ -31,11 +31,9 @@ class StreamEngine(AsyncInput):
         self._usable()
         return self.__dict__.copy()
 
-    def _record(self, typ: Any, attrs: Any, stream: int) -> list | Iterator:
-        raise NotImplementedError
-
-    def _run(self, batch: Batch) -> Iterator:
-        raise NotImplementedError
+    # what each engine kind defines (see the class doc)
+    _record: Callable[[Any, Any, int], list | Iterator]
+    _run: Callable[[Batch], Iterator]
 
     def _feed(self, events: Any, stream: str | None) -> Iterator:
         """``process``: events in hand (a list, a table) in batches; any other iterable (a

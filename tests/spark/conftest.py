@@ -22,12 +22,9 @@ CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 
 @pytest.fixture(scope="session")
 def connect_session(spark):
-    """A Spark Connect client of the ``spark`` fixture's JVM (use ``connect`` in tests);
-    skipped without the Connect client's packages (``pip install -e '.[connect]'``)."""
-    try:
-        from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-    except ImportError as err:  # grpcio, zstandard, ... missing
-        pytest.skip(f"Spark Connect client unavailable: {err}")
+    """A Spark Connect client of the ``spark`` fixture's JVM (use ``connect`` in tests); the
+    Connect client's packages come with the test command's extras (``.[connect]``)."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
     before = os.environ.get(CONNECT_MODE)
     os.environ[CONNECT_MODE] = "1"
     try:

@@ -45,12 +45,7 @@ CHILD = Path(__file__).with_name("cluster_child.py")
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     pytest.importorskip("pyspark")
-    try:
-        bin_dir = executor_python()
-    except RuntimeError as err:  # no network and no pip cache for the executors' venv
-        if os.environ.get("CERCORE_REQUIRE_CLUSTER"):  # .ci/run: the cluster tests must run
-            raise
-        pytest.skip(f"cannot build the executors' Python: {err}")
+    bin_dir = executor_python()  # (fails without a network or pip cache: the tests must run)
     running = Cluster(tmp_path_factory.mktemp("cluster"), bin_dir)
     try:
         yield running.start()
