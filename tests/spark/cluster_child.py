@@ -81,12 +81,7 @@ def batch(spark, base: str) -> None:
     rows = aggregate_rows(trend, TREND_QUERY, schema=TREND_SCHEMA, sequence="seq")
     with open(os.path.join(out, "trend.pickle"), "wb") as f:
         pickle.dump(rows, f)
-    register(spark)
-    events.createOrReplaceTempView("events")
-    decl = DECL.replace("'", "''")
-    spark.sql(f"SELECT * FROM cer_find(TABLE(events) WITH SINGLE PARTITION ORDER BY (ts, seq), "
-              f"'{SQL_QUERY}', '{decl}')").write.mode("overwrite").parquet(
-        os.path.join(out, "sql"))
+    write_cer_find(spark, events, out)
     print("done", flush=True)
 
 
@@ -167,14 +162,19 @@ def connect(base: str, archive: str, remote: str) -> None:
     out = os.path.join(base, "out")
     find(events, QUERIES["keyed"], schema=DECL, time="ts", sequence="seq") \
         .write.mode("overwrite").parquet(os.path.join(out, "keyed"))
+    write_cer_find(spark, events, out)
+    spark.stop()
+    print("done", flush=True)
+
+
+def write_cer_find(spark, events, out: str) -> None:
+    """``cer_find`` through ``spark.sql`` over ``events``, written to ``out``/sql."""
     register(spark)
     events.createOrReplaceTempView("events")
     decl = DECL.replace("'", "''")
     spark.sql(f"SELECT * FROM cer_find(TABLE(events) WITH SINGLE PARTITION ORDER BY (ts, seq), "
               f"'{SQL_QUERY}', '{decl}')").write.mode("overwrite").parquet(
         os.path.join(out, "sql"))
-    spark.stop()
-    print("done", flush=True)
 
 
 def report_executors(spark) -> None:
