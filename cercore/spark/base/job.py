@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cercore.errors import EventError
 from cercore.input.options import EngineOptions
 from cercore.runtime.output import MatchArrays
 from cercore.schema import Schema
@@ -111,10 +112,67 @@ def group_runs(values: pa.Array) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
+@dataclass(frozen=True)
+class ReadPartitions:
+    """What the in-place plan (``plan`` module doc) keeps of each engine run. GROUP is the
+    read partition p (in place) or the boundary before it (the boundary stage), and
+    ``bounds[p]`` = (p's first global position, the previous read partition's last time or
+    None for the first). A complex event depends on the events up to ``offset`` (K) before
+    its end, so it *crosses* the boundary when end time − K ≤ that last time: the in-place
+    run of p keeps what does not cross, the boundary run keeps what crosses and ends in p."""
+
+    offset: int
+    bounds: dict[int, tuple[int, int | None]]
+    crossing: bool = False  # the boundary stage
+
+    def kept(self, group: int, end_position: np.ndarray, end_time: np.ndarray) -> np.ndarray:
+        """Which complex events (their end rows' POS and TIME) the run of ``group`` reports."""
+        first, previous_last = self.bounds[group]
+        if previous_last is None:
+            crosses = np.zeros(len(end_time), dtype=bool)
+        else:
+            crosses = end_time - self.offset <= previous_last
+        return crosses & (end_position >= first) if self.crossing else ~crosses
+
+
+class InOrder:
+    """Checks that a read partition's rows come in event order (``ordered=True`` is the
+    user's word; a row out of order is an error, never a wrong answer): (TIME, ``sequence``)
+    never decreases."""
+
+    def __init__(self, sequence: str | None) -> None:
+        self.sequence = sequence
+        self.last: tuple[int, int] | None = None
+
+    def check(self, rows: pa.RecordBatch) -> None:
+        t = rows.column(TIME)
+        s = rows.column(self.sequence) if self.sequence is not None else None
+        if t.null_count or s is not None and s.null_count:
+            raise EventError("ordered=True: a row has no time or sequence value; find orders "
+                             "events by them", field=TIME)
+        t = t.to_numpy().astype(np.int64, copy=False)
+        s = None if s is None else s.to_numpy().astype(np.int64, copy=False)
+        if self.last is not None:
+            t = np.concatenate([[self.last[0]], t])
+            s = None if s is None else np.concatenate([[self.last[1]], s])
+        back = t[1:] < t[:-1]
+        if s is not None:
+            back |= (t[1:] == t[:-1]) & (s[1:] < s[:-1])
+        if back.any():
+            i = int(np.flatnonzero(back)[0])
+            pos = rows.column(POS)[i - (self.last is not None) + 1].as_py()
+            raise EventError(f"ordered=True, but the input is not in event order: the row at "
+                             f"position {pos} has time {int(t[i + 1])}, before the row read "
+                             f"just before it (time {int(t[i])}); drop ordered=True and find "
+                             "sorts the events", field=TIME)
+        self.last = (int(t[-1]), 0 if s is None else int(s[-1]))
+
+
 def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
                       slices: tuple[int, int] | None, out_schema: pa.Schema,
                       starts: dict[int, int] | None = None,
-                      until: int | None = None) -> Iterator[pa.RecordBatch]:
+                      until: int | None = None, read_partitions: ReadPartitions | None = None,
+                      in_order: str | None | bool = False) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: the input is sorted by GROUP, then in event order, within the Spark
     partition; one fresh engine per run of equal GROUP values, fed batch by batch as Spark
     hands them over (a group is never held whole), its complex events emitted after each
@@ -129,15 +187,24 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
     events the query reads in the whole input. A group sees only its own events, while the
     local engine reports a pending complex event on a later event of any partition; so at the
     end of each group its engine fires the deadlines before ``until`` (``GroupRun.finish``):
-    exactly those some read event of the input passes."""
+    exactly those some read event of the input passes.
+
+    ``read_partitions``: the in-place plan's rule for what each run keeps (``ReadPartitions``).
+    ``in_order``: the rows are checked to come in event order (``InOrder``): False for no
+    check, else the sequence column (None: times only)."""
     run: GroupRun | None = None
+    order: InOrder | None = None
     for g, rows in group_slices(batches):
         if run is None or g != run.group:
             if run is not None:
                 out = run.finish(until)
                 if out is not None:
                     yield out
-            run = GroupRun(job, g, slices, out_schema, None if starts is None else starts[g])
+            run = GroupRun(job, g, slices, out_schema, None if starts is None else starts[g],
+                           read_partitions)
+            order = None if in_order is False else InOrder(in_order)
+        if order is not None:
+            order.check(rows)
         out = run.feed(rows)
         if out is not None:
             yield out
@@ -268,8 +335,10 @@ class GroupRun:
     group's length."""
 
     def __init__(self, job: EngineJob, group: Any, slices: tuple[int, int] | None,
-                 out_schema: pa.Schema, first_position: int | None = None) -> None:
+                 out_schema: pa.Schema, first_position: int | None = None,
+                 read_partitions: ReadPartitions | None = None) -> None:
         self.job = job
+        self.read_partitions = read_partitions  # the in-place plan's rule, or None
         self.next_position = first_position  # None: the rows carry POS
         self.group = group
         self.slices = slices  # T-CER (WA, ε [+ a leading absence's T]), or None
@@ -312,6 +381,13 @@ class GroupRun:
             start, end, offsets, local = kept_by_slice(
                 table.column(COORD).to_numpy(), self.slices, self.group,
                 start, end, offsets, local)
+            if not len(start):
+                return None
+        if self.read_partitions is not None:
+            keep = self.read_partitions.kept(self.group, table.column(POS).to_numpy()[end],
+                                             table.column(TIME).to_numpy()[end])
+            if not keep.all():
+                start, end, offsets, local = _select(keep, start, end, offsets, local)
             if not len(start):
                 return None
         return complex_event_batch(table, self.job, start, end, offsets, local,

@@ -35,6 +35,18 @@ are exact; T-CER slices by time grow by T (WS = WA + D_C − 1 + T: the slice ke
 event also holds every event up to its deadline) and fire the same way; slices by position are
 not bounded in time, so a deadline query without keys or time slices runs in one pass.
 
+**In place** (batch, keyed and T-CER by time): when the input is in event order already -- each
+Spark partition sorted, the partitions in a row, as event logs are mostly written -- the engines
+run where Spark reads the data, one engine over each read partition (which holds every key of its
+stretch of time), with no exchange. A read partition p covering times [a_p, b_p] finds exactly
+the complex events whose window lies inside it; with K = ε + a leading absence's T
+(``in_place``), it reports those with end − K > b_{p−1} (the previous partition's last time).
+The others ("crossing") end within K after the boundary: a second, small stage runs an engine
+over each boundary's rows, times [a_p − K, b_{p−1} + K], and reports those that end in p. Exact
+under T-CER's conditions (WITHIN on the ordering time, no history dependence) and without a
+deadline (which looks past a complex event's end); partitions must be longer than K around each
+boundary, else the plan is the shuffled one.
+
 Streaming runs the same plans, with state per key (PARTITION BY key, T-CER slice, or one
 constant key), except T-CER by position (a stream has no global positions); T-CER by event time
 runs only when asked for: measured on two cores, a state per slice in every micro-batch cost
@@ -43,6 +55,7 @@ more than one state for the stream.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 TCER = "tcer"
@@ -63,6 +76,10 @@ class SparkPlan:
     history_dependent: str | None = None  # why a window-local run is not exact, if it is not
     reach: int = 0  # T-CER: how far after its end a complex event's fate is decided (deadline T)
     lookback: int = 0  # T-CER: how far before its start (ABSENT(ψ) WITHIN T ; φ)
+    # batch, input in event order: K = ε (+ a leading absence's T), how far before its end a
+    # complex event depends on events, when the plan can run in place (None: it cannot)
+    in_place: int | None = None
+    in_place_why_not: str | None = None
 
     def slice_size(self, advance: int) -> int:
         """WS for a slice advance WA: the smallest size keeping every match inside a slice
@@ -101,6 +118,14 @@ class SparkPlan:
                 lines.append("slice advance WA: chosen from the data's extent (≥ D_C"
                              + (" + T" if self.reach or self.lookback else "")
                              + ", so each event is in at most 2 slices), or slice_advance=")
+        if self.in_place is not None:
+            lines.append("in place when the input is in event order (ordered=True, or the "
+                         "first pass finds it so, with at least as many read partitions as "
+                         "cores): one engine per read partition, no exchange; complex events "
+                         f"ending within K = {self.in_place} after a partition's start come "
+                         "from a second stage over each boundary's rows")
+        elif self.in_place_why_not is not None:
+            lines.append(f"not in place: {self.in_place_why_not}")
         return "\n".join(lines)
 
 
@@ -140,7 +165,10 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
     or single: T-CER (by event time only, a stream has no global positions) is exact where
     batch would slice by time, but runs only when asked for (``streaming_tcer``)."""
     plan = _batch_plan(analysed, order_attribute, on_error)
-    if not streaming or plan.kind != TCER:
+    if not streaming:
+        return plan
+    plan = dataclasses.replace(plan, in_place=None, in_place_why_not=None)  # (batch only)
+    if plan.kind != TCER:
         return plan
     if plan.coordinate == "position":
         return SparkPlan(SINGLE, f"{plan.reason}; but a stream cannot number without one "
@@ -151,8 +179,34 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
                      "several slices")
 
 
+def in_place_offset(analysed, order_attribute: str | None) -> tuple[int | None, str | None]:
+    """(K, None) when a batch plan can run in place over input in event order (see the module
+    doc): K = ε + a leading absence's T, how far before its end a complex event depends on
+    events; else (None, why not)."""
+    w = analysed.window
+    if w.kind is None or w.kind == "events" or w.attribute != order_attribute:
+        return None, ("a read partition bounds a match only through WITHIN on the ordering "
+                      "time")
+    history = history_dependence(analysed)
+    if history is not None:
+        return None, f"history-dependent: {history}"
+    if analysed.deadline is not None:
+        return None, "a deadline looks past a complex event's end, into the next partition"
+    lookback = analysed.lookback
+    return int(w.epsilon) + (0 if lookback is None else int(lookback.span)), None
+
+
 def _batch_plan(analysed, order_attribute: str | None, on_error: str) -> SparkPlan:
-    """``choose_plan`` for a batch DataFrame."""
+    """``choose_plan`` for a batch DataFrame, with what it needs to run in place."""
+    plan = _shuffled_plan(analysed, order_attribute, on_error)
+    if plan.kind == SINGLE or plan.kind == TCER and plan.coordinate != "time":
+        return plan
+    k, why_not = in_place_offset(analysed, order_attribute)
+    return dataclasses.replace(plan, in_place=k, in_place_why_not=why_not)
+
+
+def _shuffled_plan(analysed, order_attribute: str | None, on_error: str) -> SparkPlan:
+    """The plan over input in any order."""
     w = analysed.window
     history = history_dependence(analysed)
     crossing = _crosses_keys(analysed)
@@ -230,5 +284,5 @@ def streaming_tcer(analysed, order_attribute: str | None, on_error: str = "raise
                    ) -> SparkPlan | None:
     """The T-CER plan a stream may be asked to run (``plan="tcer"``): the batch choice when it
     slices by event time, else None."""
-    plan = _batch_plan(analysed, order_attribute, on_error)
+    plan = _shuffled_plan(analysed, order_attribute, on_error)
     return plan if plan.kind == TCER and plan.coordinate == "time" else None

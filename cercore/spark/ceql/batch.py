@@ -38,6 +38,7 @@ from cercore.spark.base.job import (
     PREFIX,
     SEQ,
     TIME,
+    ReadPartitions,
     run_sorted_groups,
 )
 from cercore.spark.base.partitions import (
@@ -52,6 +53,7 @@ from cercore.spark.base.session import parallelism as session_parallelism
 from cercore.spark.ceql.read_order import (
     SUMMARY_DDL,
     ReadLayout,
+    jvm_summaries,
     layout,
     read_columns,
     summarise,
@@ -259,8 +261,83 @@ def slice_range(plan: SparkPlan, lo: int | None, hi: int | None, rows: int, adva
     return (lo - size) // advance + 1, hi // advance  # k·WA > c − WS and k·WA ≤ c
 
 
+def in_place_bounds(read: ReadLayout, offset: int
+                    ) -> tuple[dict[int, tuple[int, int | None]], dict, dict, dict] | None:
+    """For the in-place plan over the read partitions ``read.parts`` (in event order) with
+    K = ``offset``: each partition's (first position, previous partition's last time), and
+    the boundary rows -- a row of partition q belongs to boundary q when its time ≤ the
+    previous partition's last time + K (``head``: q → that bound), and to the boundary of the
+    next partition r when its time ≥ r's first time − K (``tail``: q → that bound, ``nxt``:
+    q → r). None when some boundary's rows would reach past the two partitions beside it
+    (partitions shorter in time than K): then the plan is the shuffled one."""
+    parts = read.parts
+    bounds, head, tail, nxt = {}, {}, {}, {}
+    for i, (part, start, first, _) in enumerate(parts):
+        previous = parts[i - 1] if i else None
+        bounds[part] = (start, None if previous is None else previous[3])
+        if previous is not None:
+            head[part] = previous[3] + offset
+            tail[previous[0]], nxt[previous[0]] = first - offset, part
+            before = parts[i - 2][3] if i >= 2 else None
+            after = parts[i + 1][2] if i + 1 < len(parts) else None
+            if before is not None and before >= first - offset or \
+                    after is not None and after <= previous[3] + offset:
+                return None
+    return bounds, head, tail, nxt
+
+
+def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, *,
+                 num_partitions: int | None, check_order: bool):
+    """The in-place plan (``plan`` module doc) over input in event order (``read``): one
+    engine per read partition over the rows as Spark reads them, and a boundary stage over
+    the rows within K of each boundary. None when the partitions are too short for it
+    (``in_place_bounds``). ``check_order``: the workers check that the rows come in order
+    (the user said so; nothing has checked it yet)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    laid = in_place_bounds(read, plan.in_place)
+    if laid is None:
+        return None
+    bounds, head, tail, nxt = laid
+    spark = prep.df.sparkSession
+    arrow_schema = to_arrow_schema(out_struct, timezone=spark.conf.get(
+        "spark.sql.session.timeZone"))
+    placed = numbered_in_place(prep.df, read.starts).withColumn(
+        GROUP, F.shiftright(F.monotonically_increasing_id(), LOW_BITS))
+    columns = worker_columns(prep, placed.columns)
+    check = prep.sequence if check_order else False
+    if check_order and prep.sequence is not None and SEQ not in columns:
+        columns.append(SEQ)
+        check = SEQ
+    rule = ReadPartitions(plan.in_place, bounds)
+    in_place = placed.select(*columns).mapInArrow(
+        partial(run_sorted_groups, job=prep.job, slices=None, out_schema=arrow_schema,
+                read_partitions=rule, in_order=check), out_struct)
+    if not head:  # one read partition: nothing crosses
+        return in_place
+
+    def literal(mapping: dict):
+        return F.create_map(*[F.lit(x).cast("long") for kv in mapping.items() for x in kv])
+
+    t, part = F.col(TIME), F.col(GROUP)
+    own, ahead = F.element_at(literal(head), part), F.element_at(literal(tail), part)
+    zones = F.filter(F.array(F.when(t <= own, part),
+                             F.when(t >= ahead, F.element_at(literal(nxt), part))),
+                     lambda z: z.isNotNull())
+    edges = (placed.filter((t <= own) | (t >= ahead))
+             .withColumn(GROUP, F.explode(zones)))
+    n = num_partitions or min(len(head), partition_count(KEYED, session_parallelism(spark)))
+    edges = edges.repartition(n, GROUP).sortWithinPartitions(GROUP, POS)
+    crossing = edges.select(*worker_columns(prep, edges.columns)).mapInArrow(
+        partial(run_sorted_groups, job=prep.job, slices=None, out_schema=arrow_schema,
+                read_partitions=ReadPartitions(plan.in_place, bounds, crossing=True)),
+        out_struct)
+    return in_place.unionByName(crossing)
+
+
 def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int | None,
-              num_partitions: int | None):
+              num_partitions: int | None, ordered: bool | None = None):
     """The complex events of a batch DataFrame, as a DataFrame with schema ``out_struct``
     (``ceql.output_schema``). Returns (DataFrame, slice advance used or None, partitions).
 
@@ -275,8 +352,26 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         raise ValueError("num_partitions must be a positive integer")
     spark = prep.df.sparkSession
     parallelism = session_parallelism(spark)
+    if ordered and plan.in_place is not None:  # the user's word: one pass without Python
+        read = layout(jvm_summaries(prep.df, TIME, SEQ if prep.sequence else None))
+        if read.nulls == 0:
+            if not read.in_order:
+                raise EventError("ordered=True, but the input is not in event order: the "
+                                 "Spark partitions it is read in overlap in time; drop "
+                                 "ordered=True and find sorts the events", field=prep.time)
+            out = run_in_place(prep, plan, read, out_struct, num_partitions=num_partitions,
+                               check_order=True)
+            if out is not None:
+                return out, None, len(read.parts)
     numbers_first = plan.kind == KEYED or plan.kind == TCER and plan.coordinate == "position"
     extent, read = measure(prep, buckets=partition_cap(parallelism) if numbers_first else 1)
+    if ordered is not False and plan.in_place is not None and read.in_order \
+            and len(read.parts) >= parallelism:
+        out = run_in_place(prep, plan, read, out_struct, num_partitions=num_partitions,
+                           check_order=False)
+        if out is not None:
+            warn_ties(prep, read.tied, extent.rows)
+            return out, None, len(read.parts)
     tie_check = prep.time is not None and prep.sequence is None
     advance, starts = None, None
     if plan.kind == TCER:

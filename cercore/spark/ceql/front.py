@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from cercore.errors import CercoreError
@@ -84,7 +85,7 @@ def find(df, query: str, *, schema: Schema | str | None = None,
          sequence: str | None = None, time_unit: str | None = None,
          event_types: tuple[str, ...] = (), plan: str = "auto",
          slice_advance: int | None = None, num_partitions: int | None = None,
-         watermark: str | None = None, **option: Any):
+         watermark: str | None = None, ordered: bool | None = None, **option: Any):
     """The complex events of ``query`` over the events in ``df`` (batch or streaming).
 
     Engine options (``cercore.EngineOptions``: ``backend`` on the workers, ``on_error``,
@@ -107,6 +108,12 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     ``watermark`` is required for a streaming DataFrame (batch ignores it): the allowed
     lateness, e.g. "10 seconds" — a row whose time is that far behind the newest time of the
     earlier micro-batches is late: counted (``cercore.spark.late_events``), not evaluated.
+    ``ordered`` (batch): True says the DataFrame is read in event order (each Spark partition
+    sorted by (``time``, ``sequence``), the partitions in a row, as a log written in time order
+    is): a keyed or T-CER plan with WITHIN on the time then runs its engines where Spark reads
+    the data, after one pass without Python, and a row out of order is an ``EventError``;
+    None (default) runs in place when the first pass finds the input so ordered, in at least
+    as many partitions as cores; False never runs in place (``explain`` says when it can).
 
     A deadline (``φ ; ABSENT(ψ) WITHIN T``) is reported in batch as the local engine's
     ``process`` over the whole DataFrame reports it: once a later event the query reads, of any
@@ -126,6 +133,9 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     if slice_advance is not None and slice_advance < 1:  # both batch and streaming slice by it
         raise ValueError("slice_advance must be a positive integer")
     streaming = df.isStreaming
+    if streaming and ordered is not None:
+        raise CercoreError("ordered= applies to batch DataFrames: a stream's rows wait for the "
+                           "watermark, in event order, whatever order they arrive in")
     prep = prepare(df, query, schema, options=spark_options(options, option), time=time,
                    sequence=sequence, time_unit=time_unit, event_types=tuple(event_types),
                    streaming=streaming)
@@ -149,7 +159,7 @@ def find(df, query: str, *, schema: Schema | str | None = None,
         from cercore.spark.ceql.batch import run_batch
 
         out, _, _ = run_batch(prep, chosen, body, slice_advance=slice_advance,
-                              num_partitions=num_partitions)
+                              num_partitions=num_partitions, ordered=ordered)
     return out
 
 
@@ -159,7 +169,7 @@ def explain(df_or_schema: Any, query: str, *, schema: Schema | str | None = None
             event_types: tuple[str, ...] = (), plan: str = "auto",
             slice_advance: int | None = None, num_partitions: int | None = None,
             watermark: str | None = None, streaming: bool | None = None,
-            **option: Any) -> str:
+            ordered: bool | None = None, **option: Any) -> str:
     """Which Spark plan ``find`` picks for ``query`` (T-CER / keyed / single pass) and why,
     the order events are evaluated in (by ``time``, then by ``sequence`` or by read order),
     the partitions, then the compiled query's own explanation. ``df_or_schema`` is a
@@ -197,6 +207,8 @@ def explain(df_or_schema: Any, query: str, *, schema: Schema | str | None = None
         order = prep.time
         inferred = schema is None
     plan = chosen
+    if ordered is False and plan.in_place is not None:
+        plan = dataclasses.replace(plan, in_place=None, in_place_why_not="ordered=False")
     lines = [plan.describe(slice_advance)]
     if plan.history_dependent and plan.kind != TCER:
         lines.append(f"history-dependent: {plan.history_dependent}")
@@ -231,6 +243,10 @@ def _jobs_line(plan: SparkPlan) -> str:
     """What a batch ``find`` of ``plan`` runs (cercore.spark.ceql.batch)."""
     first = ("one pass over the ordering columns (is the input in event order already; its "
              "extent, null times, ties), ")
+    in_place = ("; in place (input in event order): no exchange for the engines, one small "
+                "shuffle of the rows within K of each read partition's start, and with "
+                "ordered=True the first pass is one aggregation without Python"
+                if plan.in_place is not None else "")
     if plan.kind == SINGLE:
         return (first + "then one shuffle into one partition, where the worker numbers the "
                 "rows (from the read order when the input is in event order); nothing "
@@ -239,12 +255,12 @@ def _jobs_line(plan: SparkPlan) -> str:
         return (first + "then, unless the input is in event order (positions from the read "
                 "order), a second job counting the rows per slice, then one shuffle; each "
                 "slice's worker numbers its rows from the rows before the slice; nothing "
-                "checkpointed")
+                "checkpointed" + in_place)
     into = "by key" if plan.kind == KEYED else "into position slices"
     return (first + "then, in event order, positions from the read order and one shuffle "
             f"grouping the rows {into}; otherwise a second job counting the rows per bucket, "
             "then two shuffles: one numbers the rows per bucket of the ordering time, one "
-            f"groups them {into}; nothing checkpointed")
+            f"groups them {into}; nothing checkpointed" + in_place)
 
 
 def _order_line(time: str | None, sequence: str | None, streaming: bool) -> str:

@@ -134,6 +134,9 @@ class ReadLayout:
     tied: int
     latest: int | None
     quantiles: tuple[int, ...]
+    # in event order: each read partition (index, first position, first time, last time), in
+    # order (what the in-place plan runs on)
+    parts: tuple[tuple[int, int, int, int], ...] = ()
 
 
 def layout(summaries: list[dict], buckets: int = 1) -> ReadLayout:
@@ -158,7 +161,37 @@ def layout(summaries: list[dict], buckets: int = 1) -> ReadLayout:
         min((p["first_t"] for p in parts), default=None) if in_order else _lo(parts),
         max((p["last_t"] for p in parts), default=None) if in_order else _hi(parts),
         _ties(parts) if in_order else -1, max(latest, default=None),
-        _quantiles(parts, buckets))
+        _quantiles(parts, buckets),
+        tuple((p["part"], starts[p["part"]], p["first_t"], p["last_t"]) for p in parts)
+        if in_order else ())
+
+
+def jvm_summaries(df, time: str, sequence: str | None) -> list[dict]:
+    """``summarise``'s rows (what ``layout`` reads) from one aggregation Spark runs without
+    Python, for input the user says is in event order (``find(..., ordered=True)``): per read
+    partition its rows, null times, first and last (time, sequence) by value -- equal to the
+    first and last rows read when the partition is sorted, which the engine's workers then
+    check row by row (``job.InOrder``) -- and whether ``monotonically_increasing_id()``
+    numbers it 0, 1, ... No ties, samples or read time: the in-place plan needs none."""
+    from pyspark.sql import functions as F
+
+    rid = F.monotonically_increasing_id()
+    seq = F.col(sequence).cast("long") if sequence is not None else F.lit(None).cast("long")
+    rows = (df.select(rid.alias("r"), F.col(time).cast("long").alias("t"), seq.alias("s"))
+            .groupBy(F.shiftright("r", LOW_BITS).alias("part"))
+            .agg(F.count(F.lit(1)).alias("n"), F.count("t").alias("valid"),
+                 F.min("r").alias("lo"), F.max("r").alias("hi"),
+                 F.min(F.struct("t", "s")).alias("first"),
+                 F.max(F.struct("t", "s")).alias("last"))
+            .collect())
+    low = (1 << LOW_BITS) - 1
+    return [{"part": r["part"], "n": r["n"], "nulls": r["n"] - r["valid"],
+             "numbered": r["lo"] & low == 0 and r["hi"] - r["lo"] + 1 == r["n"],
+             "sorted": r["n"] == r["valid"],
+             "first_t": r["first"]["t"], "first_s": r["first"]["s"],
+             "last_t": r["last"]["t"], "last_s": r["last"]["s"],
+             "first_run": 0, "last_run": 0, "tied": 0, "latest": None, "sample": []}
+            for r in rows]
 
 
 def _s(value: int | None) -> int:
