@@ -28,12 +28,10 @@ from cercore.spark.base.job import (
     GROUP,
     KEY,
     POS,
-    SIDE,
     TIME,
     TYPE,
     EngineJob,
     ReadPartitions,
-    run_boundaries,
     run_sorted_groups,
 )
 from cercore.spark.base.plan import SINGLE, choose_plan
@@ -79,24 +77,21 @@ def in_place_complex_events(query: str, schema, events, cuts: list[int], offset:
     job = EngineJob(query, schema, tuple((a, TIME if a == "ts" else a) for a in ATTRS
                                          if a in declared), ("event_type", *ATTRS))
     placed = [(owner[i], i) for i in range(len(events))]
-    edges = []  # (boundary, side, stream index)
+    edges = []
     for i, (_, attrs) in enumerate(events):
         q, t = owner[i], attrs["ts"]
         if q in head and t <= head[q]:
-            edges.append((q, 1, i))
+            edges.append((q, i))
         if q in tail and t >= tail[q]:
-            edges.append((nxt[q], 0, i))
-    edges.sort()  # the boundary stage's sort (GROUP, SIDE, read order)
+            edges.append((nxt[q], i))
+    edges.sort()  # the boundary stage's sort (GROUP, POS)
     found = Counter()
-    batches = rows_table(events, placed).to_batches(max_chunksize=3)
-    outs = list(run_sorted_groups(iter(batches), job, None, out_schema(),
-                                  read_partitions=ReadPartitions(offset, bounds), in_order=None))
-    table = rows_table(events, [(g, i) for g, _, i in edges]).drop_columns([POS])
-    table = table.append_column(SIDE, pa.array([s for _, s, _ in edges], pa.int64()))
-    outs += run_boundaries(iter(table.to_batches(max_chunksize=3)), job, out_schema(),
-                           ReadPartitions(offset, bounds, crossing=True))
-    for rb in outs:
-        found.update((r["start"], r["end"], tuple(r["positions"])) for r in rb.to_pylist())
+    for rows, rule in ((placed, ReadPartitions(offset, bounds)),
+                       (edges, ReadPartitions(offset, bounds, crossing=True))):
+        batches = rows_table(events, rows).to_batches(max_chunksize=3)
+        for rb in run_sorted_groups(iter(batches), job, None, out_schema(),
+                                    read_partitions=rule, in_order=None):
+            found.update((r["start"], r["end"], tuple(r["positions"])) for r in rb.to_pylist())
     return found
 
 

@@ -34,7 +34,6 @@ GROUP = PREFIX + "grp"      # the engine run the row belongs to (key, slice or 0
 COORD = PREFIX + "coord"    # T-CER slice coordinate (time or position)
 WM = PREFIX + "wm"          # streaming: event time as a timestamp, for the watermark
 US = PREFIX + "us"          # streaming: that timestamp in microseconds
-SIDE = PREFIX + "side"      # in-place boundary rows: 0 from before the boundary, 1 after it
 
 
 
@@ -213,36 +212,6 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
         out = run.finish(until)
         if out is not None:
             yield out
-
-
-def run_boundaries(batches: Iterator[pa.RecordBatch], job: EngineJob, out_schema: pa.Schema,
-                   rule: ReadPartitions) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body of the in-place plan's boundary stage: the input is sorted by GROUP
-    (the read partition p after the boundary), SIDE (0: the last rows of the partition before
-    p, 1: the first rows of p), then read order. A boundary's rows are a contiguous stretch of
-    the event order, whose first position is p's first position − the rows before the boundary:
-    so they are gathered (a boundary holds only the rows within K of it), numbered, and run
-    through one engine that keeps the complex events crossing into p (``rule``)."""
-    for g, rows in _whole_groups(batches):
-        before = len(rows) - pc.sum(rows.column(SIDE)).as_py()
-        run = GroupRun(job, g, None, out_schema, rule.bounds[g][0] - before, rule)
-        for rb in rows.to_batches():
-            out = run.feed(rb)
-            if out is not None:
-                yield out
-
-
-def _whole_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[Any, pa.Table]]:
-    """(GROUP value, all its rows) for each run of equal GROUP values."""
-    group, pieces = None, []
-    for g, rows in group_slices(batches):
-        if pieces and g != group:
-            yield group, pa.Table.from_batches(pieces)
-            pieces = []
-        group = g
-        pieces.append(rows)
-    if pieces:
-        yield group, pa.Table.from_batches(pieces)
 
 
 def group_slices(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[Any, pa.RecordBatch]]:

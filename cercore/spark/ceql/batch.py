@@ -23,7 +23,6 @@ as the first attempt did.
 
 from __future__ import annotations
 
-import functools
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -38,10 +37,8 @@ from cercore.spark.base.job import (
     POS,
     PREFIX,
     SEQ,
-    SIDE,
     TIME,
     ReadPartitions,
-    run_boundaries,
     run_sorted_groups,
 )
 from cercore.spark.base.partitions import (
@@ -319,42 +316,27 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
                 read_partitions=rule, in_order=check), out_struct)
     if not head:  # one read partition: nothing crosses
         return in_place
-    crossing = boundary_rows(prep, read, plan.in_place, head, tail, nxt)
-    n = num_partitions or min(len(head), partition_count(KEYED, session_parallelism(spark)))
-    crossing = (crossing.repartition(n, GROUP).sortWithinPartitions(GROUP, SIDE, RID)
-                .select(*worker_columns(prep, crossing.columns), SIDE)
-                .mapInArrow(partial(run_boundaries, job=prep.job, out_schema=arrow_schema,
-                                    rule=ReadPartitions(plan.in_place, bounds, crossing=True)),
-                            out_struct))
-    return in_place.unionByName(crossing)
-
-
-def boundary_rows(prep: Prepared, read: ReadLayout, offset: int, head: dict, tail: dict,
-                  nxt: dict):
-    """The rows of the in-place plan's boundary stage (``in_place_bounds``), each with its
-    boundary (GROUP: the partition after it), its SIDE and its read order (RID). Not numbered
-    by ``monotonically_increasing_id()`` over every row, as the in-place stage is: the time
-    ranges then filter first -- down into the Parquet reader, which skips the row groups
-    outside them -- and the boundary's worker numbers its rows (``job.run_boundaries``)."""
-    from pyspark.sql import functions as F
 
     def literal(mapping: dict):
         return F.create_map(*[F.lit(x).cast("long") for kv in mapping.items() for x in kv])
 
-    t = F.col(TIME)
-    ranges = [(t >= first - offset) & (t <= previous_last + offset)
-              for (_, _, first, _), (_, _, _, previous_last) in zip(read.parts[1:], read.parts)]
-    rows = prep.df.filter(functools.reduce(lambda a, b: a | b, ranges))
-    part = F.spark_partition_id().cast("long")  # (after the filter: the read partition still)
-    rows = rows.withColumns({GROUP: part, RID: F.monotonically_increasing_id()})
-    part = F.col(GROUP)
+    t, part = F.col(TIME), F.col(GROUP)
     own, ahead = F.element_at(literal(head), part), F.element_at(literal(tail), part)
-    sides = F.filter(F.array(F.when(t <= own, F.struct(part.alias("g"), F.lit(1).alias("s"))),
-                             F.when(t >= ahead, F.struct(F.element_at(literal(nxt), part)
-                                                         .alias("g"), F.lit(0).alias("s")))),
+    zones = F.filter(F.array(F.when(t <= own, part),
+                             F.when(t >= ahead, F.element_at(literal(nxt), part))),
                      lambda z: z.isNotNull())
-    rows = rows.withColumn(SIDE, F.explode(sides))
-    return rows.withColumns({GROUP: F.col(SIDE)["g"], SIDE: F.col(SIDE)["s"]})
+    # (no filter into the reader: the rows keep the read partition and position the first
+    # pass and the in-place stage gave them -- a filter pushed below a shuffle in the user's
+    # DataFrame would move rows to other partitions)
+    edges = (placed.filter((t <= own) | (t >= ahead))
+             .withColumn(GROUP, F.explode(zones)))
+    n = num_partitions or min(len(head), partition_count(KEYED, session_parallelism(spark)))
+    edges = edges.repartition(n, GROUP).sortWithinPartitions(GROUP, POS)
+    crossing = edges.select(*worker_columns(prep, edges.columns)).mapInArrow(
+        partial(run_sorted_groups, job=prep.job, slices=None, out_schema=arrow_schema,
+                read_partitions=ReadPartitions(plan.in_place, bounds, crossing=True)),
+        out_struct)
+    return in_place.unionByName(crossing)
 
 
 def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int | None,
