@@ -69,7 +69,8 @@ def where_cercore(rows):
 
 
 def batch(spark, base: str) -> None:
-    """keyed and T-CER find, a trend aggregate, cer_find through SQL."""
+    """keyed and T-CER find (also in place, over the events in order), a trend aggregate,
+    cer_find through SQL."""
     out = os.path.join(base, "out")
     found = spark.sparkContext.parallelize(range(2), 2).mapPartitions(where_cercore).collect()
     print("\n".join("executor " + f for f in sorted(set(found))), flush=True)
@@ -77,6 +78,13 @@ def batch(spark, base: str) -> None:
     for name in ("keyed", "tcer"):
         find(events, QUERIES[name], schema=DECL, time="ts", sequence="seq") \
             .write.mode("overwrite").parquet(os.path.join(out, name))
+    # the same events in order, one file per read partition: the in-place plan
+    spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 30))
+    ordered = spark.read.parquet(os.path.join(base, "ordered"))
+    for name in ("keyed", "tcer"):
+        find(ordered, QUERIES[name], schema=DECL, time="ts", sequence="seq", ordered=True) \
+            .write.mode("overwrite").parquet(os.path.join(out, name + "-ordered"))
+    spark.conf.unset("spark.sql.files.openCostInBytes")
     trend = spark.read.parquet(os.path.join(base, "trend.parquet"))
     rows = aggregate_rows(trend, TREND_QUERY, schema=TREND_SCHEMA, sequence="seq")
     with open(os.path.join(out, "trend.pickle"), "wb") as f:

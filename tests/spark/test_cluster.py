@@ -84,10 +84,15 @@ def rows(path) -> list[dict]:
 
 def test_batch_find_aggregate_and_sql_through_spark_submit(cluster, archive, tmp_path):
     """``spark-submit --archives cercore-spark.tar.gz#cercore_lib --conf
-    spark.executorEnv.PYTHONPATH=cercore_lib``: keyed and T-CER ``find``, a trend
+    spark.executorEnv.PYTHONPATH=cercore_lib``: keyed and T-CER ``find`` (also in place, with
+    ``ordered=True`` over the events in order), a trend
     ``aggregate`` and ``cer_find`` in SQL equal the local engine."""
     events = make_events(3000, seed=1, keys=5)
     write_parquet(events, str(tmp_path / "events.parquet"))
+    (tmp_path / "ordered").mkdir()
+    for i, lo in enumerate(range(0, len(events), 800)):  # in event order, four files
+        write_parquet(events[lo:lo + 800], str(tmp_path / "ordered" / f"part-{i}.parquet"),
+                      shuffle_seed=None)
     trend = trend_events(300, seed=2)
     pq.write_table(trend, str(tmp_path / "trend.parquet"))
     done = run(cluster, [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url,
@@ -106,6 +111,7 @@ def test_batch_find_aggregate_and_sql_through_spark_submit(cluster, archive, tmp
         want = local_by_positions(QUERIES[name], events)
         assert sum(want.values()) >= 50
         assert spark_by_positions(rows(out / name)) == want, name
+        assert spark_by_positions(rows(out / (name + "-ordered"))) == want, name
     want = local_by_positions(SQL_QUERY, events)
     assert sum(want.values()) >= 50
     assert spark_by_positions(rows(out / "sql")) == want
