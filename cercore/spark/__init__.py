@@ -45,6 +45,7 @@ shipped as the archive ``cercore spark-pack`` builds (``base/shipping.py``, docs
 ``find``, ``aggregate`` and ``register`` check that once per session, before the first job.
 """
 
+from cercore.errors import CercoreError
 from cercore.spark.base.errors import cercore_errors
 from cercore.spark.base.frames import infer_schema
 from cercore.spark.base.partitions import state_partitions
@@ -65,18 +66,30 @@ __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
            "output_schema", "register", "run_plan", "state_partitions", "stop_query"]
 
 
-def register(spark, *, find: str = "cer_find", aggregate: str = "cer_aggregate") -> None:
+def register(spark, *, events=None, time: str | None = None, find: str = "cer_find",
+             aggregate: str = "cer_aggregate") -> None:
     """Register the SQL table functions ``cer_find`` and ``cer_aggregate`` on ``spark``
     (classic or Spark Connect), for ``spark.sql`` (see ``cercore.spark.sql.functions``)::
 
         cercore.spark.register(spark)
         spark.sql("SELECT * FROM cer_find(TABLE(trades) PARTITION BY name "
-                  "ORDER BY (ts, seq), '<CEQL query>', '<declaration>')")"""
+                  "ORDER BY (ts, seq), '<CEQL query>', '<declaration>')")
+
+    ``events`` (the Spark schema of the tables ``cer_find`` will read: a StructType, a
+    DataFrame or DDL text) registers the typed ``cer_find`` instead, an Arrow UDTF with a
+    fixed output schema, as fast as ``find`` (``cercore.spark.sql.typed``); ``time``: its
+    time column, when that holds timestamps (times are then reported as timestamps)."""
     from cercore.spark.base.shipping import require_cercore
     from cercore.spark.sql.functions import register as register_functions
 
+    if events is None and time is not None:
+        raise CercoreError("time= describes the events of a typed cer_find: give events= too")
     require_cercore(spark)  # the functions run on the executors: is cercore there?
-    register_functions(spark, find=find, aggregate=aggregate)
+    register_functions(spark, find=None if events is not None else find, aggregate=aggregate)
+    if events is not None:
+        from cercore.spark.sql.typed import register_find
+
+        register_find(spark, events, time=time, name=find)
 
 
 def stop_query(query, timeout: float = 60.0) -> None:

@@ -61,7 +61,13 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
 
 from cercore.errors import CercoreError
 from cercore.input.options import EngineOptions
-from cercore.spark.base.frames import _integer_time, _quote, hidden_columns, spark_options
+from cercore.spark.base.frames import (
+    Cast,
+    IntegerTime,
+    _quote,
+    hidden_columns,
+    spark_options,
+)
 from cercore.spark.base.job import KEY, POS, PREFIX, SEQ, TYPE, EngineJob, GroupRun
 
 FIND = "cer_find"
@@ -72,12 +78,14 @@ _TEXT = (TYPE, KEY)  # the hidden columns holding text; the others hold bigint
 UNTIL = PREFIX + "until"  # cer_find's advance => column, as an integer time
 
 
-def register(spark, *, find: str = FIND, aggregate: str = AGGREGATE) -> None:
-    """Register the table functions ``find`` (default ``cer_find``) and ``aggregate``
-    (``cer_aggregate``) on ``spark`` (classic or Spark Connect), for ``spark.sql``."""
+def register(spark, *, find: str | None = FIND, aggregate: str = AGGREGATE) -> None:
+    """Register the table functions ``find`` (default ``cer_find``; None: not this one) and
+    ``aggregate`` (``cer_aggregate``) on ``spark`` (classic or Spark Connect), for
+    ``spark.sql``."""
     from pyspark.sql.functions import udtf
 
-    spark.udtf.register(find, udtf(CerFind))
+    if find is not None:
+        spark.udtf.register(find, udtf(CerFind))
     spark.udtf.register(aggregate, udtf(CerAggregate))
 
 
@@ -153,10 +161,10 @@ class CerFind(_Chunked):
         inlined = cols.inlined()
         hidden = [(n, sql) for n, sql in inlined.items() if n != SEQ]
         if pos is not None:
-            hidden.append((POS, f"CAST({_quote(pos)} AS BIGINT)"))
+            hidden.append((POS, Cast(pos).sql))
         if until is not None:
-            hidden.append((UNTIL, _integer_time(_quote(until), table.dataType[until].dataType,
-                                                cols.schema.time_unit)))
+            hidden.append((UNTIL, IntegerTime(until, table.dataType[until].dataType,
+                                              cols.schema.time_unit).sql))
         for name, sql in hidden:  # (hidden timestamp attributes: bigint, like TIME)
             select.append(SelectedColumn(sql, alias=name))
             selected.append(StructField(name, StringType() if name in _TEXT else LongType()))
