@@ -474,7 +474,9 @@ def _key_text(attr: str, t: AttrType) -> str:
     if t is AttrType.INT:
         return f"CAST(CAST({col} AS BIGINT) AS STRING)"
     if t is AttrType.DOUBLE:
-        whole = f"({col} = floor({col})) AND (abs({col}) < 9.2E18)"  # WHOLE_LIMIT
+        # rint, not floor: floor gives a bigint, which overflows (an error under ANSI) for
+        # NaN and the infinities; rint keeps them doubles, and NaN = NaN in Spark SQL
+        whole = f"({col} = rint({col})) AND (abs({col}) < 9.2E18)"  # WHOLE_LIMIT
         return (f"(CASE WHEN {whole} THEN CAST(CAST(floor({col}) AS BIGINT) AS STRING) "
                 f"ELSE CAST(CAST({col} AS DOUBLE) AS STRING) END)")
     return f"CAST({col} AS STRING)"
@@ -506,7 +508,7 @@ def _key_text_arrow(attr: str, col: pa.Array, t: AttrType) -> pa.Array:
         words = ~whole & ~np.isfinite(values) & valid
         other = valid & ~whole & ~words
         if other.any():
-            bad = values[other][0]
+            bad = float(values[other][0])
             raise CercoreError(
                 f"the key attribute {attr!r} holds {bad!r}, a double that is no whole number: "
                 "Spark writes its partition text with the JVM's Double.toString, which the "

@@ -206,16 +206,18 @@ class TypedFind:
             yield out
 
     def _start(self, table: pa.RecordBatch, arguments: tuple) -> None:
-        plan = self.plan = find_plan(self.events, self.time_type, arguments)
-        brought = [n for n in table.schema.names if n not in (plan.position, plan.advance)]
-        if tuple(brought) != plan.events:
+        given = dict(zip(ARGUMENTS, arguments))
+        besides = (given["position"], given["advance"])
+        brought = [n for n in table.schema.names if n not in besides]
+        if tuple(brought) != tuple(self.events.names):
             raise CercoreError(f"the table's columns {table.schema.names} are not the events "
-                               f"cer_find was registered for {list(plan.events)}"
+                               f"cer_find was registered for {self.events.names}"
                                + (" (with position => and advance => columns besides)"
-                                  if plan.position or plan.advance else ""))
-        for name, what in ((plan.position, "position"), (plan.advance, "advance")):
+                                  if any(besides) else ""))
+        for name, what in zip(besides, ("position", "advance")):
             if name is not None and name not in table.schema.names:
                 raise CercoreError(f"the table has no {what} column {name!r}")
+        plan = self.plan = find_plan(self.events, self.time_type, arguments)
         if plan.advance is not None:
             dt = _spark_type(table.schema.field(plan.advance).type)
             self.advance = IntegerTime(plan.advance, dt, plan.columns.schema.time_unit)
