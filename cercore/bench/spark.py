@@ -31,9 +31,11 @@ each floor's line, its own ratio. Needs pyspark and Java.
 query three ways on local[N], Parquet in and out: ``find``, the typed ``cer_find``
 (``register(spark, events=...)``, an Arrow UDTF) and the untyped one (``register(spark)``,
 rows one at a time), both as ``TABLE(events) PARTITION BY name ORDER BY (stock_time, seq)``
-(positions counted per name); the three must give the same complex events (partition and the
-``seq`` of their events). Reported: wall seconds (best of ``--repeat``, after a warm-up) and
-each function's throughput ÷ ``find``'s.
+(positions counted per name), and the typed one again with ``position =>`` a
+``row_number()`` over the whole table (global positions: ``find``'s rows, ``match_id``
+included); all must give the same complex events (partition and the ``seq`` of their
+events). Reported: wall seconds (best of ``--repeat``, after a warm-up) and each one's
+throughput ÷ ``find``'s.
 """
 
 from __future__ import annotations
@@ -352,7 +354,7 @@ def _spark_plan(spark, master: str, plan: str, row: dict, decl, in_path: str, ou
     row[master] = {"wall": wall, "cpu": cpu}
 
 
-SQL_WAYS = ("find", "typed cer_find", "untyped cer_find")
+SQL_WAYS = ("find", "typed cer_find", "typed cer_find, global positions", "untyped cer_find")
 
 
 def sql_run(args: argparse.Namespace) -> int:
@@ -384,16 +386,19 @@ def _sql_ways(spark, args, in_path: str, out_path: str) -> int:
     register(spark, find="cer_find_untyped")
     register(spark, events=events, find="cer_find_typed")
 
-    def statement(function: str) -> str:
-        return (f"SELECT * FROM {function}(TABLE(bench_events) PARTITION BY name "
+    def statement(function: str, positioned: bool) -> str:
+        table = ("SELECT *, row_number() OVER (ORDER BY stock_time, seq) - 1 AS pos "
+                 "FROM bench_events" if positioned else "bench_events")
+        return (f"SELECT * FROM {function}(TABLE({table}) PARTITION BY name "
                 f"ORDER BY (stock_time, seq), {sql_string(query)}, "
-                f"{sql_string(decl.to_text())}, sequence => 'seq')")
+                f"{sql_string(decl.to_text())}, sequence => 'seq'"
+                + (", position => 'pos')" if positioned else ")"))
 
     def output(way: str):
         if way == "find":
             return find(spark.read.parquet(in_path), query, schema=decl, sequence="seq")
         return spark.sql(statement("cer_find_typed" if way.startswith("typed")
-                                   else "cer_find_untyped"))
+                                   else "cer_find_untyped", "global" in way))
 
     def timed(way: str) -> float:
         shutil.rmtree(out_path, ignore_errors=True)
