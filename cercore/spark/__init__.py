@@ -16,7 +16,8 @@ Rooms, by what a user does (each imports only the rooms below it and ``base``):
       streaming/  a streaming find: run.py (transformWithStateInPandas), processor.py,
                   rows.py, lifecycle.py (late_events, stop_query)
       trends/     aggregate, aggregate_rows: batch.py, job.py (workers), rows.py, streaming.py
-      sql/        functions.py: cer_find, cer_aggregate for spark.sql (register)
+      sql/        functions.py: cer_find, cer_aggregate for spark.sql (register); typed.py:
+                  the typed cer_find, an Arrow UDTF (register(spark, events=...))
       network/    plans.py: PrePP run_plan as semi joins, estimate_rates, estimate_pairwise
       base/       shared: session.py, shipping.py (spark-pack's archive, the executor check),
                   errors.py (cercore_errors), frames.py (hidden columns,
@@ -31,7 +32,8 @@ Rooms, by what a user does (each imports only the rooms below it and ``base``):
 * Trend aggregation: ``aggregate`` gives the result rows as a DataFrame, ``aggregate_rows``
   collects them.
 * SQL: ``register(spark)`` adds the table functions ``cer_find`` and ``cer_aggregate`` for
-  ``spark.sql``.
+  ``spark.sql``; ``register(spark, events=...)`` the typed ``cer_find`` (output schema fixed
+  at registration, record batches in and out: as fast as ``find``).
 * Errors cercore raises in the workers: ``with cercore_errors(): df.collect()`` gives them
   back as the ``CercoreError`` they are; ``aggregate_rows`` does.
 * Every function works on a classic and on a Spark Connect session

@@ -44,7 +44,9 @@ on the table (``events``) and on the query (a trend query's aggregates), and pys
 ``analyze`` on Arrow UDTFs (``INVALID_ARROW_UDTF_WITH_ANALYZE``, left for SPARK-53286 in
 ``pyspark/sql/udtf.py``). ``analyze`` also has Spark compute the hidden columns (``find``'s own
 SQL expressions, ``frames.hidden_columns``); the rows then reach Python one at a time and are
-gathered into Arrow batches of ``CHUNK`` rows for the engine.
+gathered into Arrow batches of ``CHUNK`` rows for the engine. When the tables' columns are known,
+``register(spark, events=...)`` registers the typed ``cer_find`` instead (``typed``): an Arrow
+UDTF with the output schema fixed at registration, about ten times faster.
 """
 
 from __future__ import annotations
