@@ -65,7 +65,8 @@ from cercore.spark.trends import aggregate, aggregate_rows
 __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
            "aggregate_rows", "cercore_errors", "choose_plan", "estimate_pairwise", "estimate_rates",
            "events_dataframe", "explain", "find", "infer_schema", "late_events",
-           "output_schema", "register", "run_plan", "state_partitions", "stop_query"]
+           "output_schema", "register", "register_aggregate", "run_plan", "state_partitions",
+           "stop_query"]
 
 
 def register(spark, *, events=None, time: str | None = None, find: str = "cer_find",
@@ -92,6 +93,26 @@ def register(spark, *, events=None, time: str | None = None, find: str = "cer_fi
         from cercore.spark.sql.typed import register_find
 
         register_find(spark, events, time=time, name=find)
+
+
+def register_aggregate(spark, name: str, query: str, declaration: str, *, events,
+                       sequence: str | None = None, exact: str | None = None,
+                       **options) -> None:
+    """Register ``name`` as a typed ``cer_aggregate`` for one trend ``query`` (the output
+    columns depend on the query): an Arrow UDTF over tables of ``events`` (a StructType, a
+    DataFrame or DDL text), compiled now; ``sequence`` orders equal times (else the rows'
+    order), ``exact`` and the engine options as for ``aggregate``::
+
+        cercore.spark.register_aggregate(spark, "runs", query, declaration, events=df)
+        spark.sql("SELECT * FROM runs(TABLE(readings) PARTITION BY g ORDER BY (t, seq))")
+
+    (see ``cercore.spark.sql.typed``)."""
+    from cercore.spark.base.shipping import require_cercore
+    from cercore.spark.sql.typed import register_aggregate as register_typed
+
+    require_cercore(spark)
+    register_typed(spark, name, query, declaration, events=events, sequence=sequence,
+                   exact=exact, **options)
 
 
 def stop_query(query, timeout: float = 60.0) -> None:

@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 import pytest
 from test_spark_absence import DECL as ABSENCE_DECL
 from test_spark_absence import HEARTBEAT, ROWS_DDL
-from test_spark_sql import STOCKS, TRADE, trades
+from test_spark_sql import STOCKS, TRADE, TREND_QUERIES, TREND_SCHEMA, trades
 from test_spark_sql import row_key as plain_key
 
 import cercore
-from cercore.spark import cercore_errors, find, register
+from cercore.spark import aggregate_rows, cercore_errors, find, register, register_aggregate
 from cercore.spark.base.frames import _json_string, hidden_columns, sql_string
 from cercore.spark.base.job import KEY
 
@@ -254,6 +254,53 @@ def test_a_call_that_does_not_fit_the_registration(sql):
         register(sql, events=TRADES_DDL, time="when", find="cer_find_bad")
     with pytest.raises(cercore.CercoreError, match="give events="):
         register(sql, time="ts")
+
+
+READINGS_DDL = "event_type string, v long, g long, h long, t long, seq long"
+
+
+@pytest.mark.parametrize("text", TREND_QUERIES)
+def test_typed_aggregate_equals_aggregate_and_cer_aggregate(sql, text):
+    """``register_aggregate``: one Arrow UDTF per trend query, compiled at registration; its
+    rows are ``aggregate``'s and the untyped ``cer_aggregate``'s."""
+    rng = random.Random(len(text))
+    t, rows = 0, []
+    for i in range(150):
+        t += rng.choice([0, 1, 1, 2])
+        rows.append((rng.choice("AABC"), rng.randint(0, 5), rng.randint(0, 1),
+                     rng.randint(0, 2), t, i))
+    random.Random(2).shuffle(rows)
+    df = sql.createDataFrame(rows, READINGS_DDL)
+    df.createOrReplaceTempView("typed_readings")
+    want = aggregate_rows(df, text, schema=TREND_SCHEMA, sequence="seq")
+    assert want
+    register_aggregate(sql, "trend_typed", text, TREND_SCHEMA, events=READINGS_DDL,
+                       sequence="seq")
+    table = ("TABLE(typed_readings) PARTITION BY g" if "GROUP-BY g" in text else
+             "TABLE(typed_readings) WITH SINGLE PARTITION") + " ORDER BY (t, seq)"
+    columns = list(want[0])
+    exact = [c for c in columns if c.startswith("COUNT") or c.startswith("SUM")]
+    head = [c for c in ("window_start", "g") if c in columns]
+
+    def rows_of(statement: str) -> list[dict]:
+        got = sql.sql(statement).collect()
+        assert list(got[0].asDict()) == columns
+        return sorted(({c: (int(r[c]) if c in exact else r[c]) for c in columns} for r in got),
+                      key=lambda r: [r[c] for c in head])
+
+    typed = rows_of(f"SELECT * FROM trend_typed({table})")
+    untyped = rows_of(f"SELECT * FROM cer_aggregate({table}, {sql_string(text)}, "
+                      f"{sql_string(TREND_SCHEMA)}, sequence => 'seq')")
+    assert typed == untyped == sorted(want, key=lambda r: [r[c] for c in head])
+
+
+def test_a_typed_aggregate_checks_its_query_when_registered(sql):
+    with pytest.raises(cercore.CercoreError, match="line 1"):
+        register_aggregate(sql, "trend_bad", "RETURN COUNT(*) PATTERN SEQ(A+, ", TREND_SCHEMA,
+                           events=READINGS_DDL)
+    with pytest.raises(cercore.CercoreError, match="no column 'seq2'"):
+        register_aggregate(sql, "trend_bad", TREND_QUERIES[0], TREND_SCHEMA,
+                           events=READINGS_DDL, sequence="seq2")
 
 
 def test_on_spark_connect(sql, connect):

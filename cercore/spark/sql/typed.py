@@ -252,3 +252,55 @@ def register_find(spark, events, *, time: str | None = None, name: str = "cer_fi
                                                    "time_zone": zone,
                                                    "__module__": __name__})
     spark.udtf.register(name, arrow_udtf(handler, returnType=out))
+
+
+class TypedAggregate:
+    """A typed ``cer_aggregate`` for one trend query (``register_aggregate``): the subclass
+    holds the registration's ``analysis`` (``functions.aggregate_analysis``); each instance
+    (one PARTITION BY value) feeds the columns the query reads to its own trend run."""
+
+    analysis: Any = None  # functions.AggregateAnalysis
+    time_zone: str = "UTC"
+
+    def __init__(self) -> None:
+        self.feed = None
+
+    def eval(self, table: pa.RecordBatch):
+        from cercore.spark.sql.functions import AggregateFeed
+        from cercore.spark.trends.job import POSITION
+
+        a = self.analysis
+        if self.feed is None:
+            missing = [f.name for f in a.selected.fields
+                       if f.name != POSITION and f.name not in table.schema.names]
+            if a.sequence is not None and a.sequence not in table.schema.names:
+                missing.append(a.sequence)
+            if missing:
+                raise CercoreError(f"the table has no column {', '.join(map(repr, missing))}")
+            self.feed = AggregateFeed(a)
+        columns = dict(zip(table.schema.names, table.columns))
+        arrays = [Cast(a.sequence).arrow(columns, self.time_zone) if f.name == POSITION
+                  else columns[f.name] for f in a.selected.fields]
+        yield from self.feed.feed(pa.RecordBatch.from_arrays(arrays, names=a.selected.names))
+
+    def terminate(self):
+        if self.feed is not None:
+            yield from self.feed.flush()
+
+
+def register_aggregate(spark, name: str, query: str, declaration: str, *, events,
+                       sequence: str | None = None, exact: str | None = None,
+                       **options: Any) -> None:
+    """Register ``name`` as a typed ``cer_aggregate`` of ``query`` (its output columns depend
+    on the query, so one function per query), compiled here, for tables of ``events``."""
+    from pyspark.sql.functions import arrow_udtf
+
+    from cercore.spark.sql.functions import aggregate_analysis
+
+    events = events_schema(spark, events)
+    analysis = aggregate_analysis(events, query, declaration, sequence, exact,
+                                  spark_options(None, options))
+    zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    handler = type("CerAggregateTyped", (TypedAggregate,), {
+        "analysis": analysis, "time_zone": zone, "__module__": __name__})
+    spark.udtf.register(name, arrow_udtf(handler, returnType=analysis.schema))
