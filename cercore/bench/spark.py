@@ -26,6 +26,16 @@ positions); and, as a bound rather than a floor, the keyed query's engine run ov
 partition as Spark reads it (no statistics job, no exchange, so not exact). Each plan's row
 says its throughput ÷ the identity floor's, and its local[N]/local[1] speed-up ÷ the floor's;
 each floor's line, its own ratio. Needs pyspark and Java.
+
+``cercore-bench spark --sql [--events N] [--cores N] [--repeat R]`` instead times the keyed
+query three ways on local[N], Parquet in and out: ``find``, the typed ``cer_find``
+(``register(spark, events=...)``, an Arrow UDTF) and the untyped one (``register(spark)``,
+rows one at a time), both as ``TABLE(events) PARTITION BY name ORDER BY (stock_time, seq)``
+(positions counted per name), and the typed one again with ``position =>`` a
+``row_number()`` over the whole table (global positions: ``find``'s rows, ``match_id``
+included); all must give the same complex events (partition and the ``seq`` of their
+events). Reported: wall seconds (best of ``--repeat``, after a warm-up) and each one's
+throughput ÷ ``find``'s.
 """
 
 from __future__ import annotations
@@ -84,6 +94,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=int, default=2, help="runs per configuration (best kept)")
     p.add_argument("--plans", default=",".join(PLANS), help="of " + ", ".join(PLANS))
     p.add_argument("--json", default=None, help="also write the rows to this JSON file")
+    p.add_argument("--sql", action="store_true",
+                   help="time find, the typed and the untyped cer_find on the keyed query")
 
 
 def tree_cpu_seconds(root: int) -> float:
@@ -256,6 +268,8 @@ def _engine_in_place(spark, df):
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.sql:
+        return sql_run(args)
     plans = args.plans.split(",")
     unknown = [p for p in plans if p not in PLANS]
     if unknown:
@@ -349,3 +363,83 @@ def _spark_plan(spark, master: str, plan: str, row: dict, decl, in_path: str, ou
                                        "local engine's")
     wall, cpu = min(runs)
     row[master] = {"wall": wall, "cpu": cpu}
+
+
+SQL_WAYS = ("find", "typed cer_find", "typed cer_find, global positions", "untyped cer_find")
+
+
+def sql_run(args: argparse.Namespace) -> int:
+    """``--sql``: the keyed query through ``find`` and the two ``cer_find`` registrations."""
+    work = Path(tempfile.mkdtemp(prefix="cercore-bench-sql-"))
+    try:
+        table = stocks(args.events)
+        table = table.append_column("seq", pa.array(range(table.num_rows), pa.int64()))
+        in_path = work / "events"
+        in_path.mkdir()
+        pq.write_table(table, str(in_path / "part-0.parquet"), row_group_size=ROW_GROUP)
+        spark = session(f"local[{args.cores}]", "cercore-bench-sql")
+        try:
+            return _sql_ways(spark, args, str(in_path), str(work / "out"))
+        finally:
+            spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _sql_ways(spark, args, in_path: str, out_path: str) -> int:
+    from cercore.spark import find, register
+    from cercore.spark.base.frames import sql_string
+
+    decl = schema("stocks")
+    query = QUERIES["keyed"]
+    events = spark.read.parquet(in_path)
+    events.createOrReplaceTempView("bench_events")
+    register(spark, find="cer_find_untyped")
+    register(spark, events=events, find="cer_find_typed")
+
+    def statement(function: str, positioned: bool) -> str:
+        table = ("SELECT *, row_number() OVER (ORDER BY stock_time, seq) - 1 AS pos "
+                 "FROM bench_events" if positioned else "bench_events")
+        return (f"SELECT * FROM {function}(TABLE({table}) PARTITION BY name "
+                f"ORDER BY (stock_time, seq), {sql_string(query)}, "
+                f"{sql_string(decl.to_text())}, sequence => 'seq'"
+                + (", position => 'pos')" if positioned else ")"))
+
+    def output(way: str):
+        if way == "find":
+            return find(spark.read.parquet(in_path), query, schema=decl, sequence="seq")
+        return spark.sql(statement("cer_find_typed" if way.startswith("typed")
+                                   else "cer_find_untyped", "global" in way))
+
+    def timed(way: str) -> float:
+        shutil.rmtree(out_path, ignore_errors=True)
+        t0 = time.perf_counter()
+        output(way).write.parquet(out_path)
+        return time.perf_counter() - t0
+
+    def result() -> list:
+        t = pq.read_table(out_path, columns=["partition", "events"])
+        return sorted(zip(t.column("partition").to_pylist(),
+                          (tuple(e["seq"] for e in es) for es in t.column("events").to_pylist())))
+
+    seconds, want = {}, None
+    for way in SQL_WAYS:
+        timed(way)  # warm-up: JVM, workers
+        got = result()
+        if want is None:
+            want = got
+        elif got != want:
+            raise cercore.CercoreError(f"{way} gives other complex events than find")
+        seconds[way] = min(timed(way) for _ in range(args.repeat))
+    print(f"# cercore-bench spark --sql: the keyed query over {args.events:,} stock trades on "
+          f"local[{args.cores}], Parquet in and out, {len(want):,} complex events, Python "
+          f"{platform.python_version()}, {time.strftime('%Y-%m-%d')}; best of {args.repeat}")
+    print("| way | wall s | throughput ÷ find's |")
+    print("|---|--:|--:|")
+    for way in SQL_WAYS:
+        print(f"| {way} | {seconds[way]:.2f} | {seconds['find'] / seconds[way]:.2f}× |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"events": args.events, "cores": args.cores,
+                                               "results": len(want), "seconds": seconds},
+                                              indent=1))
+    return 0

@@ -16,7 +16,8 @@ Rooms, by what a user does (each imports only the rooms below it and ``base``):
       streaming/  a streaming find: run.py (transformWithStateInPandas), processor.py,
                   rows.py, lifecycle.py (late_events, stop_query)
       trends/     aggregate, aggregate_rows: batch.py, job.py (workers), rows.py, streaming.py
-      sql/        functions.py: cer_find, cer_aggregate for spark.sql (register)
+      sql/        functions.py: cer_find, cer_aggregate for spark.sql (register); typed.py:
+                  the typed cer_find, an Arrow UDTF (register(spark, events=...))
       network/    plans.py: PrePP run_plan as semi joins, estimate_rates, estimate_pairwise
       base/       shared: session.py, shipping.py (spark-pack's archive, the executor check),
                   errors.py (cercore_errors), frames.py (hidden columns,
@@ -31,7 +32,8 @@ Rooms, by what a user does (each imports only the rooms below it and ``base``):
 * Trend aggregation: ``aggregate`` gives the result rows as a DataFrame, ``aggregate_rows``
   collects them.
 * SQL: ``register(spark)`` adds the table functions ``cer_find`` and ``cer_aggregate`` for
-  ``spark.sql``.
+  ``spark.sql``; ``register(spark, events=...)`` the typed ``cer_find`` (output schema fixed
+  at registration, record batches in and out: as fast as ``find``).
 * Errors cercore raises in the workers: ``with cercore_errors(): df.collect()`` gives them
   back as the ``CercoreError`` they are; ``aggregate_rows`` does.
 * Every function works on a classic and on a Spark Connect session
@@ -45,6 +47,7 @@ shipped as the archive ``cercore spark-pack`` builds (``base/shipping.py``, docs
 ``find``, ``aggregate`` and ``register`` check that once per session, before the first job.
 """
 
+from cercore.errors import CercoreError
 from cercore.spark.base.errors import cercore_errors
 from cercore.spark.base.frames import infer_schema
 from cercore.spark.base.partitions import state_partitions
@@ -62,21 +65,54 @@ from cercore.spark.trends import aggregate, aggregate_rows
 __all__ = ["KEYED", "SINGLE", "TCER", "SparkPlan", "SparkPlanRun", "aggregate",
            "aggregate_rows", "cercore_errors", "choose_plan", "estimate_pairwise", "estimate_rates",
            "events_dataframe", "explain", "find", "infer_schema", "late_events",
-           "output_schema", "register", "run_plan", "state_partitions", "stop_query"]
+           "output_schema", "register", "register_aggregate", "run_plan", "state_partitions",
+           "stop_query"]
 
 
-def register(spark, *, find: str = "cer_find", aggregate: str = "cer_aggregate") -> None:
+def register(spark, *, events=None, time: str | None = None, find: str = "cer_find",
+             aggregate: str = "cer_aggregate") -> None:
     """Register the SQL table functions ``cer_find`` and ``cer_aggregate`` on ``spark``
     (classic or Spark Connect), for ``spark.sql`` (see ``cercore.spark.sql.functions``)::
 
         cercore.spark.register(spark)
         spark.sql("SELECT * FROM cer_find(TABLE(trades) PARTITION BY name "
-                  "ORDER BY (ts, seq), '<CEQL query>', '<declaration>')")"""
+                  "ORDER BY (ts, seq), '<CEQL query>', '<declaration>')")
+
+    ``events`` (the Spark schema of the tables ``cer_find`` will read: a StructType, a
+    DataFrame or DDL text) registers the typed ``cer_find`` instead, an Arrow UDTF with a
+    fixed output schema, as fast as ``find`` (``cercore.spark.sql.typed``); ``time``: its
+    time column, when that holds timestamps (times are then reported as timestamps)."""
     from cercore.spark.base.shipping import require_cercore
     from cercore.spark.sql.functions import register as register_functions
 
+    if events is None and time is not None:
+        raise CercoreError("time= describes the events of a typed cer_find: give events= too")
     require_cercore(spark)  # the functions run on the executors: is cercore there?
-    register_functions(spark, find=find, aggregate=aggregate)
+    register_functions(spark, find=None if events is not None else find, aggregate=aggregate)
+    if events is not None:
+        from cercore.spark.sql.typed import register_find
+
+        register_find(spark, events, time=time, name=find)
+
+
+def register_aggregate(spark, name: str, query: str, declaration: str, *, events,
+                       sequence: str | None = None, exact: str | None = None,
+                       **options) -> None:
+    """Register ``name`` as a typed ``cer_aggregate`` for one trend ``query`` (the output
+    columns depend on the query): an Arrow UDTF over tables of ``events`` (a StructType, a
+    DataFrame or DDL text), compiled now; ``sequence`` orders equal times (else the rows'
+    order), ``exact`` and the engine options as for ``aggregate``::
+
+        cercore.spark.register_aggregate(spark, "runs", query, declaration, events=df)
+        spark.sql("SELECT * FROM runs(TABLE(readings) PARTITION BY g ORDER BY (t, seq))")
+
+    (see ``cercore.spark.sql.typed``)."""
+    from cercore.spark.base.shipping import require_cercore
+    from cercore.spark.sql.typed import register_aggregate as register_typed
+
+    require_cercore(spark)
+    register_typed(spark, name, query, declaration, events=events, sequence=sequence,
+                   exact=exact, **options)
 
 
 def stop_query(query, timeout: float = 60.0) -> None:

@@ -36,3 +36,4 @@ def test_spark_blocks_run(spark, page, tmp_path, monkeypatch):
                                      f"{exc!r}") from exc
     assert namespace["matches"].count() > 0
     assert namespace["rows"].count() > 0
+    assert namespace["typed"].count() > 0  # the typed cer_find's example

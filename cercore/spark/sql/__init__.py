@@ -1,2 +1,3 @@
-"""CER in Spark SQL: the table functions ``cer_find`` and ``cer_aggregate`` (``functions``;
-registered by ``cercore.spark.register``, which loads this room when called)."""
+"""CER in Spark SQL: the table functions ``cer_find`` and ``cer_aggregate`` (``functions``) and
+the typed ``cer_find`` (``typed``: an Arrow UDTF for tables of known columns); registered by
+``cercore.spark.register``, which loads this room when called."""
