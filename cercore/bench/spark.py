@@ -388,7 +388,7 @@ def sql_run(args: argparse.Namespace) -> int:
 
 def _sql_ways(spark, args, in_path: str, out_path: str) -> int:
     from cercore.spark import find, register
-    from cercore.spark.base.frames import sql_string
+    from cercore.spark.base.hidden import sql_string
 
     decl = schema("stocks")
     query = QUERIES["keyed"]

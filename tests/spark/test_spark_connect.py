@@ -249,7 +249,7 @@ def test_sql_table_functions(connect):
     """``register`` and ``spark.sql`` on Connect: ``cer_find`` equals ``find`` row for row (in
     one partition), ``cer_aggregate`` equals ``aggregate``, a bad query fails with its caret."""
     from cercore.spark import register
-    from cercore.spark.base.frames import sql_string
+    from cercore.spark.base.hidden import sql_string
 
     register(connect)
     text = QUERIES["T-CER"]

@@ -22,7 +22,8 @@ from test_spark_batch import SETTINGS, named_types
 import cercore
 from cercore.ceql import printer
 from cercore.spark import aggregate_rows, find, register
-from cercore.spark.base.frames import hidden_columns, sql_string
+from cercore.spark.base.frames import hidden_columns
+from cercore.spark.base.hidden import sql_string
 from cercore.spark.base.job import KEY
 
 pytestmark = pytest.mark.spark

@@ -23,7 +23,8 @@ from test_spark_sql import row_key as plain_key
 
 import cercore
 from cercore.spark import aggregate_rows, cercore_errors, find, register, register_aggregate
-from cercore.spark.base.frames import _json_string, hidden_columns, sql_string
+from cercore.spark.base.frames import hidden_columns
+from cercore.spark.base.hidden import _json_string, sql_string
 from cercore.spark.base.job import KEY
 
 pytestmark = pytest.mark.spark

@@ -34,6 +34,7 @@ GROUP = PREFIX + "grp"      # the engine run the row belongs to (key, slice or 0
 COORD = PREFIX + "coord"    # T-CER slice coordinate (time or position)
 WM = PREFIX + "wm"          # streaming: event time as a timestamp, for the watermark
 US = PREFIX + "us"          # streaming: that timestamp in microseconds
+UNTIL = PREFIX + "until"    # cer_find's advance => column, as an integer time
 
 
 

@@ -63,21 +63,15 @@ from pyspark.sql.udtf import AnalyzeArgument, AnalyzeResult, SelectedColumn
 
 from cercore.errors import CercoreError
 from cercore.input.options import EngineOptions
-from cercore.spark.base.frames import (
-    Cast,
-    IntegerTime,
-    _quote,
-    hidden_columns,
-    spark_options,
-)
-from cercore.spark.base.job import KEY, POS, PREFIX, SEQ, TYPE, EngineJob, GroupRun
+from cercore.spark.base.frames import hidden_columns, spark_options
+from cercore.spark.base.hidden import Cast, IntegerTime, _quote
+from cercore.spark.base.job import KEY, POS, SEQ, TYPE, UNTIL, EngineJob, GroupRun
 
 FIND = "cer_find"
 AGGREGATE = "cer_aggregate"
 CHUNK = 4096  # rows gathered before the engine evaluates them
 
 _TEXT = (TYPE, KEY)  # the hidden columns holding text; the others hold bigint
-UNTIL = PREFIX + "until"  # cer_find's advance => column, as an integer time
 
 
 def register(spark, *, find: str | None = FIND, aggregate: str = AGGREGATE) -> None:

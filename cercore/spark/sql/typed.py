@@ -38,18 +38,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cercore.errors import CercoreError
-from cercore.spark.base.frames import (
-    PREFIX,
-    Cast,
-    Columns,
-    IntegerTime,
-    hidden_columns,
-    is_timestamp,
-    spark_options,
-)
-from cercore.spark.base.job import POS, SEQ, GroupRun
+from cercore.spark.base.frames import Columns, hidden_columns, spark_options
+from cercore.spark.base.hidden import Cast, IntegerTime, is_timestamp
+from cercore.spark.base.job import POS, PREFIX, SEQ, GroupRun
 
-UNTIL = PREFIX + "until"  # advance =>, as an integer time (as in functions.py)
 ARGUMENTS = ("query", "declaration", "time", "sequence", "type_column", "time_unit",
              "position", "backend", "on_error", "advance", "stream_column")
 

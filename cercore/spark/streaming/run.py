@@ -121,7 +121,7 @@ def operator_input(df) -> tuple[Any, InputLayout]:
     where the processor finds each column."""
     from pyspark.sql import functions as F
 
-    from cercore.spark.base.frames import _quote
+    from cercore.spark.base.hidden import _quote
 
     layout = input_layout(df.schema)
     values, masks = [], []
