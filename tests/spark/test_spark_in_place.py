@@ -289,3 +289,24 @@ def test_ordered_input_that_is_not_is_an_error(file_per_partition, trades):
     table, _, _ = trades
     got = find(df, KEYED_QUERY, schema=schema("stocks"), sequence="seq").collect()
     assert len(got) == sum(local_keys(KEYED_QUERY, table).values())
+
+
+@pytest.mark.spark
+def test_ordered_edge_cases(file_per_partition):
+    """ordered=True over no rows finds nothing; over rows with a null time it runs as without
+    it (the null time is the usual EventError, or skipped with on_error="skip")."""
+    from cercore.spark import find
+
+    spark = file_per_partition
+    ddl = "event_type string, ts long, k long, seq long"
+    query = "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 5 [ts]"
+    empty = spark.createDataFrame([], ddl)
+    assert find(empty, query, schema=AB, sequence="seq", ordered=True).collect() == []
+    rows = [("A", 1, 1, 0), ("B", None, 1, 1), ("B", 3, 1, 2)]
+    holed = spark.createDataFrame(rows, ddl)
+    with pytest.raises(EventError, match="null"):
+        find(holed, query, schema=AB, sequence="seq", ordered=True).collect()
+    with pytest.warns(UserWarning, match="skipped 1 event"):
+        got = find(holed, query, schema=AB, sequence="seq", ordered=True,
+                   on_error="skip").collect()
+    assert [(r["start"], r["end"]) for r in got] == [(0, 1)]
