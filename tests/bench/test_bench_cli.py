@@ -222,7 +222,8 @@ def test_spark_experiment_compares_each_plan_with_the_local_engine(tmp_path):
     lines = [line for line in done.stdout.splitlines() if line.startswith("| ")]
     assert lines[0].startswith("| plan | results | local engine | local[1] |")
     assert [line.split(" | ")[0] for line in lines[1:]] == [
-        "| keyed", "| tcer", "| single", "| trends", "| trends-ungrouped"]
+        "| keyed", "| tcer", "| single", "| keyed+ordered", "| tcer+ordered",
+        "| keyed+sorted", "| tcer+sorted", "| trends", "| trends-ungrouped"]
     floors = [line for line in done.stdout.splitlines() if line.startswith("- floor")]
     assert len(floors) == 5 and all("local[1] " in line for line in floors)
     assert "exchange" in floors[2] and "statistics job" in floors[3] and "in place" in floors[4]
