@@ -264,8 +264,7 @@ class Engine(StreamEngine, DecodedInput):
             return MatchArrays.of(list(self._run(batch, shared, raises)),
                                   self.schema.time_unit)
         args, error = self.intake.batch(batch, shared, self.kernels.letters, *self._step[2:])
-        out = self.post.arrays(self.evaluator.run_arrays(args),
-                               self.store.view(self._bindings))
+        out = self.post.arrays(self.evaluator, args, self.store.view(self._bindings))
         self._finish(batch, error if raises else None)
         return out
 

@@ -25,7 +25,7 @@ partitions -- CONSUME BY ANY, a query without PARTITION BY -- runs on one evalua
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -70,6 +70,7 @@ class ShardedEvaluator:
         self.backend = self.shards[0].backend
         self.reported = 0  # complex events ``run`` yielded
         self._pool: ThreadPoolExecutor | None = None
+        self._merge = _merge_kernel(self.backend)
 
     # ---- the interface ---------------------------------------------------------------------
     @property
@@ -99,19 +100,33 @@ class ShardedEvaluator:
         return self.shards[pid % len(self.shards)].run_one(
             pid, letter, pos, time, epsilon, windowed, limit, consume, view)
 
-    def run_arrays(self, batch: EvaluatorInput
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def run_arrays(self, batch: EvaluatorInput, then: Callable[[tuple], tuple] | None = None
+                   ) -> tuple[np.ndarray, ...]:
+        """The batch's complex events as (start, end, offsets, positions) arrays, each shard's
+        in its own thread when the batch is large enough; ``then``: what to do with a shard's
+        arrays in its thread too (the engine's bulk stages that work per end: selection,
+        times), giving (start, end, offsets, positions, *more per complex event). Merged
+        by end (in C on the compiled backend)."""
         k = len(self.shards)
         shard_of = batch.pids[batch.active] % k
         parts = [batch._replace(active=batch.active[shard_of == i]) for i in range(k)]
+
+        def shard(i: int) -> tuple:
+            found = self.shards[i].run_arrays(parts[i])
+            return found if then is None else then(found)
+
         if len(batch.active) >= MIN_EVENTS_PER_SHARD * k:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(k, thread_name_prefix="cercore-shard")
-            found = list(self._pool.map(lambda sp: sp[0].run_arrays(sp[1]),
-                                        zip(self.shards, parts)))
+            running = [self._pool.submit(shard, i) for i in range(k)]
+            wait(running)  # (every shard done before an error is raised)
+            found = [f.result() for f in running]
         else:
-            found = [s.run_arrays(p) for s, p in zip(self.shards, parts)]
-        return _merged(found)
+            found = [shard(i) for i in range(k)]
+        some = [f for f in found if len(f[0])]
+        if len(some) <= 1:
+            return some[0] if some else found[0]
+        return self._merge(some)
 
     def compact(self, tau: int) -> None:
         for s in self.shards:
@@ -149,16 +164,22 @@ class ShardedEvaluator:
 
     def __setstate__(self, state: dict) -> None:
         self.dets, self.shards, self.backend = state["dets"], state["shards"], state["backend"]
-        self.reported, self._pool = 0, None
+        self.reported, self._pool, self._merge = 0, None, _merge_kernel(self.backend)
 
 
-def _merged(found: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The shards' complex events (each shard's in end order) as one evaluator reports them:
-    by end position, stable (all complex events of one end come from one shard)."""
-    found = [f for f in found if len(f[0])]
-    if len(found) <= 1:
-        return found[0] if found else _NOTHING
-    start = np.concatenate([f[0] for f in found])
+def _merge_kernel(backend: str) -> Callable[[list], tuple]:
+    """The merge of the shards' arrays: in C on the compiled backend, else numpy."""
+    if backend == "cython":
+        from cercore_fast.evaluator import merge_by_end
+
+        return merge_by_end
+    return _merged
+
+
+def _merged(found: list[tuple]) -> tuple[np.ndarray, ...]:
+    """The shards' complex events (each shard's (start, end, offsets, positions, *more) in end
+    order) as one evaluator reports them: by end position, stable (all complex events of one
+    end come from one shard)."""
     end = np.concatenate([f[1] for f in found])
     lengths = np.concatenate([np.diff(f[2]) for f in found])
     positions = np.concatenate([f[3] for f in found])
@@ -169,8 +190,6 @@ def _merged(found: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     offsets = np.zeros(len(order) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     take = np.repeat(firsts[order] - offsets[:-1], lengths) + np.arange(offsets[-1])
-    return start[order], end[order], offsets, positions[take]
-
-
-_NOTHING = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-            np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    more = [np.concatenate([f[i] for f in found])[order] for i in range(4, len(found[0]))]
+    return (np.concatenate([f[0] for f in found])[order], end[order], offsets,
+            positions[take], *more)
