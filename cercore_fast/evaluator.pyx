@@ -870,15 +870,18 @@ def _empty_arrays():
 
 @cython.boundscheck(False)
 @cython.wraparound(False)
-def merge_by_end(list parts):
+def merge_by_end(list parts, list out=None, Py_ssize_t first=0, int64_t first_position=0):
     """The complex events of shards (``runtime/shards.py``) as one evaluator reports them: each
     part is (start, end, offsets, positions, *more) int64 arrays in end order (``more``: other
-    per complex event arrays, as many in every part), the result the same arrays, merged by
-    end, stable (on equal ends the earlier part first). A k-way merge of runs in C, without
-    the GIL: no sort."""
+    per complex event arrays, as many in every part; ``offsets`` may be a slice of a part's,
+    into its whole ``positions``), the result the same arrays, merged by end, stable (on equal
+    ends the earlier part first). A k-way merge of runs in C, without the GIL: no sort.
+    ``out``: write into these arrays (as returned), from complex event ``first`` and
+    position ``first_position`` on (threads merging ranges of ends into one output), and
+    return nothing."""
     cdef Py_ssize_t k = len(parts), width = len(parts[0]), s, f, i, j, best, n = 0, m = 0
-    cdef Py_ssize_t out_i = 0, out_p = 0, lo, hi, count, plo
-    cdef int64_t e, bound
+    cdef Py_ssize_t out_i = first, lo, hi, count
+    cdef int64_t e, bound, plo, out_p = first_position
     cdef vector[const int64_t*] cols  # part s, column f: cols[s * width + f]
     cdef vector[Py_ssize_t] sizes, at
     cdef const int64_t[::1] v
@@ -897,16 +900,18 @@ def merge_by_end(list parts):
         at.push_back(0)
         n += len(part[0])
         m += len(part[3])
-    out = [np.empty(n, dtype=np.int64) for _ in range(width)]
-    out[2] = np.empty(n + 1, dtype=np.int64)
-    out[3] = np.empty(m, dtype=np.int64)
+    given = out is not None
+    if not given:
+        out = [np.empty(n, dtype=np.int64) for _ in range(width)]
+        out[2] = np.empty(n + 1, dtype=np.int64)
+        out[3] = np.empty(m, dtype=np.int64)
     cdef vector[int64_t*] dst
     cdef int64_t[::1] w
     for f in range(width):
         w = out[f]
         dst.push_back(&w[0] if w.shape[0] else NULL)
     with nogil:
-        dst[2][0] = 0
+        dst[2][out_i] = out_p
         while True:
             best = -1  # the part whose next complex event ends first (earlier part on ties)
             for s in range(k):
@@ -943,4 +948,4 @@ def merge_by_end(list parts):
                        (off[hi] - plo) * sizeof(int64_t))
             out_i += count
             out_p += off[hi] - plo
-    return tuple(out)
+    return None if given else tuple(out)

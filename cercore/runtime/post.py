@@ -30,7 +30,7 @@ from cercore.interface.evaluator import Evaluator, EvaluatorInput
 from cercore.runtime.deadlines import DeadlineQueue, LookbackIndex
 from cercore.runtime.output import MatchArrays
 from cercore.runtime.selection import select_arrays, select_stream
-from cercore.runtime.shards import ShardedEvaluator
+from cercore.runtime.shards import ShardedArrays, ShardedEvaluator
 
 __all__ = ["PostChain"]
 
@@ -89,13 +89,17 @@ class PostChain:
             self.reported += 1
             yield ce
 
-    def arrays(self, evaluator: Evaluator, args: EvaluatorInput, view) -> MatchArrays:
+    def arrays(self, evaluator: Evaluator, args: EvaluatorInput, view
+               ) -> MatchArrays | ShardedArrays:
         """A batch's complex events as arrays, from ``evaluator`` (no absence span: a span
         decides per complex event, so the engine takes ``batch`` then). Selection and times
         work per end, so a ``ShardedEvaluator`` runs them in each shard's thread."""
         staged = partial(self._arrays, view=view)
-        out = evaluator.run_arrays(args, staged) if isinstance(evaluator, ShardedEvaluator) \
-            else staged(evaluator.run_arrays(args))
+        if isinstance(evaluator, ShardedEvaluator):  # (merged by MatchArrays.concat)
+            found = evaluator.run_arrays(args, staged, merged=False)
+            self.reported += len(found)
+            return found
+        out = staged(evaluator.run_arrays(args))
         self.reported += len(out[0])
         return MatchArrays(*out)
 

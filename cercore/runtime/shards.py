@@ -34,7 +34,7 @@ from cercore.errors import ConfigError
 from cercore.interface.complex_event import ComplexEvent
 from cercore.interface.evaluator import Evaluator, EvaluatorInput
 
-__all__ = ["MIN_EVENTS_PER_SHARD", "ShardedEvaluator", "shards_for"]
+__all__ = ["MIN_EVENTS_PER_SHARD", "ShardedArrays", "ShardedEvaluator", "shards_for"]
 
 # a batch steps its shards in threads only with this many events per shard (fewer: one after
 # the other in the caller's thread; the output is the same)
@@ -72,6 +72,11 @@ class ShardedEvaluator:
         self._pool: ThreadPoolExecutor | None = None
         self._merge = _merge_kernel(self.backend)
 
+    @property
+    def pool(self) -> ThreadPoolExecutor | None:
+        """The shards' threads (None until a batch was large enough to use them)."""
+        return self._pool
+
     # ---- the interface ---------------------------------------------------------------------
     @property
     def on_reclaim(self):
@@ -100,13 +105,14 @@ class ShardedEvaluator:
         return self.shards[pid % len(self.shards)].run_one(
             pid, letter, pos, time, epsilon, windowed, limit, consume, view)
 
-    def run_arrays(self, batch: EvaluatorInput, then: Callable[[tuple], tuple] | None = None
-                   ) -> tuple[np.ndarray, ...]:
+    def run_arrays(self, batch: EvaluatorInput, then: Callable[[tuple], tuple] | None = None,
+                   merged: bool = True) -> Any:
         """The batch's complex events as (start, end, offsets, positions) arrays, each shard's
         in its own thread when the batch is large enough; ``then``: what to do with a shard's
         arrays in its thread too (the engine's bulk stages that work per end: selection,
         times), giving (start, end, offsets, positions, *more per complex event). Merged
-        by end (in C on the compiled backend)."""
+        by end (in C on the compiled backend), or, not ``merged``, as ``ShardedArrays``
+        (merged at the end of the input, in threads)."""
         k = len(self.shards)
         shard_of = batch.pids[batch.active] % k
         parts = [batch._replace(active=batch.active[shard_of == i]) for i in range(k)]
@@ -123,6 +129,8 @@ class ShardedEvaluator:
             found = [f.result() for f in running]
         else:
             found = [shard(i) for i in range(k)]
+        if not merged:
+            return ShardedArrays(found, self)
         some = [f for f in found if len(f[0])]
         if len(some) <= 1:
             return some[0] if some else found[0]
@@ -165,6 +173,68 @@ class ShardedEvaluator:
     def __setstate__(self, state: dict) -> None:
         self.dets, self.shards, self.backend = state["dets"], state["shards"], state["backend"]
         self.reported, self._pool, self._merge = 0, None, _merge_kernel(self.backend)
+
+
+class ShardedArrays:
+    """A batch's complex events, each shard's (start, end, offsets, positions, start_time,
+    end_time) in end order, not merged yet: ``merged`` merges the batches of a whole input at
+    once, in the shards' threads (each shard's batches concatenated in its thread, then each
+    thread merges one range of ends into the output)."""
+
+    __slots__ = ("found", "sharded")
+
+    def __init__(self, found: list[tuple], sharded: ShardedEvaluator) -> None:
+        self.found, self.sharded = found, sharded
+
+    def __len__(self) -> int:
+        return sum(len(f[0]) for f in self.found)
+
+    @staticmethod
+    def merged(batches: list[ShardedArrays]) -> tuple[np.ndarray, ...]:
+        sharded = batches[0].sharded
+        k, pool = len(sharded.shards), sharded.pool
+
+        def shard(i: int) -> tuple:  # (shard i's batches, one after the other)
+            parts = [b.found[i] for b in batches]
+            base = np.cumsum([0] + [len(p[3]) for p in parts[:-1]]).tolist()
+            offsets = np.concatenate([parts[0][2][:1]] + [p[2][1:] + b
+                                                          for p, b in zip(parts, base)])
+            return tuple(offsets if f == 2 else np.concatenate([p[f] for p in parts])
+                         for f in range(len(parts[0])))
+
+        found = list(pool.map(shard, range(k))) if pool is not None \
+            else [shard(i) for i in range(k)]
+        some = [f for f in found if len(f[0])]
+        if len(some) <= 1:
+            return some[0] if some else found[0]
+        if pool is None or sharded._merge is _merged:
+            return sharded._merge(some)
+        return _merged_in_ranges(some, pool, k, sharded._merge)
+
+
+def _merged_in_ranges(found: list[tuple], pool: ThreadPoolExecutor, k: int,
+                      merge: Callable) -> tuple[np.ndarray, ...]:
+    """``merge`` of the shards' arrays by ``k`` threads, each writing the complex events of
+    one range of ends straight into the output (an end is in one range: it comes from one
+    shard)."""
+    ends = np.sort(np.concatenate([f[1][::max(1, len(f[1]) // 64)] for f in found]))
+    cuts = [ends[len(ends) * r // k] for r in range(1, k)]
+    at = [np.searchsorted(f[1], cuts).tolist() for f in found]  # shard -> range -> index
+    bounds = [[0] + a + [len(f[0])] for a, f in zip(at, found)]
+    n, m = sum(len(f[0]) for f in found), sum(len(f[3]) for f in found)
+    out = [np.empty(n, dtype=np.int64) for _ in found[0]]
+    out[2], out[3] = np.empty(n + 1, dtype=np.int64), np.empty(m, dtype=np.int64)
+
+    def merge_range(r: int) -> None:
+        first = sum(b[r] for b in bounds)
+        first_position = sum(int(f[2][b[r]]) for f, b in zip(found, bounds))
+        parts = [tuple(f[2][b[r]:b[r + 1] + 1] if c == 2 else
+                       f[3] if c == 3 else f[c][b[r]:b[r + 1]] for c in range(len(f)))
+                 for f, b in zip(found, bounds)]
+        merge(parts, out, first, first_position)
+
+    list(pool.map(merge_range, range(k)))
+    return tuple(out)
 
 
 def _merge_kernel(backend: str) -> Callable[[list], tuple]:

@@ -7,6 +7,7 @@ N in {1, 2, 3, 7}; and on a stream long enough that the shards step in threads."
 from __future__ import annotations
 
 import pickle
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +19,13 @@ from support import BACKENDS
 
 import cercore
 from cercore.runtime.backend import CYTHON_AVAILABLE
-from cercore.runtime.shards import MIN_EVENTS_PER_SHARD, ShardedEvaluator, _merged, shards_for
+from cercore.runtime.shards import (
+    MIN_EVENTS_PER_SHARD,
+    ShardedEvaluator,
+    _merged,
+    _merged_in_ranges,
+    shards_for,
+)
 
 WORKERS = [1, 2, 3, 7]
 
@@ -144,6 +151,13 @@ def test_the_compiled_merge_is_the_reference_merge(parts):
 
     got, want = merge_by_end(parts), _merged(parts)
     assert [a.tolist() for a in got] == [a.tolist() for a in want]
+    some = [p for p in parts if len(p[0])]
+    if len(some) > 1:  # (threads merging ranges of ends into one output, as at an input's end)
+        want = [a.tolist() for a in _merged(some)]
+        with ThreadPoolExecutor(3) as pool:
+            for k in (2, 3):
+                got = _merged_in_ranges(some, pool, k, merge_by_end)
+                assert [a.tolist() for a in got] == want
 
 
 def test_queries_that_cross_partitions_run_on_one_worker():
