@@ -899,8 +899,12 @@ def merge_by_end(list parts, list out=None, Py_ssize_t first=0, int64_t first_po
         sizes.push_back(len(part[0]))
         at.push_back(0)
         n += len(part[0])
-        m += len(part[3])
+        m += int(part[2][len(part[2]) - 1]) - int(part[2][0])  # (offsets may be a slice)
     given = out is not None
+    if given and (len(out) != width or any(len(out[f]) < first + n for f in range(width)
+                                           if f != 3)
+                  or len(out[2]) < first + n + 1 or len(out[3]) < first_position + m):
+        raise ValueError("merge_by_end: the output arrays are too short")
     if not given:
         out = [np.empty(n, dtype=np.int64) for _ in range(width)]
         out[2] = np.empty(n + 1, dtype=np.int64)

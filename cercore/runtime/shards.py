@@ -178,8 +178,11 @@ class ShardedEvaluator:
 class ShardedArrays:
     """A batch's complex events, each shard's (start, end, offsets, positions, start_time,
     end_time) in end order, not merged yet: ``merged`` merges the batches of a whole input at
-    once, in the shards' threads (each shard's batches concatenated in its thread, then each
-    thread merges one range of ends into the output)."""
+    once, straight into the output arrays, the batches shared among the shards' threads (a
+    batch's complex events end after the previous batch's, so each batch has its own range of
+    the output). No large temporary array: freeing one while threads run costs the process
+    page faults and, under a VM, TLB shootdowns (measured: several times the cost of one
+    thread's)."""
 
     __slots__ = ("found", "sharded")
 
@@ -192,49 +195,40 @@ class ShardedArrays:
     @staticmethod
     def merged(batches: list[ShardedArrays]) -> tuple[np.ndarray, ...]:
         sharded = batches[0].sharded
-        k, pool = len(sharded.shards), sharded.pool
+        merge, pool, width = sharded._merge, sharded.pool, len(batches[0].found[0])
+        n = [len(b) for b in batches]
+        m = [sum(len(f[3]) for f in b.found) for b in batches]
+        firsts = np.cumsum([0] + n).tolist()
+        first_positions = np.cumsum([0] + m).tolist()
+        out = [np.empty(firsts[-1], dtype=np.int64) for _ in range(width)]
+        out[2], out[3] = np.empty(firsts[-1] + 1, dtype=np.int64), \
+            np.empty(first_positions[-1], dtype=np.int64)
+        out[2][0] = 0
 
-        def shard(i: int) -> tuple:  # (shard i's batches, one after the other)
-            parts = [b.found[i] for b in batches]
-            base = np.cumsum([0] + [len(p[3]) for p in parts[:-1]]).tolist()
-            offsets = np.concatenate([parts[0][2][:1]] + [p[2][1:] + b
-                                                          for p, b in zip(parts, base)])
-            return tuple(offsets if f == 2 else np.concatenate([p[f] for p in parts])
-                         for f in range(len(parts[0])))
+        def merge_batches(r: int, step: int) -> None:
+            for i in range(r, len(batches), step):
+                some = [f for f in batches[i].found if len(f[0])]
+                if not some:
+                    continue
+                lo, p0 = firsts[i], first_positions[i]
+                if merge is not _merged:
+                    merge(some, out, lo, p0)
+                    continue
+                done = some[0] if len(some) == 1 else _merged(some)
+                for f in range(width):
+                    if f == 2:
+                        out[2][lo + 1:lo + n[i] + 1] = done[2][1:] + p0
+                    elif f == 3:
+                        out[3][p0:p0 + m[i]] = done[3]
+                    else:
+                        out[f][lo:lo + n[i]] = done[f]
 
-        found = list(pool.map(shard, range(k))) if pool is not None \
-            else [shard(i) for i in range(k)]
-        some = [f for f in found if len(f[0])]
-        if len(some) <= 1:
-            return some[0] if some else found[0]
-        if pool is None or sharded._merge is _merged:
-            return sharded._merge(some)
-        return _merged_in_ranges(some, pool, k, sharded._merge)
-
-
-def _merged_in_ranges(found: list[tuple], pool: ThreadPoolExecutor, k: int,
-                      merge: Callable) -> tuple[np.ndarray, ...]:
-    """``merge`` of the shards' arrays by ``k`` threads, each writing the complex events of
-    one range of ends straight into the output (an end is in one range: it comes from one
-    shard)."""
-    ends = np.sort(np.concatenate([f[1][::max(1, len(f[1]) // 64)] for f in found]))
-    cuts = [ends[len(ends) * r // k] for r in range(1, k)]
-    at = [np.searchsorted(f[1], cuts).tolist() for f in found]  # shard -> range -> index
-    bounds = [[0] + a + [len(f[0])] for a, f in zip(at, found)]
-    n, m = sum(len(f[0]) for f in found), sum(len(f[3]) for f in found)
-    out = [np.empty(n, dtype=np.int64) for _ in found[0]]
-    out[2], out[3] = np.empty(n + 1, dtype=np.int64), np.empty(m, dtype=np.int64)
-
-    def merge_range(r: int) -> None:
-        first = sum(b[r] for b in bounds)
-        first_position = sum(int(f[2][b[r]]) for f, b in zip(found, bounds))
-        parts = [tuple(f[2][b[r]:b[r + 1] + 1] if c == 2 else
-                       f[3] if c == 3 else f[c][b[r]:b[r + 1]] for c in range(len(f)))
-                 for f, b in zip(found, bounds)]
-        merge(parts, out, first, first_position)
-
-    list(pool.map(merge_range, range(k)))
-    return tuple(out)
+        k = len(sharded.shards)
+        if pool is None or firsts[-1] < MIN_EVENTS_PER_SHARD * k:
+            merge_batches(0, 1)
+        else:
+            list(pool.map(merge_batches, range(k), [k] * k))
+        return tuple(out)
 
 
 def _merge_kernel(backend: str) -> Callable[[list], tuple]:

@@ -7,7 +7,6 @@ N in {1, 2, 3, 7}; and on a stream long enough that the shards step in threads."
 from __future__ import annotations
 
 import pickle
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +22,6 @@ from cercore.runtime.shards import (
     MIN_EVENTS_PER_SHARD,
     ShardedEvaluator,
     _merged,
-    _merged_in_ranges,
     shards_for,
 )
 
@@ -120,6 +118,9 @@ def test_threads_on_a_long_stream_give_the_same_output(backend, query):
     assert got == expected
     arrays = q.engine(backend).process_arrays(table(events), workers=3)
     assert list(zip(arrays.start.tolist(), arrays.end.tolist())) == [k[:2] for k in expected]
+    one = q.engine(backend).process_arrays(table(events), workers=1)
+    for field in ("start", "end", "offsets", "positions", "start_time", "end_time"):
+        assert getattr(arrays, field).tolist() == getattr(one, field).tolist(), field
 
 
 @st.composite
@@ -151,13 +152,13 @@ def test_the_compiled_merge_is_the_reference_merge(parts):
 
     got, want = merge_by_end(parts), _merged(parts)
     assert [a.tolist() for a in got] == [a.tolist() for a in want]
-    some = [p for p in parts if len(p[0])]
-    if len(some) > 1:  # (threads merging ranges of ends into one output, as at an input's end)
-        want = [a.tolist() for a in _merged(some)]
-        with ThreadPoolExecutor(3) as pool:
-            for k in (2, 3):
-                got = _merged_in_ranges(some, pool, k, merge_by_end)
-                assert [a.tolist() for a in got] == want
+    # into given arrays, from complex event `first` and position `first_position` on
+    out = [np.full(len(a) + (5 if i == 3 else 3), -7, dtype=np.int64) for i, a in enumerate(want)]
+    merge_by_end(parts, out, 3, 5)
+    assert [a[3:].tolist() for i, a in enumerate(out) if i not in (2, 3)] == \
+        [a.tolist() for i, a in enumerate(want) if i not in (2, 3)]
+    assert out[2][3:].tolist() == (want[2] + 5).tolist()
+    assert out[3][5:len(want[3]) + 5].tolist() == want[3].tolist()
 
 
 def test_queries_that_cross_partitions_run_on_one_worker():
