@@ -131,8 +131,8 @@ class Engine(StreamEngine, DecodedInput):
         come with later input or ``advance``).
 
         ``workers``: threads stepping a keyed query's partitions (``runtime/shards.py``; the
-        same output; None: one, as they are not faster yet). A fresh engine splits on its
-        first call; its layout then stays."""
+        same output; None: one, as they are not faster on every query). A fresh engine
+        splits on its first call; its layout then stays."""
         self._split(events, workers)
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")

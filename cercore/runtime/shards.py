@@ -10,10 +10,19 @@ predicates between events). The compiled kernels step without the GIL, so the sh
 run in parallel threads; the reference backend runs them too (one at a time, by the GIL), with
 the same output.
 
-Measured (``cercore-bench scaling --workers 2``, the stock trace x40, 2 cores): no faster yet
--- 0.5-1.0x one evaluator -- because the intake (decoding, letters, partitions) and the output
-(arrays, the merge) run in one thread and the kernels take the GIL back at every output
-buffer. Until they release it for a whole shard, ``workers`` defaults to one.
+In bulk (``run_arrays``) the compiled evaluator steps a shard's whole batch without the GIL,
+into growing C buffers copied to numpy once; the engine's bulk stages that work per end
+(selection, times) run in the shard's thread too, and the batches of a whole input are merged
+once, at its end, in C (a k-way merge of runs, no sort), the batches shared among the threads
+and written straight into the output (``ShardedArrays``).
+
+Measured (``cercore-bench scaling --workers 2``, the stock trace x40, 995,480 events, an idle
+2-core VM; docs/performance.md): 1.3x one evaluator for a keyed query with a predicate
+between events, 0.9-1.4x for a keyed query with 6.7 M complex events, 0.85x for a keyed
+query without output. What caps it: the intake (decoding, letters, partition ids) runs in the
+caller's thread, about all of the no-output query's time; and with millions of complex events
+the work is writing memory, whose page faults cost this VM several times more while two
+threads run. Not faster on every query shape, so ``workers`` defaults to one.
 
 Every event belongs to one partition, so every complex event that ends at an event comes from
 that event's shard, in that shard's enumeration order. Merging the shards' complex events by end
@@ -43,7 +52,8 @@ MIN_EVENTS_PER_SHARD = 2048
 
 def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, str]:
     """How many shards evaluate the query for ``workers`` (None: one -- see the module doc:
-    the shards do not yet run faster than one evaluator, so nothing splits unless asked),
+    the shards are not faster than one evaluator on every query shape, so nothing splits
+    unless asked),
     and why (for ``explain``). ``events``: the input, for when the default depends on it."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):

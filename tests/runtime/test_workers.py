@@ -181,8 +181,8 @@ def test_workers_must_be_a_positive_whole_number(bad):
 
 
 def test_one_worker_unless_asked():
-    """The shards are not faster than one evaluator yet (runtime/shards.py): nothing splits by
-    default, in bulk or live; a live feed never splits."""
+    """The shards are not faster than one evaluator on every query (runtime/shards.py):
+    nothing splits by default, in bulk or live; a live feed never splits."""
     q = cercore.compile(KEYED[0], DECL)
     for events in (table(trades(1000)), trades(1000), iter(trades(1000))):
         engine = q.engine()
