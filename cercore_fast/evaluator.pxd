@@ -139,3 +139,4 @@ cdef class CythonEvaluator:
     cdef int finish(self) except -1
     cdef list _buffered(self, view)
     cdef object output(self, Py_ssize_t i, view)
+    cdef tuple output_arrays(self)

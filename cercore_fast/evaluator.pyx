@@ -27,8 +27,9 @@ cimport cython
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cython.operator cimport dereference as deref, preincrement as inc
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
+from libc.stdint cimport INT64_MAX, int8_t, int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 from libcpp.unordered_map cimport unordered_map
 from libcpp.vector cimport vector
 
@@ -230,42 +231,41 @@ cdef class CythonEvaluator:
     def run_arrays(self, batch):
         """``run`` in bulk: (start, end, offsets, positions) int64 arrays, complex event i having
         positions ``positions[offsets[i]:offsets[i + 1]]``; no Python object per complex
-        event."""
+        event. The whole batch runs without the GIL (taken back only to fill a missing
+        transition): the output buffers grow as needed, and become numpy arrays once, at the
+        end (so the shards of a ``ShardedEvaluator`` run in parallel threads)."""
         cdef const int64_t[::1] a = np.ascontiguousarray(batch.active, dtype=np.int64)
         cdef const int64_t[::1] p = np.ascontiguousarray(batch.pids, dtype=np.int64)
         cdef const int32_t[::1] l = np.ascontiguousarray(batch.letters, dtype=np.int32)
         cdef const int64_t[::1] t = np.ascontiguousarray(batch.times, dtype=np.int64)
-        cdef int code
-        cdef list starts = [], ends = [], offs = [], poss = []
-        cdef int64_t base = 0
         if a.shape[0] == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, np.zeros(1, dtype=np.int64), empty
+            return _empty_arrays()
         self.begin(a, p, l, t, batch)
+        self.out_cap = INT64_MAX  # (no FULL stop: the buffers take the batch's outputs)
         try:
-            while True:
-                code = self.run_to_stop()
-                if self.out_start.size():
-                    starts.append(np.array(<int64_t[:self.out_start.size()]>
-                                           self.out_start.data()))
-                    ends.append(np.array(<int64_t[:self.out_end.size()]>self.out_end.data()))
-                    offs.append(np.array(<int64_t[:self.out_off.size() - 1]>
-                                         (self.out_off.data() + 1)) + base)
-                    if self.out_pos.size():
-                        poss.append(np.array(<int64_t[:self.out_pos.size()]>
-                                             self.out_pos.data()))
-                    base += self.out_pos.size()
-                    self.clear_output()
-                if code == DONE:
-                    break
+            self.run_to_stop()
+            return self.output_arrays()
         finally:
+            self.out_cap = OUTPUT_CAP
             self.finish()
-        if not starts:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, np.zeros(1, dtype=np.int64), empty
-        offsets = np.concatenate([np.zeros(1, dtype=np.int64)] + offs)
-        positions = np.concatenate(poss) if poss else np.zeros(0, dtype=np.int64)
-        return np.concatenate(starts), np.concatenate(ends), offsets, positions
+
+    cdef tuple output_arrays(self):
+        """The buffered complex events as (start, end, offsets, positions) arrays (one copy,
+        without the GIL); the buffers keep their memory for the next batch."""
+        cdef Py_ssize_t n = self.out_start.size(), m = self.out_pos.size()
+        start = np.empty(n, dtype=np.int64)
+        end = np.empty(n, dtype=np.int64)
+        offsets = np.empty(n + 1, dtype=np.int64)
+        positions = np.empty(m, dtype=np.int64)
+        cdef int64_t[::1] vs = start, ve = end, vo = offsets, vp = positions
+        with nogil:
+            if n:
+                memcpy(&vs[0], self.out_start.data(), n * sizeof(int64_t))
+                memcpy(&ve[0], self.out_end.data(), n * sizeof(int64_t))
+            memcpy(&vo[0], self.out_off.data(), (n + 1) * sizeof(int64_t))
+            if m:
+                memcpy(&vp[0], self.out_pos.data(), m * sizeof(int64_t))
+        return start, end, offsets, positions
 
     cdef void begin(self, const int64_t[::1] a, const int64_t[::1] p, const int32_t[::1] l,
                     const int64_t[::1] t, object batch) except *:
@@ -861,3 +861,95 @@ def compiled_window_start(int64_t time, int64_t epsilon):
     """``window_start`` as the kernels compile it (cercore_fast/constants.pxd), for the test
     that compares it with ``cercore.interface.constants.window_start``."""
     return window_start(time, epsilon)
+
+
+def _empty_arrays():
+    empty = np.zeros(0, dtype=np.int64)
+    return empty, empty, np.zeros(1, dtype=np.int64), empty
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def merge_by_end(list parts, list out=None, Py_ssize_t first=0, int64_t first_position=0):
+    """The complex events of shards (``runtime/shards.py``) as one evaluator reports them: each
+    part is (start, end, offsets, positions, *more) int64 arrays in end order (``more``: other
+    per complex event arrays, as many in every part; ``offsets`` may be a slice of a part's,
+    into its whole ``positions``), the result the same arrays, merged by end, stable (on equal
+    ends the earlier part first). A k-way merge of runs in C, without the GIL: no sort.
+    ``out``: write into these arrays (as returned), from complex event ``first`` and
+    position ``first_position`` on (threads merging ranges of ends into one output), and
+    return nothing."""
+    cdef Py_ssize_t k = len(parts), width = len(parts[0]), s, f, i, j, best, n = 0, m = 0
+    cdef Py_ssize_t out_i = first, lo, hi, count
+    cdef int64_t e, bound, plo, out_p = first_position
+    cdef vector[const int64_t*] cols  # part s, column f: cols[s * width + f]
+    cdef vector[Py_ssize_t] sizes, at
+    cdef const int64_t[::1] v
+    cdef const int64_t* off
+    cdef const int64_t* ends
+    keep = []
+    for part in parts:
+        if len(part) != width:
+            raise ValueError("merge_by_end: parts of different widths")
+        for f in range(width):
+            arr = np.ascontiguousarray(part[f], dtype=np.int64)
+            keep.append(arr)
+            v = arr
+            cols.push_back(&v[0] if v.shape[0] else NULL)
+        sizes.push_back(len(part[0]))
+        at.push_back(0)
+        n += len(part[0])
+        m += int(part[2][len(part[2]) - 1]) - int(part[2][0])  # (offsets may be a slice)
+    given = out is not None
+    if given and (len(out) != width or any(len(out[f]) < first + n for f in range(width)
+                                           if f != 3)
+                  or len(out[2]) < first + n + 1 or len(out[3]) < first_position + m):
+        raise ValueError("merge_by_end: the output arrays are too short")
+    if not given:
+        out = [np.empty(n, dtype=np.int64) for _ in range(width)]
+        out[2] = np.empty(n + 1, dtype=np.int64)
+        out[3] = np.empty(m, dtype=np.int64)
+    cdef vector[int64_t*] dst
+    cdef int64_t[::1] w
+    for f in range(width):
+        w = out[f]
+        dst.push_back(&w[0] if w.shape[0] else NULL)
+    with nogil:
+        dst[2][out_i] = out_p
+        while True:
+            best = -1  # the part whose next complex event ends first (earlier part on ties)
+            for s in range(k):
+                if at[s] < sizes[s] and (best < 0 or cols[s * width + 1][at[s]]
+                                         < cols[best * width + 1][at[best]]):
+                    best = s
+            if best < 0:
+                break
+            bound = INT64_MAX  # the run of `best` goes up to the next end of another part
+            for s in range(k):
+                if s != best and at[s] < sizes[s]:
+                    e = cols[s * width + 1][at[s]]
+                    if s < best:
+                        e -= 1  # (an equal end of an earlier part goes first)
+                    if e < bound:
+                        bound = e
+            lo = at[best]
+            hi = lo + 1
+            ends = cols[best * width + 1]
+            while hi < sizes[best] and ends[hi] <= bound:
+                hi += 1
+            at[best] = hi
+            count = hi - lo
+            for f in range(width):
+                if f == 2 or f == 3:
+                    continue
+                memcpy(dst[f] + out_i, cols[best * width + f] + lo, count * sizeof(int64_t))
+            off = cols[best * width + 2]
+            plo = off[lo]
+            for i in range(count):
+                dst[2][out_i + i + 1] = off[lo + i + 1] - plo + out_p
+            if off[hi] > plo:
+                memcpy(dst[3] + out_p, cols[best * width + 3] + plo,
+                       (off[hi] - plo) * sizeof(int64_t))
+            out_i += count
+            out_p += off[hi] - plo
+    return None if given else tuple(out)

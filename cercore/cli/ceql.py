@@ -81,7 +81,7 @@ def add_subcommands(sub) -> None:
     run.add_argument("--stats", action="store_true", help="print engine counters on stderr")
     run.add_argument("--workers", type=int, default=None, metavar="N",
                      help="threads for a keyed query over a file, its partitions split "
-                          "among them (default: one; they are not faster yet)")
+                          "among them (default: one; not faster on every query)")
     run.set_defaults(func=cmd_run)
 
     explain = sub.add_parser("explain", help="show how a query is compiled",

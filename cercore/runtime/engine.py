@@ -131,8 +131,8 @@ class Engine(StreamEngine, DecodedInput):
         come with later input or ``advance``).
 
         ``workers``: threads stepping a keyed query's partitions (``runtime/shards.py``; the
-        same output; None: one, as they are not faster yet). A fresh engine splits on its
-        first call; its layout then stays."""
+        same output; None: one, as they are not faster on every query). A fresh engine
+        splits on its first call; its layout then stays."""
         self._split(events, workers)
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")
@@ -264,8 +264,7 @@ class Engine(StreamEngine, DecodedInput):
             return MatchArrays.of(list(self._run(batch, shared, raises)),
                                   self.schema.time_unit)
         args, error = self.intake.batch(batch, shared, self.kernels.letters, *self._step[2:])
-        out = self.post.arrays(self.evaluator.run_arrays(args),
-                               self.store.view(self._bindings))
+        out = self.post.arrays(self.evaluator, args, self.store.view(self._bindings))
         self._finish(batch, error if raises else None)
         return out
 

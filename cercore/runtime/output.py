@@ -54,16 +54,21 @@ class MatchArrays:
         return cls(start, end, offsets, positions, start_time, end_time)
 
     @classmethod
-    def concat(cls, parts: list[MatchArrays]) -> MatchArrays:
+    def concat(cls, parts: list) -> MatchArrays:
+        """The complex events of ``parts`` (MatchArrays, or the ``ShardedArrays`` of a sharded
+        engine's batches, merged here), one after the other: each field concatenated once."""
         if not parts:
             z = np.zeros(0, dtype=np.int64)
             return cls(z, z, np.zeros(1, dtype=np.int64), z, z, z)
-        base = np.cumsum([0] + [len(p.positions) for p in parts[:-1]])
+        if not isinstance(parts[0], MatchArrays):
+            return cls(*type(parts[0]).merged(parts))
+        if len(parts) == 1:
+            return parts[0]
+        base = np.cumsum([0] + [len(p.positions) for p in parts[:-1]]).tolist()
         offsets = np.concatenate([parts[0].offsets[:1]]
                                  + [p.offsets[1:] + b for p, b in zip(parts, base)])
-        return cls(*(np.concatenate([getattr(p, f) for p in parts])
-                     for f in ("start", "end")), offsets,
-                   np.concatenate([p.positions for p in parts]),
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("start", "end")),
+                   offsets, np.concatenate([p.positions for p in parts]),
                    *(np.concatenate([getattr(p, f) for p in parts])
                      for f in ("start_time", "end_time")))
 

@@ -20,6 +20,7 @@ applied LIMIT), counted by the evaluator's own counter.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from cercore.interface.evaluator import Evaluator, EvaluatorInput
 from cercore.runtime.deadlines import DeadlineQueue, LookbackIndex
 from cercore.runtime.output import MatchArrays
 from cercore.runtime.selection import select_arrays, select_stream
+from cercore.runtime.shards import ShardedArrays, ShardedEvaluator
 
 __all__ = ["PostChain"]
 
@@ -87,15 +89,27 @@ class PostChain:
             self.reported += 1
             yield ce
 
-    def arrays(self, found: tuple, view) -> MatchArrays:
-        """A batch's complex events as arrays (no absence span: a span decides per complex
-        event, so the engine takes ``batch`` then)."""
+    def arrays(self, evaluator: Evaluator, args: EvaluatorInput, view
+               ) -> MatchArrays | ShardedArrays:
+        """A batch's complex events as arrays, from ``evaluator`` (no absence span: a span
+        decides per complex event, so the engine takes ``batch`` then). Selection and times
+        work per end, so a ``ShardedEvaluator`` runs them in each shard's thread."""
+        staged = partial(self._arrays, view=view)
+        if isinstance(evaluator, ShardedEvaluator):  # (merged by MatchArrays.concat)
+            found = evaluator.run_arrays(args, staged, merged=False)
+            self.reported += len(found)
+            return found
+        out = staged(evaluator.run_arrays(args))
+        self.reported += len(out[0])
+        return MatchArrays(*out)
+
+    def _arrays(self, found: tuple, view) -> tuple[np.ndarray, ...]:
+        """Selection, then times: (start, end, offsets, positions, start_time, end_time)."""
         start, end, offsets, positions = found
         if self.selects is not None:
             start, end, offsets, positions = select_arrays(self.selects, start, end, offsets,
                                                            positions, self.limit, None)
-        self.reported += len(start)
-        return MatchArrays(start, end, offsets, positions, view.times(start), view.times(end))
+        return start, end, offsets, positions, view.times(start), view.times(end)
 
     def _selected(self, found: Iterable) -> Iterator:
         """Selection: the strategy's winners among the complex events of each end, then

@@ -10,10 +10,19 @@ predicates between events). The compiled kernels step without the GIL, so the sh
 run in parallel threads; the reference backend runs them too (one at a time, by the GIL), with
 the same output.
 
-Measured (``cercore-bench scaling --workers 2``, the stock trace x40, 2 cores): no faster yet
--- 0.5-1.0x one evaluator -- because the intake (decoding, letters, partitions) and the output
-(arrays, the merge) run in one thread and the kernels take the GIL back at every output
-buffer. Until they release it for a whole shard, ``workers`` defaults to one.
+In bulk (``run_arrays``) the compiled evaluator steps a shard's whole batch without the GIL,
+into growing C buffers copied to numpy once; the engine's bulk stages that work per end
+(selection, times) run in the shard's thread too, and the batches of a whole input are merged
+once, at its end, in C (a k-way merge of runs, no sort), the batches shared among the threads
+and written straight into the output (``ShardedArrays``).
+
+Measured (``cercore-bench scaling --workers 2``, the stock trace x40, 995,480 events, an idle
+2-core VM; docs/performance.md): 1.3x one evaluator for a keyed query with a predicate
+between events, 0.9-1.4x for a keyed query with 6.7 M complex events, 0.85x for a keyed
+query without output. What caps it: the intake (decoding, letters, partition ids) runs in the
+caller's thread, about all of the no-output query's time; and with millions of complex events
+the work is writing memory, whose page faults cost this VM several times more while two
+threads run. Not faster on every query shape, so ``workers`` defaults to one.
 
 Every event belongs to one partition, so every complex event that ends at an event comes from
 that event's shard, in that shard's enumeration order. Merging the shards' complex events by end
@@ -25,7 +34,7 @@ partitions -- CONSUME BY ANY, a query without PARTITION BY -- runs on one evalua
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -34,7 +43,7 @@ from cercore.errors import ConfigError
 from cercore.interface.complex_event import ComplexEvent
 from cercore.interface.evaluator import Evaluator, EvaluatorInput
 
-__all__ = ["MIN_EVENTS_PER_SHARD", "ShardedEvaluator", "shards_for"]
+__all__ = ["MIN_EVENTS_PER_SHARD", "ShardedArrays", "ShardedEvaluator", "shards_for"]
 
 # a batch steps its shards in threads only with this many events per shard (fewer: one after
 # the other in the caller's thread; the output is the same)
@@ -43,7 +52,8 @@ MIN_EVENTS_PER_SHARD = 2048
 
 def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, str]:
     """How many shards evaluate the query for ``workers`` (None: one -- see the module doc:
-    the shards do not yet run faster than one evaluator, so nothing splits unless asked),
+    the shards are not faster than one evaluator on every query shape, so nothing splits
+    unless asked),
     and why (for ``explain``). ``events``: the input, for when the default depends on it."""
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
@@ -70,6 +80,12 @@ class ShardedEvaluator:
         self.backend = self.shards[0].backend
         self.reported = 0  # complex events ``run`` yielded
         self._pool: ThreadPoolExecutor | None = None
+        self._merge = _merge_kernel(self.backend)
+
+    @property
+    def pool(self) -> ThreadPoolExecutor | None:
+        """The shards' threads (None until a batch was large enough to use them)."""
+        return self._pool
 
     # ---- the interface ---------------------------------------------------------------------
     @property
@@ -99,19 +115,36 @@ class ShardedEvaluator:
         return self.shards[pid % len(self.shards)].run_one(
             pid, letter, pos, time, epsilon, windowed, limit, consume, view)
 
-    def run_arrays(self, batch: EvaluatorInput
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def run_arrays(self, batch: EvaluatorInput, then: Callable[[tuple], tuple] | None = None,
+                   merged: bool = True) -> Any:
+        """The batch's complex events as (start, end, offsets, positions) arrays, each shard's
+        in its own thread when the batch is large enough; ``then``: what to do with a shard's
+        arrays in its thread too (the engine's bulk stages that work per end: selection,
+        times), giving (start, end, offsets, positions, *more per complex event). Merged
+        by end (in C on the compiled backend), or, not ``merged``, as ``ShardedArrays``
+        (merged at the end of the input, in threads)."""
         k = len(self.shards)
         shard_of = batch.pids[batch.active] % k
         parts = [batch._replace(active=batch.active[shard_of == i]) for i in range(k)]
+
+        def shard(i: int) -> tuple:
+            found = self.shards[i].run_arrays(parts[i])
+            return found if then is None else then(found)
+
         if len(batch.active) >= MIN_EVENTS_PER_SHARD * k:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(k, thread_name_prefix="cercore-shard")
-            found = list(self._pool.map(lambda sp: sp[0].run_arrays(sp[1]),
-                                        zip(self.shards, parts)))
+            running = [self._pool.submit(shard, i) for i in range(k)]
+            wait(running)  # (every shard done before an error is raised)
+            found = [f.result() for f in running]
         else:
-            found = [s.run_arrays(p) for s, p in zip(self.shards, parts)]
-        return _merged(found)
+            found = [shard(i) for i in range(k)]
+        if not merged:
+            return ShardedArrays(found, self)
+        some = [f for f in found if len(f[0])]
+        if len(some) <= 1:
+            return some[0] if some else found[0]
+        return self._merge(some)
 
     def compact(self, tau: int) -> None:
         for s in self.shards:
@@ -149,16 +182,78 @@ class ShardedEvaluator:
 
     def __setstate__(self, state: dict) -> None:
         self.dets, self.shards, self.backend = state["dets"], state["shards"], state["backend"]
-        self.reported, self._pool = 0, None
+        self.reported, self._pool, self._merge = 0, None, _merge_kernel(self.backend)
 
 
-def _merged(found: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The shards' complex events (each shard's in end order) as one evaluator reports them:
-    by end position, stable (all complex events of one end come from one shard)."""
-    found = [f for f in found if len(f[0])]
-    if len(found) <= 1:
-        return found[0] if found else _NOTHING
-    start = np.concatenate([f[0] for f in found])
+class ShardedArrays:
+    """A batch's complex events, each shard's (start, end, offsets, positions, start_time,
+    end_time) in end order, not merged yet: ``merged`` merges the batches of a whole input at
+    once, straight into the output arrays, the batches shared among the shards' threads (a
+    batch's complex events end after the previous batch's, so each batch has its own range of
+    the output). No large temporary array: freeing one while threads run costs the process
+    page faults and, under a VM, TLB shootdowns (measured: several times the cost of one
+    thread's)."""
+
+    __slots__ = ("found", "sharded")
+
+    def __init__(self, found: list[tuple], sharded: ShardedEvaluator) -> None:
+        self.found, self.sharded = found, sharded
+
+    def __len__(self) -> int:
+        return sum(len(f[0]) for f in self.found)
+
+    @staticmethod
+    def merged(batches: list[ShardedArrays]) -> tuple[np.ndarray, ...]:
+        sharded = batches[0].sharded
+        merge, pool, width = sharded._merge, sharded.pool, len(batches[0].found[0])
+        n = [len(b) for b in batches]
+        m = [sum(len(f[3]) for f in b.found) for b in batches]
+        firsts = np.cumsum([0] + n).tolist()
+        first_positions = np.cumsum([0] + m).tolist()
+        out = [np.empty(firsts[-1], dtype=np.int64) for _ in range(width)]
+        out[2], out[3] = np.empty(firsts[-1] + 1, dtype=np.int64), \
+            np.empty(first_positions[-1], dtype=np.int64)
+        out[2][0] = 0
+
+        def merge_batches(r: int, step: int) -> None:
+            for i in range(r, len(batches), step):
+                some = [f for f in batches[i].found if len(f[0])]
+                if not some:
+                    continue
+                lo, p0 = firsts[i], first_positions[i]
+                if merge is not _merged:
+                    merge(some, out, lo, p0)
+                    continue
+                done = some[0] if len(some) == 1 else _merged(some)
+                for f in range(width):
+                    if f == 2:
+                        out[2][lo + 1:lo + n[i] + 1] = done[2][1:] + p0
+                    elif f == 3:
+                        out[3][p0:p0 + m[i]] = done[3]
+                    else:
+                        out[f][lo:lo + n[i]] = done[f]
+
+        k = len(sharded.shards)
+        if pool is None or firsts[-1] < MIN_EVENTS_PER_SHARD * k:
+            merge_batches(0, 1)
+        else:
+            list(pool.map(merge_batches, range(k), [k] * k))
+        return tuple(out)
+
+
+def _merge_kernel(backend: str) -> Callable[[list], tuple]:
+    """The merge of the shards' arrays: in C on the compiled backend, else numpy."""
+    if backend == "cython":
+        from cercore_fast.evaluator import merge_by_end
+
+        return merge_by_end
+    return _merged
+
+
+def _merged(found: list[tuple]) -> tuple[np.ndarray, ...]:
+    """The shards' complex events (each shard's (start, end, offsets, positions, *more) in end
+    order) as one evaluator reports them: by end position, stable (all complex events of one
+    end come from one shard)."""
     end = np.concatenate([f[1] for f in found])
     lengths = np.concatenate([np.diff(f[2]) for f in found])
     positions = np.concatenate([f[3] for f in found])
@@ -169,8 +264,6 @@ def _merged(found: list[tuple]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     offsets = np.zeros(len(order) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     take = np.repeat(firsts[order] - offsets[:-1], lengths) + np.arange(offsets[-1])
-    return start[order], end[order], offsets, positions[take]
-
-
-_NOTHING = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-            np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    more = [np.concatenate([f[i] for f in found])[order] for i in range(4, len(found[0]))]
+    return (np.concatenate([f[0] for f in found])[order], end[order], offsets,
+            positions[take], *more)

@@ -200,11 +200,17 @@ class StoreView:
         out = np.zeros(len(positions), dtype=np.int64)
         if self.time_attribute is None or not len(positions):
             return out
-        which = np.searchsorted(np.asarray(self.starts), positions, side="right") - 1
-        for i in np.unique(which).tolist():
-            entry = self.entries[i]
+        starts = np.asarray(self.starts)
+        first, last = (np.searchsorted(starts, [positions.min(), positions.max()], "right")
+                       - 1).tolist()
+        if first == last:  # (the usual case: one entry holds them all, no mask)
+            return self.entries[first].times_at(positions, self.time_attribute).astype(
+                np.int64, copy=False)
+        which = np.searchsorted(starts, positions, side="right") - 1
+        for i in range(first, last + 1):
             sel = which == i
-            out[sel] = entry.times_at(positions[sel], self.time_attribute)
+            if sel.any():
+                out[sel] = self.entries[i].times_at(positions[sel], self.time_attribute)
         return out
 
     def span(self, start: int, end: int) -> list[tuple[int, int, int]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pickle
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import assume, given, settings
@@ -16,7 +17,13 @@ from strategies import bindable, deadline_queries, queries, queries_between_even
 from support import BACKENDS
 
 import cercore
-from cercore.runtime.shards import MIN_EVENTS_PER_SHARD, ShardedEvaluator, shards_for
+from cercore.runtime.backend import CYTHON_AVAILABLE
+from cercore.runtime.shards import (
+    MIN_EVENTS_PER_SHARD,
+    ShardedEvaluator,
+    _merged,
+    shards_for,
+)
 
 WORKERS = [1, 2, 3, 7]
 
@@ -111,6 +118,47 @@ def test_threads_on_a_long_stream_give_the_same_output(backend, query):
     assert got == expected
     arrays = q.engine(backend).process_arrays(table(events), workers=3)
     assert list(zip(arrays.start.tolist(), arrays.end.tolist())) == [k[:2] for k in expected]
+    one = q.engine(backend).process_arrays(table(events), workers=1)
+    for field in ("start", "end", "offsets", "positions", "start_time", "end_time"):
+        assert getattr(arrays, field).tolist() == getattr(one, field).tolist(), field
+
+
+@st.composite
+def shard_outputs(draw):
+    """k shards' arrays as the engine's bulk stages give them: (start, end, offsets, positions,
+    start_time, end_time), each shard's in end order; ends may repeat within a shard and,
+    to test the tie order, across shards."""
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        ends = sorted(draw(st.lists(st.integers(0, 30), max_size=12)))
+        lengths = [draw(st.integers(0, 3)) for _ in ends]
+        offsets = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64))).astype(np.int64)
+        positions = np.array(draw(st.lists(st.integers(0, 99), min_size=int(offsets[-1]),
+                                           max_size=int(offsets[-1]))), dtype=np.int64)
+        n = len(ends)
+        parts.append((np.array(draw(st.lists(st.integers(0, 30), min_size=n, max_size=n)),
+                               dtype=np.int64), np.array(ends, dtype=np.int64), offsets,
+                      positions, np.arange(n, dtype=np.int64) * 7,
+                      np.array(ends, dtype=np.int64) * 3))
+    return parts
+
+
+@pytest.mark.skipif(not CYTHON_AVAILABLE, reason="needs the compiled kernels")
+@settings(max_examples=300, deadline=None)
+@given(parts=shard_outputs())
+def test_the_compiled_merge_is_the_reference_merge(parts):
+    """The shards' arrays merged by end in C (no sort) equal numpy's stable sort by end."""
+    from cercore_fast.evaluator import merge_by_end
+
+    got, want = merge_by_end(parts), _merged(parts)
+    assert [a.tolist() for a in got] == [a.tolist() for a in want]
+    # into given arrays, from complex event `first` and position `first_position` on
+    out = [np.full(len(a) + (5 if i == 3 else 3), -7, dtype=np.int64) for i, a in enumerate(want)]
+    merge_by_end(parts, out, 3, 5)
+    assert [a[3:].tolist() for i, a in enumerate(out) if i not in (2, 3)] == \
+        [a.tolist() for i, a in enumerate(want) if i not in (2, 3)]
+    assert out[2][3:].tolist() == (want[2] + 5).tolist()
+    assert out[3][5:len(want[3]) + 5].tolist() == want[3].tolist()
 
 
 def test_queries_that_cross_partitions_run_on_one_worker():
@@ -133,8 +181,8 @@ def test_workers_must_be_a_positive_whole_number(bad):
 
 
 def test_one_worker_unless_asked():
-    """The shards are not faster than one evaluator yet (runtime/shards.py): nothing splits by
-    default, in bulk or live; a live feed never splits."""
+    """The shards are not faster than one evaluator on every query (runtime/shards.py):
+    nothing splits by default, in bulk or live; a live feed never splits."""
     q = cercore.compile(KEYED[0], DECL)
     for events in (table(trades(1000)), trades(1000), iter(trades(1000))):
         engine = q.engine()
