@@ -107,6 +107,7 @@ class EventSource:
             if fmt not in LINE_FORMATS:
                 raise CercoreError(f"--follow reads CSV or JSON Lines, not {fmt}")
             self.followed = FollowedFile(args.input, idle)
+            _stop_on_interrupt(self.followed)
             lines, where = iter(self.followed), args.input
         elif args.input == "-" and (fmt or "csv") in LINE_FORMATS and not _stdin_is_a_file():
             fmt = fmt or "csv"
@@ -193,3 +194,21 @@ class EventSource:
             print(f"{PROG}: warning: {self.followed.path}: the last line has no newline yet "
                   f"({len(self.followed.unterminated)} bytes); it was not read",
                   file=sys.stderr)
+
+
+def _stop_on_interrupt(followed: FollowedFile) -> None:
+    """Ctrl-C (SIGINT) stops a followed file at its next wait for data, between two lines
+    (every line read has been evaluated and its complex events written; exit code 130),
+    instead of interrupting wherever the program happens to be, e.g. inside the engine; a
+    second Ctrl-C interrupts at once. (Only in the main thread, where Python runs signal
+    handlers.)"""
+    import signal
+
+    def stop(signum, frame) -> None:
+        followed.request_stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    try:
+        signal.signal(signal.SIGINT, stop)
+    except ValueError:  # not the main thread: the default handler stays
+        pass

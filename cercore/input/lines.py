@@ -72,6 +72,12 @@ class FollowedFile:
         self.idle_timeout = idle_timeout
         self.poll = poll
         self.unterminated = b""
+        self.stop_requested = False  # ``request_stop``: interrupt at the next wait
+
+    def request_stop(self) -> None:
+        """Make iteration raise ``KeyboardInterrupt`` when it next waits for data (safe from a
+        signal handler: the interrupt then lands between lines, never inside the engine)."""
+        self.stop_requested = True
 
     def __iter__(self) -> Iterator[bytes]:
         with open(self.path, "rb") as f:
@@ -95,6 +101,8 @@ class FollowedFile:
                 if os.fstat(f.fileno()).st_size < f.tell():
                     raise CercoreError(f"{self.path}: the file was truncated while it was "
                                        "followed")
+                if self.stop_requested:
+                    raise KeyboardInterrupt
                 idle = time.monotonic() - last_data
                 if self.idle_timeout is not None and idle >= self.idle_timeout:
                     return

@@ -537,3 +537,17 @@ def test_trend_queries_take_the_reorder_slack_and_stream_column(tmp_path, capsys
     # the four S events, in time order: 2^4 - 1 trends; T's event is in no trend
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == [
         {"window_start": 0, "window_end": 10, "COUNT(*)": 15}]
+
+
+def test_a_stop_request_interrupts_a_followed_file_between_lines(tmp_path):
+    """What Ctrl-C does to ``--follow`` (``_stop_on_interrupt``): the lines already there are
+    given, then the next wait for data raises KeyboardInterrupt."""
+    path = tmp_path / "growing.jsonl"
+    path.write_text(json_line(SCRIPT[0][0]) + json_line(SCRIPT[1][0]))
+    followed = FollowedFile(path, poll=0.01)
+    lines = iter(followed)
+    first = next(lines)
+    followed.request_stop()
+    assert next(lines) != first  # a line already there: given
+    with pytest.raises(KeyboardInterrupt):
+        next(lines)
