@@ -306,10 +306,11 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
     placed = numbered_in_place(prep.df, read.starts).withColumn(
         GROUP, F.shiftright(F.monotonically_increasing_id(), LOW_BITS))
     columns = worker_columns(prep, placed.columns)
-    check = prep.sequence if check_order else False
-    if check_order and prep.sequence is not None and SEQ not in columns:
-        columns.append(SEQ)
-        check = SEQ
+    check: str | None | bool = False  # (job.InOrder: False no check, else the sequence)
+    if check_order:
+        check = None if prep.sequence is None else SEQ
+        if check == SEQ:
+            columns.append(SEQ)
     rule = ReadPartitions(plan.in_place, bounds)
     in_place = placed.select(*columns).mapInArrow(
         partial(run_sorted_groups, job=prep.job, slices=None, out_schema=arrow_schema,
