@@ -278,6 +278,13 @@ def evaluate(engine, table: pa.Table) -> MatchArrays:
     return engine.process_arrays(table, workers=1)  # (Spark runs a task per core)
 
 
+def latest(until: int | None, times: pa.Array | pa.ChunkedArray) -> int | None:
+    """The greater of ``until`` and the largest of ``times`` (None: neither has a value): how
+    far event time gets, over the batches seen so far (``cer_find``'s ``advance =>``)."""
+    top = pc.max(times).as_py()
+    return until if top is None or until is not None and until >= top else top
+
+
 def fire_deadlines(engine, t: int | None) -> MatchArrays | None:
     """Event time has reached ``t``: the complex events pending in ``engine`` whose deadline is
     before ``t`` (as ``Engine.advance(t)`` fires them, without making events before ``t``

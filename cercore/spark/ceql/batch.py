@@ -231,12 +231,17 @@ def numbered_in_place(df, starts: dict[int, int]):
     from pyspark.sql import functions as F
 
     rid = F.monotonically_increasing_id()
-    base = F.create_map(*[x for part, start in starts.items()
-                          for x in (F.lit(part).cast("long"), F.lit(start).cast("long"))])
+    base = long_map(starts)
     index = rid.bitwiseAND((1 << LOW_BITS) - 1)
     return df.withColumn(POS, (F.element_at(base, F.shiftright(rid, LOW_BITS)) + index)
                          .cast("long"))
 
+
+def long_map(mapping: dict[int, int]):
+    """``mapping`` as a Spark map literal, bigint to bigint (looked up with ``element_at``)."""
+    from pyspark.sql import functions as F
+
+    return F.create_map(*[F.lit(x).cast("long") for kv in mapping.items() for x in kv])
 
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
@@ -317,14 +322,10 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
                 read_partitions=rule, in_order=check), out_struct)
     if not head:  # one read partition: nothing crosses
         return in_place
-
-    def literal(mapping: dict):
-        return F.create_map(*[F.lit(x).cast("long") for kv in mapping.items() for x in kv])
-
     t, part = F.col(TIME), F.col(GROUP)
-    own, ahead = F.element_at(literal(head), part), F.element_at(literal(tail), part)
+    own, ahead = F.element_at(long_map(head), part), F.element_at(long_map(tail), part)
     zones = F.filter(F.array(F.when(t <= own, part),
-                             F.when(t >= ahead, F.element_at(literal(nxt), part))),
+                             F.when(t >= ahead, F.element_at(long_map(nxt), part))),
                      lambda z: z.isNotNull())
     # (no filter into the reader: the rows keep the read partition and position the first
     # pass and the in-place stage gave them -- a filter pushed below a shuffle in the user's

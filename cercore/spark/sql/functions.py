@@ -65,7 +65,16 @@ from cercore.errors import CercoreError
 from cercore.input.options import EngineOptions
 from cercore.spark.base.frames import hidden_columns, spark_options
 from cercore.spark.base.hidden import Cast, IntegerTime, _quote
-from cercore.spark.base.job import KEY, POS, SEQ, TYPE, UNTIL, EngineJob, GroupRun
+from cercore.spark.base.job import (
+    KEY,
+    POS,
+    SEQ,
+    TYPE,
+    UNTIL,
+    EngineJob,
+    GroupRun,
+    latest,
+)
 
 FIND = "cer_find"
 AGGREGATE = "cer_aggregate"
@@ -193,9 +202,7 @@ class CerFind(_Chunked):
         batch = rows_batch(self.rows, self.arrow)
         self.rows = []
         if self.analysis.advanced:
-            latest = pc.max(batch.column(UNTIL)).as_py()
-            if latest is not None and (self.until is None or latest > self.until):
-                self.until = latest
+            self.until = latest(self.until, batch.column(UNTIL))
         yield from self._emit(self.run.feed(batch))
 
     def _emit(self, out: pa.RecordBatch | None):

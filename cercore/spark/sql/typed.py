@@ -35,12 +35,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cercore.errors import CercoreError
 from cercore.spark.base.frames import Columns, hidden_columns, spark_options
 from cercore.spark.base.hidden import Cast, IntegerTime, is_timestamp
-from cercore.spark.base.job import POS, PREFIX, SEQ, GroupRun
+from cercore.spark.base.job import POS, PREFIX, SEQ, GroupRun, latest
 
 ARGUMENTS = ("query", "declaration", "time", "sequence", "type_column", "time_unit",
              "position", "backend", "on_error", "advance", "stream_column")
@@ -224,9 +223,7 @@ class TypedFind:
         if plan.position is not None:
             hidden[POS] = Cast(plan.position).arrow(columns, self.time_zone)
         if self.advance is not None:
-            latest = pc.max(self.advance.arrow(columns, self.time_zone)).as_py()
-            if latest is not None and (self.until is None or latest > self.until):
-                self.until = latest
+            self.until = latest(self.until, self.advance.arrow(columns, self.time_zone))
         names = [n for n in table.schema.names if n not in hidden]
         return pa.RecordBatch.from_arrays([columns[n] for n in names] + list(hidden.values()),
                                           names=names + list(hidden))
