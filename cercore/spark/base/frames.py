@@ -101,6 +101,8 @@ class Prepared:
     time: str | None  # ordering time column (None: order by sequence only)
     inferred: bool
     sequence: str | None = None  # the column ordering equal times (None: read order)
+    columns: Columns | None = None  # the hidden columns' descriptions
+    source: object = None  # the user's DataFrame (what the hidden columns are added to)
 
 
 @dataclass
@@ -182,7 +184,8 @@ def prepare(df, query: str, schema: Schema | str | None, *,
     out = df
     for step in dependency_steps(cols.sql()):  # each step one projection Spark analyses once
         out = out.withColumns({name: F.expr(sql) for name, sql in step})
-    return Prepared(out, cols.job, cols.schema, cols.time, cols.inferred, cols.sequence)
+    return Prepared(out, cols.job, cols.schema, cols.time, cols.inferred, cols.sequence, cols,
+                    df)
 
 
 def dependency_steps(hidden: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
@@ -271,12 +274,13 @@ def hidden_columns(df_schema, query: str, schema: Schema | str | None, *,
                                    f"does not hold the declared {t.value}")
             sources.append((attr, attr))
     compiled = CompiledQuery(query, schema, parsed=parsed)  # the driver's one compilation
-    hidden.append((KEY, KeyText.of(schema, compiled.analysed.partition_by, type_source)))
+    key = KeyText.of(schema, compiled.analysed.partition_by, type_source)
+    hidden.append((KEY, key))
     time_type = None if time is None or not is_timestamp(cols[time]) \
         else cols[time].typeName()  # timestamps are reported as timestamps
     job = EngineJob(query, schema, tuple(sources), tuple(df_schema.names), options,
                     has_time=time is not None, type_source=type_source, time_type=time_type,
-                    _compiled=compiled)
+                    key=key, _compiled=compiled)
     return Columns(job, schema, time, inferred, sequence, hidden)
 
 

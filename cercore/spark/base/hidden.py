@@ -174,6 +174,20 @@ class KeyText(Hidden):
         present = " AND ".join(f"{p} IS NOT NULL" for p in parts)
         return f"CASE WHEN {present} THEN to_json(array({', '.join(parts)})) END"
 
+    @property
+    def sources(self) -> list[str]:
+        """The columns the key text reads."""
+        return list(dict.fromkeys([self.type_source, *(attr for whens in self.parts
+                                                        for _, attr, _ in whens if attr)]))
+
+    def arrow_exact(self, types: Mapping[str, pa.DataType]) -> bool:
+        """Whether ``arrow`` writes every value of columns of these Arrow ``types`` as the SQL
+        does (no double key: only its whole numbers have an Arrow text)."""
+        kinds = {AttrType.BOOL: pa.types.is_boolean, AttrType.INT: pa.types.is_integer,
+                 AttrType.STRING: lambda k: pa.types.is_string(k) or pa.types.is_large_string(k)}
+        return all(attr is None or t in kinds and attr in types and kinds[t](types[attr])
+                   for whens in self.parts for _, attr, t in whens)
+
     def arrow(self, columns, time_zone):
         n = len(columns[self.type_source])
         if not self.parts:

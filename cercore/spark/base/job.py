@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cercore.errors import EventError
+from cercore.errors import CercoreError, EventError
 from cercore.input.options import EngineOptions
 from cercore.runtime.output import MatchArrays
 from cercore.schema import Schema
@@ -52,6 +52,9 @@ class EngineJob:
     # the Spark type of the time column when it holds timestamps ("timestamp" or
     # "timestamp_ntz"; None: integers): complex events report their times in it
     time_type: str | None = None
+    # the partition key text's description (``hidden.KeyText``): a worker whose rows come
+    # without the KEY column writes it for the end rows of its complex events only
+    key: Any = None
     # the compiled query: on the driver, the one ``frames.hidden_columns`` made; a worker
     # receives the text and compiles it again (``__getstate__``)
     _compiled: Any = field(default=None, repr=False, compare=False)
@@ -125,6 +128,9 @@ class ReadPartitions:
     offset: int
     bounds: dict[int, tuple[int, int | None]]
     crossing: bool = False  # the boundary stage
+    # in place, the layout from the Parquet footers (``ceql.footers``): each read partition's
+    # (rows, first time, last time), which its task checks
+    expected: dict[int, tuple[int, int, int]] | None = None
 
     def kept(self, group: int, end_position: np.ndarray, end_time: np.ndarray) -> np.ndarray:
         """Which complex events (their end rows' POS and TIME) the run of ``group`` reports."""
@@ -134,6 +140,18 @@ class ReadPartitions:
         else:
             crosses = end_time - self.offset <= previous_last
         return crosses & (end_position >= first) if self.crossing else ~crosses
+
+    def verify(self, group: int, seen: tuple[int, int, int]) -> None:
+        """The read partition ``group`` had ``seen`` (rows, first time, last time): what the
+        Parquet footers said it holds, or the files changed since ``find`` read them (or were
+        split otherwise), and the complex events found before would not be these rows'."""
+        if self.expected is None or self.expected.get(group) == seen:
+            return
+        rows, first, last = self.expected.get(group, (0, None, None))
+        raise CercoreError(f"read partition {group} of the Parquet input holds {seen[0]} rows "
+                           f"at times {seen[1]}..{seen[2]}, but its files' footers said "
+                           f"{rows} rows at times {first}..{last} when find planned the job: "
+                           "the files changed since; call find again")
 
 
 class InOrder:
@@ -195,9 +213,12 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
     check, else the sequence column (None: times only)."""
     run: GroupRun | None = None
     order: InOrder | None = None
+    tally = Tally() if read_partitions is not None and read_partitions.expected else None
     for g, rows in group_slices(batches):
         if run is None or g != run.group:
             if run is not None:
+                if tally is not None:
+                    read_partitions.verify(run.group, tally.take())
                 out = run.finish(until)
                 if out is not None:
                     yield out
@@ -206,13 +227,35 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
             order = None if in_order is False else InOrder(in_order)
         if order is not None:
             order.check(rows)
+        if tally is not None:
+            tally.add(rows.column(TIME))
         out = run.feed(rows)
         if out is not None:
             yield out
     if run is not None:
+        if tally is not None:
+            read_partitions.verify(run.group, tally.take())
         out = run.finish(until)
         if out is not None:
             yield out
+
+
+class Tally:
+    """Rows, first and last time of a group's rows, fed in order (``ReadPartitions.verify``)."""
+
+    def __init__(self) -> None:
+        self.rows, self.first, self.last = 0, None, None
+
+    def add(self, times: pa.Array) -> None:
+        if len(times):
+            self.first = times[0].as_py() if self.first is None else self.first
+            self.last = times[-1].as_py()
+            self.rows += len(times)
+
+    def take(self) -> tuple[int, int, int]:
+        seen = (self.rows, self.first, self.last)
+        self.__init__()
+        return seen
 
 
 def group_slices(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[Any, pa.RecordBatch]]:
@@ -437,7 +480,12 @@ def complex_event_batch(table: pa.Table, job: EngineJob, start, end, offsets, lo
         [table.column(c).combine_chunks().cast(events_type.field(c).type)
          for c in job.event_columns], fields=list(events_type))
     offsets32 = pa.array(offsets, pa.int32())
-    partition = table.column(KEY).take(pa.array(end)).cast(pa.string())
+    if KEY in table.column_names:
+        partition = table.column(KEY).take(pa.array(end)).cast(pa.string())
+    else:  # (the in-place plan: Spark need not write it for every row)
+        ends = table.select(job.key.sources).take(pa.array(end))
+        partition = job.key.arrow({c: ends.column(c).combine_chunks()
+                                   for c in ends.column_names}, "UTC")
     cols = {
         "partition": partition,
         "start": pa.array(pos[start], pa.int64()),

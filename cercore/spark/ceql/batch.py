@@ -27,6 +27,8 @@ import warnings
 from dataclasses import dataclass
 from functools import partial
 
+import pyarrow as pa
+
 from cercore.errors import EventError
 from cercore.spark.base.frames import Prepared
 from cercore.spark.base.job import (
@@ -50,6 +52,7 @@ from cercore.spark.base.partitions import (
 )
 from cercore.spark.base.plan import KEYED, TCER, SparkPlan
 from cercore.spark.base.session import parallelism as session_parallelism
+from cercore.spark.ceql.footers import FooterRows, parquet_layout
 from cercore.spark.ceql.read_order import (
     SUMMARY_DDL,
     ReadLayout,
@@ -241,7 +244,8 @@ def long_map(mapping: dict[int, int]):
     """``mapping`` as a Spark map literal, bigint to bigint (looked up with ``element_at``)."""
     from pyspark.sql import functions as F
 
-    return F.create_map(*[F.lit(x).cast("long") for kv in mapping.items() for x in kv])
+    pairs = ", ".join(f"{int(k)}L, {int(v)}L" for k, v in mapping.items())
+    return F.expr(f"CAST(map({pairs}) AS MAP<BIGINT, BIGINT>)")  # (one call to the JVM)
 
 
 def default_advance(plan: SparkPlan, lo: int | None, hi: int | None, rows: int,
@@ -292,12 +296,15 @@ def in_place_bounds(read: ReadLayout, offset: int
 
 
 def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, *,
-                 num_partitions: int | None, check_order: bool):
+                 num_partitions: int | None, check_order: bool,
+                 footers: FooterRows | None = None):
     """The in-place plan (``plan`` module doc) over input in event order (``read``): one
     engine per read partition over the rows as Spark reads them, and a boundary stage over
     the rows within K of each boundary. None when the partitions are too short for it
     (``in_place_bounds``). ``check_order``: the workers check that the rows come in order
-    (the user said so; nothing has checked it yet)."""
+    (the user said so; nothing has checked it yet). ``footers``: ``read`` came from the
+    Parquet footers (``footers`` module): the tasks check it, and the boundary stage runs
+    here, on the driver, over the rows the footers locate, when they are few."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -310,18 +317,30 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
         "spark.sql.session.timeZone"))
     placed = numbered_in_place(prep.df, read.starts).withColumn(
         GROUP, F.shiftright(F.monotonically_increasing_id(), LOW_BITS))
-    columns = worker_columns(prep, placed.columns)
+    columns = worker_columns(prep, placed.columns, key_text=key_in_worker(prep))
     check: str | None | bool = False  # (job.InOrder: False no check, else the sequence)
     if check_order:
         check = None if prep.sequence is None else SEQ
         if check == SEQ:
             columns.append(SEQ)
-    rule = ReadPartitions(plan.in_place, bounds)
+    expected = None if footers is None else {
+        part: (footers.layout.rows(part), first, last) for part, _, first, last in read.parts}
+    rule = ReadPartitions(plan.in_place, bounds, expected=expected)
     in_place = placed.select(*columns).mapInArrow(
         partial(run_sorted_groups, job=prep.job, slices=None, out_schema=arrow_schema,
                 read_partitions=rule, in_order=check), out_struct)
     if not head:  # one read partition: nothing crosses
         return in_place
+    crossing_rule = ReadPartitions(plan.in_place, bounds, crossing=True)
+    edge_rows = None if footers is None or KEY in columns else footers.boundary_rows(
+        read.parts, plan.in_place, worker_columns(prep, placed.columns, key_text=True))
+    if edge_rows is not None:  # few: their engines run here
+        found = pa.Table.from_batches(list(run_sorted_groups(
+            iter(edge_rows.to_batches()), job=prep.job, slices=None, out_schema=arrow_schema,
+            read_partitions=crossing_rule)), schema=arrow_schema)
+        if not found.num_rows:
+            return in_place
+        return in_place.unionByName(spark.createDataFrame(found, schema=out_struct))
     t, part = F.col(TIME), F.col(GROUP)
     own, ahead = F.element_at(long_map(head), part), F.element_at(long_map(tail), part)
     zones = F.filter(F.array(F.when(t <= own, part),
@@ -336,8 +355,7 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
     edges = edges.repartition(n, GROUP).sortWithinPartitions(GROUP, POS)
     crossing = edges.select(*worker_columns(prep, edges.columns)).mapInArrow(
         partial(run_sorted_groups, job=prep.job, slices=None, out_schema=arrow_schema,
-                read_partitions=ReadPartitions(plan.in_place, bounds, crossing=True)),
-        out_struct)
+                read_partitions=crossing_rule), out_struct)
     return in_place.unionByName(crossing)
 
 
@@ -357,15 +375,20 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
         raise ValueError("num_partitions must be a positive integer")
     spark = prep.df.sparkSession
     parallelism = session_parallelism(spark)
-    if ordered and plan.in_place is not None:  # the user's word: one pass without Python
-        read = layout(jvm_summaries(prep.df, TIME, SEQ if prep.sequence else None))
+    if ordered and plan.in_place is not None:  # the user's word: the footers or one pass
+        footers = footer_rows(prep)  # without Python
+        summaries = None if footers is None else footers.summaries()
+        if summaries is None:
+            footers = None
+            summaries = jvm_summaries(prep.df, TIME, SEQ if prep.sequence else None)
+        read = layout(summaries)
         if read.nulls == 0:
             if not read.in_order:
                 raise EventError("ordered=True, but the input is not in event order: the "
                                  "Spark partitions it is read in overlap in time; drop "
                                  "ordered=True and find sorts the events", field=prep.time)
             out = run_in_place(prep, plan, read, out_struct, num_partitions=num_partitions,
-                               check_order=True)
+                               check_order=True, footers=footers)
             if out is not None:
                 return out, None, len(read.parts)
     numbers_first = plan.kind == KEYED or plan.kind == TCER and plan.coordinate == "position"
@@ -428,13 +451,41 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     return df.mapInArrow(body, out_struct), advance, n
 
 
-def worker_columns(prep: Prepared, available: list[str]) -> list[str]:
+def footer_rows(prep: Prepared) -> FooterRows | None:
+    """The rows of ``prep``'s input located by its Parquet footers (``footers`` module), or
+    None when the input is not a plain scan of local Parquet files."""
+    found = None if prep.source is None else parquet_layout(prep.source)
+    if found is None or prep.columns is None:
+        return None
+    tz = prep.source.sparkSession.conf.get("spark.sql.session.timeZone")
+    return FooterRows(found, prep.columns, to_arrow_schema_of(prep.source), tz, prep.sequence)
+
+
+def key_in_worker(prep: Prepared) -> bool:
+    """Whether the workers can write the partition key text themselves, for the end rows of
+    complex events only (``EngineJob.key``), exactly as Spark's SQL would write it for every
+    row (measured: a JSON text per row cost the in-place plan a fifth of its time)."""
+    types = {f.name: f.type for f in to_arrow_schema_of(prep.df)}
+    return prep.job.key is not None and prep.job.key.arrow_exact(types)
+
+
+def to_arrow_schema_of(df):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(df.schema, timezone=df.sparkSession.conf.get(
+        "spark.sql.session.timeZone"))
+
+
+def worker_columns(prep: Prepared, available: list[str], *, key_text: bool = False
+                   ) -> list[str]:
     """The columns the workers read (the engine's, the output's, the grouping), in
-    ``available``'s order: every row crosses from the JVM to Python, so nothing more."""
+    ``available``'s order: every row crosses from the JVM to Python, so nothing more.
+    ``key_text``: the workers write the key text (``key_in_worker``): its sources instead."""
     job = prep.job
-    wanted = {job.type_source, KEY, GROUP, POS, COORD, *job.event_columns,
+    wanted = {job.type_source, GROUP, POS, COORD, *job.event_columns,
               *(src for _, src in job.engine_sources),
               *([TIME] if job.has_time else []),
-              *([job.stream_column] if job.stream_column else [])}
+              *([job.stream_column] if job.stream_column else []),
+              *(job.key.sources if key_text else [KEY])}
     return [c for c in available if c in wanted]
 
