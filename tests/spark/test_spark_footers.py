@@ -166,3 +166,25 @@ def find(df, query, **options):
     from cercore.spark import find as spark_find
 
     return spark_find(df, query, schema=schema("stocks"), sequence="seq", **options)
+
+
+@pytest.mark.spark
+def test_the_workers_write_the_key_text_as_spark_does(spark):
+    """In place, the workers write the partition text of complex events from their end rows
+    (``EngineJob.key``), not Spark for every row: the same text as Spark's SQL, for an int and
+    a string key with JSON escapes, and for an event type without the key (no partition)."""
+    import cercore
+
+    decl = cercore.Schema.parse("CREATE STREAM S { EVENT A { ts:int, k:int, s:string }, "
+                                "EVENT B { ts:int, k:int, s:string }, EVENT C { ts:int } }",
+                                time_attribute="ts")
+    names = ['plain', 'quote"d', "back\\slash", "new\nline", "tab\t", "ctl\x01", "ünï"]
+    rows = [(("A", "B", "C")[i % 3], i, i % 4, names[i % len(names)], i) for i in range(400)]
+    df = spark.createDataFrame(rows, "event_type string, ts long, k long, s string, seq long")
+    query = "SELECT * FROM S WHERE A ; B PARTITION BY [k], [s] WITHIN 40 [ts]"
+    from cercore.spark import find as spark_find
+
+    got = [rows_of(spark_find(df, query, schema=decl, sequence="seq", ordered=flag))
+           for flag in (True, False)]
+    assert len(got[1]) > 20 and got[0] == got[1]
+    assert any('\\"' in p and p.startswith("[") for p, *_ in got[0])

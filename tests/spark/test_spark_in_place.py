@@ -77,6 +77,8 @@ def in_place_complex_events(query: str, schema, events, cuts: list[int], offset:
     job = EngineJob(query, schema, tuple((a, TIME if a == "ts" else a) for a in ATTRS
                                          if a in declared), ("event_type", *ATTRS))
     placed = [(owner[i], i) for i in range(len(events))]
+    seen = {q: (owner.count(q), min(a["ts"] for (_, a), o in zip(events, owner) if o == q),
+                max(a["ts"] for (_, a), o in zip(events, owner) if o == q)) for q in bounds}
     edges = []
     for i, (_, attrs) in enumerate(events):
         q, t = owner[i], attrs["ts"]
@@ -86,7 +88,7 @@ def in_place_complex_events(query: str, schema, events, cuts: list[int], offset:
             edges.append((nxt[q], i))
     edges.sort()  # the boundary stage's sort (GROUP, POS)
     found = Counter()
-    for rows, rule in ((placed, ReadPartitions(offset, bounds)),
+    for rows, rule in ((placed, ReadPartitions(offset, bounds, expected=seen)),
                        (edges, ReadPartitions(offset, bounds, crossing=True))):
         batches = rows_table(events, rows).to_batches(max_chunksize=3)
         for rb in run_sorted_groups(iter(batches), job, None, out_schema(),
@@ -163,6 +165,23 @@ def test_partitions_shorter_than_the_window_fall_back():
     events = ab(("A", 0, 1), ("A", 1, 1), ("B", 2, 1), ("B", 3, 1))
     assert in_place_complex_events("SELECT * FROM S WHERE A ; B WITHIN 5 [ts]", AB, events,
                                    [1, 2, 3], 5) is None
+
+
+def test_a_read_partition_unlike_the_footers_is_an_error():
+    """The in-place task checks its rows, first and last time against the footers'."""
+    events = ab(("A", 1, 1), ("B", 2, 1), ("A", 3, 1), ("B", 9, 1))
+    read, owner = read_layout(events, [2])
+    bounds = in_place_bounds(read, 1)[0]
+    job = EngineJob("SELECT * FROM S WHERE A ; B WITHIN 1 [ts]", AB, (("ts", TIME), ("k", "k")),
+                    ("event_type", *ATTRS))
+    rows = rows_table(events, [(owner[i], i) for i in range(4)])
+    right = {part_index(0): (2, 1, 2), part_index(1): (2, 3, 9)}
+    for wrong in ({**right, part_index(1): (3, 3, 9)}, {**right, part_index(0): (2, 1, 3)}):
+        with pytest.raises(cercore.CercoreError, match="changed since"):
+            list(run_sorted_groups(iter(rows.to_batches()), job, None, out_schema(),
+                                   read_partitions=ReadPartitions(1, bounds, expected=wrong)))
+    assert list(run_sorted_groups(iter(rows.to_batches()), job, None, out_schema(),
+                                  read_partitions=ReadPartitions(1, bounds, expected=right)))
 
 
 def test_a_row_out_of_order_is_an_error():
