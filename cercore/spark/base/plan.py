@@ -45,7 +45,9 @@ The others ("crossing") end within K after the boundary: a second, small stage r
 over each boundary's rows, times [a_p − K, b_{p−1} + K], and reports those that end in p. Exact
 under T-CER's conditions (WITHIN on the ordering time, no history dependence) and without a
 deadline (which looks past a complex event's end); partitions must be longer than K around each
-boundary, else the plan is the shuffled one.
+boundary, else the plan is the shuffled one. Over plain Parquet files the user says are in
+order, the layout comes from the footers and the boundary stage runs on the driver
+(``ceql.footers``): the plan is then the in-place stage alone.
 
 Streaming runs the same plans, with state per key (PARTITION BY key, T-CER slice, or one
 constant key), except T-CER by position (a stream has no global positions); T-CER by event time
@@ -123,7 +125,8 @@ class SparkPlan:
                          "first pass finds it so, with at least as many read partitions as "
                          "cores): one engine per read partition, no exchange; complex events "
                          f"ending within K = {self.in_place} after a partition's start come "
-                         "from a second stage over each boundary's rows")
+                         "from a second stage over each boundary's rows (on the driver, "
+                         "from the footers, for ordered=True over plain Parquet files)")
         elif self.in_place_why_not is not None:
             lines.append(f"not in place: {self.in_place_why_not}")
         return "\n".join(lines)

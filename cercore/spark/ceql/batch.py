@@ -19,6 +19,11 @@ as the first attempt did.
 * **keyed** and **T-CER by position** number the rows first: one shuffle puts each bucket of
   the ordering time into its own partition, sorted, where position = rows in earlier buckets +
   row index (JVM only); then the plan's own shuffle groups them by key or position slice.
+
+The in-place plan (``run_in_place``) over plain Parquet files the user says are in order is
+the one exception to "nothing pinned": the footers give the layout (``footers``), and the
+complex events crossing read partitions are found on the driver, in ``find``, and carried in
+the plan as a local relation; every task then checks that it reads what the footers said.
 """
 
 from __future__ import annotations

@@ -111,7 +111,9 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     ``ordered`` (batch): True says the DataFrame is read in event order (each Spark partition
     sorted by (``time``, ``sequence``), the partitions in a row, as a log written in time order
     is): a keyed or T-CER plan with WITHIN on the time then runs its engines where Spark reads
-    the data, after one pass without Python, and a row out of order is an ``EventError``;
+    the data, after one pass without Python (none over a plain scan of local Parquet files:
+    their footers say where the rows lie, ``ceql.footers``), and a row out of order is an
+    ``EventError``;
     None (default) runs in place when the first pass finds the input so ordered, in at least
     as many partitions as cores; False never runs in place (``explain`` says when it can).
 
