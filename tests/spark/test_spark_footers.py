@@ -102,16 +102,37 @@ def test_the_footers_say_what_spark_reads(split_reads, trades):
 @pytest.mark.spark
 @pytest.mark.parametrize("query", [KEYED, TCER], ids=["keyed", "tcer"])
 def test_ordered_parquet_runs_in_place_without_a_job_first(split_reads, trades, query):
-    """ordered=True over plain Parquet: no Spark job inside find (layout from the footers,
-    boundaries on the driver), and the same rows as the sorting plan, partition text
+    """ordered=True, and the default, over plain Parquet in order: no Spark job inside find
+    (layout from the footers -- the default reads every row's time there to prove the order
+    --, boundaries on the driver), and the same rows as the sorting plan, partition text
     included."""
     spark = split_reads
     df = spark.read.parquet(str(trades[1]))
     want = rows_of(find(df, query, ordered=False))  # (and the session's one executor probe)
     assert len(want) > 30
-    out, jobs = jobs_run_by(spark, lambda: find(df, query, ordered=True))
-    assert jobs == []
-    assert rows_of(out) == want
+    for flag in (True, None):
+        out, jobs = jobs_run_by(spark, lambda flag=flag: find(df, query, ordered=flag))
+        assert jobs == [], flag
+        assert rows_of(out) == want, flag
+
+
+@pytest.mark.spark
+def test_parquet_out_of_order_is_sorted_by_default(spark, trades, tmp_path):
+    """The default over Parquet files not in event order (one row group's rows swapped): the
+    footers' proof fails, and the sorting plan gives the sorted stream's complex events."""
+    table, folder = trades
+    for f in folder.iterdir():
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    first = pq.read_table(tmp_path / "part-0.parquet")
+    swapped = pa.concat_tables([first.slice(0, 300), first.slice(301, 1), first.slice(300, 1),
+                                first.slice(302)])
+    pq.write_table(swapped, tmp_path / "part-0.parquet", row_group_size=256)
+    df = spark.read.parquet(str(tmp_path))
+    layout = footers.parquet_layout(df)
+    assert layout is not None
+    out, jobs = jobs_run_by(spark, lambda: find(df, KEYED))
+    assert jobs  # (the statistics pass, then the sorting plan)
+    assert rows_of(out) == rows_of(find(spark.read.parquet(str(folder)), KEYED))
 
 
 @pytest.mark.spark

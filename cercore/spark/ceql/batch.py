@@ -396,6 +396,12 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
                                check_order=True, footers=footers)
             if out is not None:
                 return out, None, len(read.parts)
+    if ordered is None and plan.in_place is not None:  # the footers may prove the order
+        found = in_place_by_footers(prep, plan, out_struct, parallelism, num_partitions)
+        if found is not None:
+            out, read = found
+            warn_ties(prep, read.tied, read.rows)
+            return out, None, len(read.parts)
     numbers_first = plan.kind == KEYED or plan.kind == TCER and plan.coordinate == "position"
     extent, read = measure(prep, buckets=partition_cap(parallelism) if numbers_first else 1)
     if ordered is not False and plan.in_place is not None and read.in_order \
@@ -454,6 +460,23 @@ def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int
     body = partial(run_sorted_groups, job=prep.job, slices=slices, out_schema=arrow_schema,
                    starts=starts, until=extent.latest)
     return df.mapInArrow(body, out_struct), advance, n
+
+
+def in_place_by_footers(prep: Prepared, plan: SparkPlan, out_struct, parallelism: int,
+                        num_partitions: int | None):
+    """The in-place plan and its layout when the footers of plain Parquet files locate the
+    rows and the time of every row, read here, proves them in event order (the statistics
+    pass's test, without a Spark job); else None."""
+    footers = footer_rows(prep)
+    summaries = None if footers is None else footers.summaries(full=True)
+    if summaries is None:
+        return None
+    read = layout(summaries)
+    if read.nulls or not read.in_order or len(read.parts) < parallelism:
+        return None
+    out = run_in_place(prep, plan, read, out_struct, num_partitions=num_partitions,
+                       check_order=False, footers=footers)
+    return None if out is None else (out, read)
 
 
 def footer_rows(prep: Prepared) -> FooterRows | None:

@@ -14,6 +14,10 @@ first and last time with what the footers said (``ReadPartitions.expected``), so
 rewritten since, or a reader that splits otherwise, stops the job with an error -- never a
 wrong answer.
 
+Without the user's word (``ordered=None``), the driver reads the time and sequence of every row
+(``FooterRows.summaries(full=True)``, up to ``DRIVER_ROWS``) and runs the statistics pass's own
+test of order on them (``read_order.summarise``), in process instead of as a Spark job.
+
 Only for what Spark reads as it is: one Parquet scan of local files (``file:``), without
 filters, partition columns or buckets, under nothing but column selection; anything else
 (and Spark Connect, whose client sees no plan) takes the pass that reads the ordering columns.
@@ -29,7 +33,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cercore.spark.base.frames import Columns
-from cercore.spark.base.job import GROUP, KEY, POS, SEQ, TIME
+from cercore.spark.base.job import GROUP, KEY, LOW_BITS, POS, SEQ, TIME
+from cercore.spark.ceql.read_order import summarise
 
 # the most rows the driver reads for the boundary stage (beyond: a Spark stage does it)
 DRIVER_ROWS = 2_000_000
@@ -173,10 +178,17 @@ class FooterRows:
         return pa.table([cast[n] for n in names] + list(hidden.values()),
                         names=names + list(hidden))
 
-    def summaries(self) -> list[dict] | None:
-        """``read_order.summarise``'s rows per read partition (what ``layout`` reads): its rows,
-        first and last time and sequence, taken as sorted (the workers check it). None when a
-        row has no time or sequence value (the plans that sort handle those)."""
+    def summaries(self, full: bool = False) -> list[dict] | None:
+        """``read_order.summarise``'s rows per read partition (what ``layout`` reads). Not
+        ``full``: its rows, first and last time and sequence, taken as sorted (the user said
+        so; the workers check it), or None when one of those has no time or sequence value
+        (the plans that sort handle those). ``full``: ``summarise`` itself over the time and
+        sequence of every row, read here (proves the order, counts ties and nulls); None when
+        that is more than ``DRIVER_ROWS`` rows."""
+        if full:
+            if sum(self.layout.rows(p) for p in self.layout.parts) > DRIVER_ROWS:
+                return None
+            return [s for part in sorted(self.layout.parts) for s in self._summary(part)]
         out, start = [], 0
         for part, groups in sorted(self.layout.parts.items()):
             n = sum(g.rows for g in groups)
@@ -197,6 +209,20 @@ class FooterRows:
             out.append(row)
             start += n
         return out
+
+    def _summary(self, part: int) -> list[dict]:
+        """``summarise``'s row for read partition ``part`` (none when it is empty)."""
+        tables = [self.prepared(g, order_only=True) for g in self.layout.parts[part] if g.rows]
+        if not tables:
+            return []
+        table = pa.concat_tables(tables)
+        n = table.num_rows
+        seq = table.column(SEQ).combine_chunks() if self.sequence else pa.nulls(n, pa.int64())
+        rows = pa.RecordBatch.from_arrays(
+            [pa.array((part << LOW_BITS) + np.arange(n, dtype=np.int64)),
+             table.column(TIME).combine_chunks(), seq, pa.nulls(n, pa.int64())],
+            names=["r", "t", "s", "latest"])
+        return [rb for out in summarise(iter([rows])) for rb in out.to_pylist()]
 
     def boundary_rows(self, parts: tuple[tuple[int, int, int, int], ...], offset: int,
                       wanted: list[str]) -> pa.Table | None:

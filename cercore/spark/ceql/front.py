@@ -113,9 +113,9 @@ def find(df, query: str, *, schema: Schema | str | None = None,
     is): a keyed or T-CER plan with WITHIN on the time then runs its engines where Spark reads
     the data, after one pass without Python (none over a plain scan of local Parquet files:
     their footers say where the rows lie, ``ceql.footers``), and a row out of order is an
-    ``EventError``;
-    None (default) runs in place when the first pass finds the input so ordered, in at least
-    as many partitions as cores; False never runs in place (``explain`` says when it can).
+    ``EventError``; None (default) runs in place when the first pass finds the input so
+    ordered, in at least as many partitions as cores (over plain Parquet files, the times
+    read on the driver); False never runs in place (``explain`` says when it can).
 
     A deadline (``φ ; ABSENT(ψ) WITHIN T``) is reported in batch as the local engine's
     ``process`` over the whole DataFrame reports it: once a later event the query reads, of any
