@@ -247,7 +247,10 @@ def _jobs_line(plan: SparkPlan) -> str:
              "extent, null times, ties), ")
     in_place = ("; in place (input in event order): no exchange for the engines, one small "
                 "shuffle of the rows within K of each read partition's start, and with "
-                "ordered=True the first pass is one aggregation without Python"
+                "ordered=True the first pass is one aggregation without Python; over a plain "
+                "scan of local Parquet files no job before the engines' own (the layout from "
+                "the footers, the times read on the driver, the rows within K of each start "
+                "evaluated there)"
                 if plan.in_place is not None else "")
     if plan.kind == SINGLE:
         return (first + "then one shuffle into one partition, where the worker numbers the "
