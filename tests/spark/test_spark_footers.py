@@ -78,6 +78,10 @@ def jobs_run_by(spark, action):
     return out, list(sc.statusTracker().getJobIdsForGroup("cercore-footers-test"))
 
 
+def executed(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
 def rows_of(df) -> Counter:
     return Counter((r["partition"], r["start"], r["end"], tuple(r["positions"]))
                    for r in df.collect())
@@ -113,7 +117,25 @@ def test_ordered_parquet_runs_in_place_without_a_job_first(split_reads, trades, 
     for flag in (True, None):
         out, jobs = jobs_run_by(spark, lambda flag=flag: find(df, query, ordered=flag))
         assert jobs == [], flag
+        assert "FileScan" not in executed(out)  # the workers read the row groups
         assert rows_of(out) == want, flag
+
+
+@pytest.mark.spark
+def test_files_the_workers_cannot_read_as_spark_does_take_sparks_reader(spark, trades,
+                                                                        tmp_path):
+    """A column stored as INT96 (Spark reads it with its own calendar rules): the in-place
+    plan reads through Spark's scan, with the same rows."""
+    table, folder = trades
+    for f in sorted(folder.iterdir()):
+        t = pq.read_table(f)
+        stamp = pa.compute.cast(t.column("stock_time"), pa.timestamp("ms"))
+        pq.write_table(t.append_column("stamp", stamp), tmp_path / f.name, row_group_size=256,
+                       use_deprecated_int96_timestamps=True)
+    df = spark.read.parquet(str(tmp_path))
+    out = find(df, KEYED, ordered=True)
+    assert "FileScan" in executed(out)
+    assert rows_of(out) == rows_of(find(spark.read.parquet(str(folder)), KEYED))
 
 
 @pytest.mark.spark
@@ -165,7 +187,8 @@ def test_input_that_is_not_plain_parquet_takes_the_pass(spark, trades):
 @pytest.mark.spark
 def test_files_changed_after_find_are_an_error(spark, trades, tmp_path):
     """A file rewritten between find and the job (same size, other times): the task that
-    reads it stops the job, never a wrong answer."""
+    reads it stops the job, never a wrong answer (the footers' check, or the order check when
+    the new times go back at the file's start)."""
     from cercore.spark import cercore_errors
 
     table, folder = trades
@@ -179,7 +202,8 @@ def test_files_changed_after_find_are_an_error(spark, trades, tmp_path):
                    compression="none", use_dictionary=False)
     size = (folder / "part-0.parquet").stat().st_size
     assert (tmp_path / "part-0.parquet").stat().st_size == size
-    with pytest.raises(CercoreError, match="changed since"), cercore_errors():
+    with pytest.raises(CercoreError, match="changed since|not in event order"), \
+            cercore_errors():
         out.collect()
 
 

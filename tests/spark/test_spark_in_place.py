@@ -272,9 +272,9 @@ def file_per_partition(spark):
 @pytest.mark.spark
 @pytest.mark.parametrize("query", [KEYED_QUERY, TCER_QUERY], ids=["keyed", "tcer"])
 def test_in_place_on_spark_equals_the_local_engine(file_per_partition, trades, query):
-    """ordered=True (one aggregation, no Python pass) and the default (the first pass finds
-    the order) run in place -- a union of the engines over the read partitions and the
-    boundary stage -- and give the local engine's complex events; ordered=False shuffles."""
+    """ordered=True (the footers' layout) and the default (the times read on the driver find
+    the order) run in place -- the workers reading runs of row groups, the boundary stage on
+    the driver -- and give the local engine's complex events; ordered=False shuffles."""
     from spark_helpers import spark_complex_events
 
     from cercore.bench.datasets import schema
@@ -288,7 +288,8 @@ def test_in_place_on_spark_equals_the_local_engine(file_per_partition, trades, q
     assert df.rdd.getNumPartitions() == 4
     for flag in (True, None, False):
         out = find(df, query, schema=schema("stocks"), sequence="seq", ordered=flag)
-        assert ("Union" in executed(out)) == (flag is not False), flag
+        # in place over plain Parquet: the workers read the row groups (a Range of runs)
+        assert ("Range (0" in executed(out)) == (flag is not False), flag
         assert spark_complex_events(out.collect()) == want, flag
 
 

@@ -28,7 +28,9 @@ the plan as a local relation; every task then checks that it reads what the foot
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 
@@ -313,21 +315,26 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    spark = prep.df.sparkSession
+    arrow_schema = to_arrow_schema(out_struct, timezone=spark.conf.get(
+        "spark.sql.session.timeZone"))
+    check: str | None | bool = False  # (job.InOrder: False no check, else the sequence)
+    if check_order:
+        check = None if prep.sequence is None else SEQ
+    key_text = key_in_worker(prep)
+    if footers is not None and key_text and footers.readable():
+        out = read_by_workers(prep, plan, read, footers, arrow_schema, out_struct, check)
+        if out is not None:
+            return out
     laid = in_place_bounds(read, plan.in_place)
     if laid is None:
         return None
     bounds, head, tail, nxt = laid
-    spark = prep.df.sparkSession
-    arrow_schema = to_arrow_schema(out_struct, timezone=spark.conf.get(
-        "spark.sql.session.timeZone"))
     placed = numbered_in_place(prep.df, read.starts).withColumn(
         GROUP, F.shiftright(F.monotonically_increasing_id(), LOW_BITS))
-    columns = worker_columns(prep, placed.columns, key_text=key_in_worker(prep))
-    check: str | None | bool = False  # (job.InOrder: False no check, else the sequence)
-    if check_order:
-        check = None if prep.sequence is None else SEQ
-        if check == SEQ:
-            columns.append(SEQ)
+    columns = worker_columns(prep, placed.columns, key_text=key_text)
+    if check == SEQ:
+        columns.append(SEQ)
     expected = None if footers is None else {
         part: (footers.layout.rows(part), first, last) for part, _, first, last in read.parts}
     rule = ReadPartitions(plan.in_place, bounds, expected=expected)
@@ -340,12 +347,7 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
     edge_rows = None if footers is None or KEY in columns else footers.boundary_rows(
         read.parts, plan.in_place, worker_columns(prep, placed.columns, key_text=True))
     if edge_rows is not None:  # few: their engines run here
-        found = pa.Table.from_batches(list(run_sorted_groups(
-            iter(edge_rows.to_batches()), job=prep.job, slices=None, out_schema=arrow_schema,
-            read_partitions=crossing_rule)), schema=arrow_schema)
-        if not found.num_rows:
-            return in_place
-        return in_place.unionByName(spark.createDataFrame(found, schema=out_struct))
+        return with_crossing(in_place, edge_rows, prep, crossing_rule, arrow_schema, out_struct)
     t, part = F.col(TIME), F.col(GROUP)
     own, ahead = F.element_at(long_map(head), part), F.element_at(long_map(tail), part)
     zones = F.filter(F.array(F.when(t <= own, part),
@@ -362,6 +364,62 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
         partial(run_sorted_groups, job=prep.job, slices=None, out_schema=arrow_schema,
                 read_partitions=crossing_rule), out_struct)
     return in_place.unionByName(crossing)
+
+
+def read_by_workers(prep: Prepared, plan: SparkPlan, read: ReadLayout, footers: FooterRows,
+                    arrow_schema, out_struct, check: str | None | bool):
+    """The in-place plan with no Spark scan: the row groups the footers locate, cut into runs
+    of equal rows (one per core), each read by a worker with Arrow and evaluated there (the
+    hidden columns computed as the typed ``cer_find`` computes them); the boundary stage on the
+    driver. None when that cannot be (runs shorter than K, too many boundary rows).
+
+    Measured: Spark's reader and its rows' way to Python cost the in-place plan about as much
+    as the engines; and Spark splits a file by bytes, here 5 : 3 between two cores."""
+    spark = prep.df.sparkSession
+    n = max(1, session_parallelism(spark))
+    footers, parts = footers.chunked(read.parts, n)
+    read = dataclasses.replace(read, parts=parts, starts={p: s for p, s, _, _ in parts})
+    laid = in_place_bounds(read, plan.in_place)
+    if laid is None:
+        return None
+    bounds = laid[0]
+    wanted = [c for c in footers.prepared_names() if c in worker_columns(
+        prep, footers.prepared_names(), key_text=True) or c == SEQ and check == SEQ]
+    edge_rows = footers.boundary_rows(parts, plan.in_place, wanted) if len(parts) > 1 else None
+    if len(parts) > 1 and edge_rows is None:
+        return None
+    expected = {p: (footers.layout.rows(p), first, last) for p, _, first, last in parts}
+    rule = ReadPartitions(plan.in_place, bounds, expected=expected)
+    in_place = spark.range(0, len(parts), 1, len(parts)).mapInArrow(
+        partial(run_footer_runs, footers=footers, starts=read.starts, wanted=wanted,
+                job=prep.job, slices=None, out_schema=arrow_schema, read_partitions=rule,
+                in_order=check), out_struct)
+    if edge_rows is None:
+        return in_place
+    crossing_rule = ReadPartitions(plan.in_place, bounds, crossing=True)
+    return with_crossing(in_place, edge_rows, prep, crossing_rule, arrow_schema, out_struct)
+
+
+def run_footer_runs(ids: Iterator[pa.RecordBatch], footers: FooterRows, starts: dict[int, int],
+                    wanted: list[str], **run) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body of ``read_by_workers``: for each run index in ``ids``, its rows read
+    here and evaluated (``run_sorted_groups``)."""
+    for rb in ids:
+        for part in rb.column(0).to_pylist():
+            yield from run_sorted_groups(footers.batches(part, starts[part], wanted), **run)
+
+
+def with_crossing(in_place, edge_rows: pa.Table, prep: Prepared, crossing_rule, arrow_schema,
+                  out_struct):
+    """``in_place`` and the complex events crossing read partitions, found here, on the
+    driver, over the boundary rows ``edge_rows`` (``FooterRows.boundary_rows``)."""
+    found = pa.Table.from_batches(list(run_sorted_groups(
+        iter(edge_rows.to_batches()), job=prep.job, slices=None, out_schema=arrow_schema,
+        read_partitions=crossing_rule)), schema=arrow_schema)
+    if not found.num_rows:
+        return in_place
+    spark = prep.df.sparkSession
+    return in_place.unionByName(spark.createDataFrame(found, schema=out_struct))
 
 
 def run_batch(prep: Prepared, plan: SparkPlan, out_struct, *, slice_advance: int | None,
@@ -472,7 +530,8 @@ def in_place_by_footers(prep: Prepared, plan: SparkPlan, out_struct, parallelism
     if summaries is None:
         return None
     read = layout(summaries)
-    if read.nulls or not read.in_order or len(read.parts) < parallelism:
+    if read.nulls or not read.in_order or len(read.parts) < parallelism and not (
+            key_in_worker(prep) and footers.readable()):  # (the workers read runs per core)
         return None
     out = run_in_place(prep, plan, read, out_struct, num_partitions=num_partitions,
                        check_order=False, footers=footers)

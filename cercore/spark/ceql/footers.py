@@ -14,6 +14,13 @@ first and last time with what the footers said (``ReadPartitions.expected``), so
 rewritten since, or a reader that splits otherwise, stops the job with an error -- never a
 wrong answer.
 
+When every file holds the user's columns in types that cast to Spark's (``readable``), no Spark
+scan runs at all: the row groups, in event order, are cut into one run of about equal rows per
+core (``chunked``), and each worker reads its run with Arrow and computes the hidden columns
+as the typed ``cer_find`` does (``batches``) -- Spark's reader and the rows' way from the JVM
+to Python cost the plan about as much as the engines, and Spark splits a file by bytes, not
+by rows.
+
 Without the user's word (``ordered=None``), the driver reads the time and sequence of every row
 (``FooterRows.summaries(full=True)``, up to ``DRIVER_ROWS``) and runs the statistics pass's own
 test of order on them (``read_order.summarise``), in process instead of as a Spark job.
@@ -25,6 +32,7 @@ filters, partition columns or buckets, under nothing but column selection; anyth
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
@@ -64,10 +72,16 @@ class ParquetLayout:
 
     def read(self, group: RowGroup, columns: list[str]) -> pa.Table:
         """The row group's ``columns`` as Parquet holds them."""
-        f = self.files.get(group.path)
+        return self.file(group.path).read_row_group(group.index, columns=columns)
+
+    def file(self, path: str) -> pq.ParquetFile:
+        f = self.files.get(path)
         if f is None:
-            f = self.files[group.path] = pq.ParquetFile(group.path)
-        return f.read_row_group(group.index, columns=columns)
+            f = self.files[path] = pq.ParquetFile(path)
+        return f
+
+    def __getstate__(self) -> dict:
+        return {"parts": self.parts, "files": {}}  # (a worker opens the files itself)
 
 
 def parquet_layout(df) -> ParquetLayout | None:
@@ -209,6 +223,71 @@ class FooterRows:
             out.append(row)
             start += n
         return out
+
+    def prepared_names(self) -> list[str]:
+        """The columns of ``prepared``'s rows, with POS and GROUP (``batches``)."""
+        skip = {KEY} | (set() if self.sequence else {SEQ})
+        hidden = [n for n, _ in self.columns.hidden if n not in skip]
+        return [n for n in self.arrow_schema.names if n not in hidden] + hidden + [POS, GROUP]
+
+    def readable(self) -> bool:
+        """Whether every file holds the user's columns in a type that casts to Spark's, none
+        stored as INT96 (which Spark reads with its own calendar rules): then a worker can
+        read the row groups itself, as Spark would hand them over (``batches``)."""
+        for path in {g.path for groups in self.layout.parts.values() for g in groups}:
+            f = self.layout.file(path)
+            have = f.schema_arrow
+            int96 = {f.schema.column(i).path.split(".")[0] for i in range(len(f.schema))
+                     if f.schema.column(i).physical_type == "INT96"}
+            for want in self.arrow_schema:
+                if want.name not in have.names or want.name in int96:
+                    return False
+                try:
+                    pa.array([], have.field(want.name).type).cast(want.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    return False
+        return True
+
+    def chunked(self, parts: tuple[tuple[int, int, int, int], ...], n: int
+                ) -> tuple[FooterRows, tuple[tuple[int, int, int, int], ...]]:
+        """The row groups of the read partitions ``parts`` (in event order, as
+        ``ReadLayout.parts``) cut into at most ``n`` runs of about equal rows, each a read
+        partition of its own for the workers to read (``batches``): these rows, and the runs
+        as ``parts`` gives the read partitions (index, first position, first and last time)."""
+        groups = [g for part, *_ in parts for g in self.layout.parts[part] if g.rows]
+        total = sum(g.rows for g in groups)
+        chunks: list[list[RowGroup]] = [[]]
+        done = 0
+        for g in groups:
+            if chunks[-1] and len(chunks) < n and done >= total * len(chunks) / n:
+                chunks.append([])
+            chunks[-1].append(g)
+            done += g.rows
+        rows = FooterRows(ParquetLayout({i: tuple(c) for i, c in enumerate(chunks)},
+                                        self.layout.files),
+                          self.columns, self.arrow_schema, self.time_zone, self.sequence)
+        out, start = [], 0
+        for i, c in enumerate(chunks):
+            if not c:
+                continue
+            first = rows.prepared(c[0], order_only=True).column(TIME)[0].as_py()
+            last = rows.prepared(c[-1], order_only=True).column(TIME)[-1].as_py()
+            out.append((i, start, first, last))
+            start += sum(g.rows for g in c)
+        return rows, tuple(out)
+
+    def batches(self, part: int, start: int, wanted: list[str]) -> Iterator[pa.RecordBatch]:
+        """Read partition ``part``'s rows (its first position ``start``) with the hidden
+        columns, POS and GROUP = ``part``, ``wanted`` columns: what a worker evaluates."""
+        for g in self.layout.parts[part]:
+            if not g.rows:
+                continue
+            table = self.prepared(g)
+            table = table.append_column(POS, pa.array(
+                np.arange(start, start + table.num_rows, dtype=np.int64)))
+            table = table.append_column(GROUP, pa.array(np.full(table.num_rows, part, np.int64)))
+            start += table.num_rows
+            yield from table.select(wanted).to_batches()
 
     def _summary(self, part: int) -> list[dict]:
         """``summarise``'s row for read partition ``part`` (none when it is empty)."""

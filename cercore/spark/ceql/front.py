@@ -250,7 +250,8 @@ def _jobs_line(plan: SparkPlan) -> str:
                 "ordered=True the first pass is one aggregation without Python; over a plain "
                 "scan of local Parquet files no job before the engines' own (the layout from "
                 "the footers, the times read on the driver, the rows within K of each start "
-                "evaluated there)"
+                "evaluated there), and the engines' tasks read the row groups themselves, "
+                "one run of equal rows per core"
                 if plan.in_place is not None else "")
     if plan.kind == SINGLE:
         return (first + "then one shuffle into one partition, where the worker numbers the "
