@@ -322,7 +322,7 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
     if check_order:
         check = None if prep.sequence is None else SEQ
     key_text = key_in_worker(prep)
-    if footers is not None and key_text and footers.readable():
+    if footers is not None and key_text and footers.readable:
         out = read_by_workers(prep, plan, read, footers, arrow_schema, out_struct, check)
         if out is not None:
             return out
@@ -383,8 +383,8 @@ def read_by_workers(prep: Prepared, plan: SparkPlan, read: ReadLayout, footers: 
     if laid is None:
         return None
     bounds = laid[0]
-    wanted = [c for c in footers.prepared_names() if c in worker_columns(
-        prep, footers.prepared_names(), key_text=True) or c == SEQ and check == SEQ]
+    names = footers.prepared_names()
+    wanted = worker_columns(prep, names, key_text=True) + ([SEQ] if check == SEQ else [])
     edge_rows = footers.boundary_rows(parts, plan.in_place, wanted) if len(parts) > 1 else None
     if len(parts) > 1 and edge_rows is None:
         return None
@@ -531,7 +531,7 @@ def in_place_by_footers(prep: Prepared, plan: SparkPlan, out_struct, parallelism
         return None
     read = layout(summaries)
     if read.nulls or not read.in_order or len(read.parts) < parallelism and not (
-            key_in_worker(prep) and footers.readable()):  # (the workers read runs per core)
+            key_in_worker(prep) and footers.readable):  # (the workers read runs per core)
         return None
     out = run_in_place(prep, plan, read, out_struct, num_partitions=num_partitions,
                        check_order=False, footers=footers)

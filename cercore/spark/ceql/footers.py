@@ -32,6 +32,7 @@ filters, partition columns or buckets, under nothing but column selection; anyth
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
@@ -230,6 +231,7 @@ class FooterRows:
         hidden = [n for n, _ in self.columns.hidden if n not in skip]
         return [n for n in self.arrow_schema.names if n not in hidden] + hidden + [POS, GROUP]
 
+    @functools.cached_property
     def readable(self) -> bool:
         """Whether every file holds the user's columns in a type that casts to Spark's, none
         stored as INT96 (which Spark reads with its own calendar rules): then a worker can
