@@ -123,28 +123,39 @@ class ShardedEvaluator:
         times), giving (start, end, offsets, positions, *more per complex event). Merged
         by end (in C on the compiled backend), or, not ``merged``, as ``ShardedArrays``
         (merged at the end of the input, in threads)."""
-        k = len(self.shards)
-        shard_of = batch.pids[batch.active] % k
-        parts = [batch._replace(active=batch.active[shard_of == i]) for i in range(k)]
-
-        def shard(i: int) -> tuple:
-            found = self.shards[i].run_arrays(parts[i])
-            return found if then is None else then(found)
-
-        if len(batch.active) >= MIN_EVENTS_PER_SHARD * k:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(k, thread_name_prefix="cercore-shard")
-            running = [self._pool.submit(shard, i) for i in range(k)]
-            wait(running)  # (every shard done before an error is raised)
-            found = [f.result() for f in running]
-        else:
-            found = [shard(i) for i in range(k)]
+        found = self.submit(batch, then)()
         if not merged:
             return ShardedArrays(found, self)
         some = [f for f in found if len(f[0])]
         if len(some) <= 1:
             return some[0] if some else found[0]
         return self._merge(some)
+
+    def submit(self, batch: EvaluatorInput, then: Callable[[tuple], tuple] | None = None
+               ) -> Callable[[], list[tuple]]:
+        """``run_arrays`` started: the shards step the batch in threads when it is large
+        enough (else here, at once); the call returned waits for them and gives each shard's
+        arrays. Until then the caller may prepare the next batch (``runtime/pipeline.py``)."""
+        k = len(self.shards)
+
+        def shard(i: int) -> tuple:
+            active = batch.active
+            part = batch._replace(active=active[batch.pids[active] % k == i])
+            found = self.shards[i].run_arrays(part)
+            return found if then is None else then(found)
+
+        if len(batch.active) < MIN_EVENTS_PER_SHARD * k:
+            found = [shard(i) for i in range(k)]
+            return lambda: found
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(k, thread_name_prefix="cercore-shard")
+        running = [self._pool.submit(shard, i) for i in range(k)]
+
+        def done() -> list[tuple]:
+            wait(running)  # (every shard done before an error is raised)
+            return [f.result() for f in running]
+
+        return done
 
     def compact(self, tau: int) -> None:
         for s in self.shards:

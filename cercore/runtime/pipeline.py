@@ -1,0 +1,61 @@
+"""The bulk pipeline of a sharded engine (``process_arrays`` with ``workers``): while the shards
+step batch ``i`` in their threads (``ShardedEvaluator.submit``), the caller's thread decodes
+batch ``i + 1`` and prepares it (``Intake.prepare``: time order, letters, window times,
+partition ids); it stores it (``Intake.commit``) once batch ``i`` is finished, then starts it.
+So the intake, which one evaluator runs before each batch, is off the serial path.
+
+The same complex events, positions, order and counts as the batch at a time of
+``Engine._run_arrays``: preparing reads nothing that the evaluation of batch ``i`` writes or
+reads, and what it changes is what a batch at a time changes next anyway, with one exception,
+handled: a partition that nothing holds once batch ``i`` is evaluated would have its key
+forgotten (a key that comes back gets a new id), but batch ``i + 1`` already carries its id, so
+the partitions of the prepared batch count as held (``Intake.ahead``). Ids are never part of
+the output. A batch with an error (raised after its good events) ends the pipeline there, as it
+ends the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["pipelined"]
+
+
+def pipelined(engine: Any, events: Any, stream: str | None) -> Iterator:
+    """The complex events of each batch of ``events`` through ``engine`` (an ``Engine`` over
+    a ``ShardedEvaluator``, no absence span), each batch's ``ShardedArrays``, the intake of
+    the next batch prepared while the shards step one (see the module doc)."""
+    intake, post, evaluator, source = engine.intake, engine.post, engine.evaluator, engine.input
+    kernel, (limit, consume) = engine.kernels.letters, engine._step[2:]
+    pending: tuple[Any, Any, Callable[[], Any]] | None = None  # (batch, error, its results)
+    try:
+        for batch in source.batches(events, stream):
+            args, error, latest = intake.prepare(batch, None, kernel, limit, consume)
+            if pending is not None:
+                intake.ahead = args.pids  # (the partitions this batch names stay known)
+                done, pending = pending, None
+                yield _finish(engine, done)
+                intake.ahead = None
+            source.consumed(batch, batch.n)  # (the next batch is numbered from here)
+            intake.commit(batch, args, latest)
+            pending = (batch, error, post.submit(evaluator, args,
+                                                 engine.store.view(engine._bindings)))
+            if error is not None:
+                break
+        if pending is not None:
+            done, pending = pending, None
+            yield _finish(engine, done)
+    finally:
+        intake.ahead = None
+        if pending is not None:  # (interrupted: the running batch is still finished)
+            _finish(engine, pending)
+
+
+def _finish(engine: Any, pending: tuple) -> Any:
+    """A started batch's complex events, once its shards are done; then the batch is
+    finished as one at a time finishes it (its error raised)."""
+    batch, error, results = pending
+    found = results()
+    engine._finish(batch, error)
+    return found
