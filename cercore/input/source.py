@@ -181,10 +181,15 @@ class EventInput:
         col = self.stream_column
         chunks = table.to_batches(max_chunksize=self.batch_size) \
             if hasattr(table, "to_batches") else [table]
+        # each batch numbered from the end of the one before (a batch cut short by an error
+        # ends the input), not from ``position``: a batch may be decoded in another thread
+        # while the one before is evaluated (runtime/pipeline.py)
+        first = self.position
         for rb in chunks:
             tagged = col is not None and col in rb.column_names
-            batch = self.decoder.from_arrow(rb, self.position, self.type_column,
+            batch = self.decoder.from_arrow(rb, first, self.type_column,
                                             (col,) if tagged else ())
+            first += rb.num_rows
             if stream is not None:
                 self._tag_all(batch, stream)
             elif tagged:

@@ -17,7 +17,10 @@ ends the input.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from concurrent.futures import wait
 from typing import Any
+
+from cercore.input.tabular import is_tabular
 
 __all__ = ["pipelined"]
 
@@ -26,18 +29,19 @@ def pipelined(engine: Any, events: Any, stream: str | None) -> Iterator:
     """The complex events of each batch of ``events`` through ``engine`` (an ``Engine`` over
     a ``ShardedEvaluator``, no absence span), each batch's ``ShardedArrays``, the intake of
     the next batch prepared while the shards step one (see the module doc)."""
-    intake, post, evaluator, source = engine.intake, engine.post, engine.evaluator, engine.input
+    intake, post, evaluator = engine.intake, engine.post, engine.evaluator
     kernel, (limit, consume) = engine.kernels.letters, engine._step[2:]
     pending: tuple[Any, Any, Callable[[], Any]] | None = None  # (batch, error, its results)
+    batches = _decoded(engine.input, events, stream, evaluator)
     try:
-        for batch in source.batches(events, stream):
+        for batch in batches:
             args, error, latest = intake.prepare(batch, None, kernel, limit, consume)
             if pending is not None:
                 intake.ahead = args.pids  # (the partitions this batch names stay known)
                 done, pending = pending, None
                 yield _finish(engine, done)
                 intake.ahead = None
-            source.consumed(batch, batch.n)  # (the next batch is numbered from here)
+            engine.input.consumed(batch, batch.n)  # (records: the next batch is numbered so)
             intake.commit(batch, args, latest)
             pending = (batch, error, post.submit(evaluator, args,
                                                  engine.store.view(engine._bindings)))
@@ -48,8 +52,33 @@ def pipelined(engine: Any, events: Any, stream: str | None) -> Iterator:
             yield _finish(engine, done)
     finally:
         intake.ahead = None
+        batches.close()
         if pending is not None:  # (interrupted: the running batch is still finished)
             _finish(engine, pending)
+
+
+def _decoded(source: Any, events: Any, stream: str | None, evaluator: Any) -> Iterator:
+    """``source.batches(events, stream)``, each batch decoded in the evaluator's reading
+    thread (``ShardedEvaluator.reader``) while the caller prepares the one before: a table's
+    (Arrow's decoding runs without the GIL; records are Python), when decoding changes
+    nothing the caller also changes -- raising on a bad event (skipping counts it in the
+    skip log, which the time order check writes too)."""
+    batches = source.batches(events, stream)
+    if source.decoder.on_error != "raise" or not is_tabular(events):
+        yield from batches
+        return
+    reader = evaluator.reader
+    ahead = reader.submit(next, batches, None)
+    try:
+        while (batch := ahead.result()) is not None:
+            ahead = None
+            if batch.error is None:  # (a batch with an error ends the input)
+                ahead = reader.submit(next, batches, None)
+            yield batch
+    finally:
+        if ahead is not None:
+            ahead.cancel() or wait([ahead])
+        batches.close()
 
 
 def _finish(engine: Any, pending: tuple) -> Any:

@@ -80,12 +80,21 @@ class ShardedEvaluator:
         self.backend = self.shards[0].backend
         self.reported = 0  # complex events ``run`` yielded
         self._pool: ThreadPoolExecutor | None = None
+        self._reader: ThreadPoolExecutor | None = None
         self._merge = _merge_kernel(self.backend)
 
     @property
     def pool(self) -> ThreadPoolExecutor | None:
         """The shards' threads (None until a batch was large enough to use them)."""
         return self._pool
+
+    @property
+    def reader(self) -> ThreadPoolExecutor:
+        """The thread that decodes the next batch of a bulk input while the caller prepares
+        one and the shards step the one before (``runtime/pipeline.py``)."""
+        if self._reader is None:
+            self._reader = ThreadPoolExecutor(1, thread_name_prefix="cercore-read")
+        return self._reader
 
     # ---- the interface ---------------------------------------------------------------------
     @property
@@ -193,7 +202,8 @@ class ShardedEvaluator:
 
     def __setstate__(self, state: dict) -> None:
         self.dets, self.shards, self.backend = state["dets"], state["shards"], state["backend"]
-        self.reported, self._pool, self._merge = 0, None, _merge_kernel(self.backend)
+        self.reported, self._pool, self._reader = 0, None, None
+        self._merge = _merge_kernel(self.backend)
 
 
 class ShardedArrays:
