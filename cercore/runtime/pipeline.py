@@ -22,7 +22,15 @@ from typing import Any
 
 from cercore.input.tabular import is_tabular
 
-__all__ = ["pipelined"]
+__all__ = ["TABLE_BATCHES", "pipelined"]
+
+# A table is read in batches this many times the engine's (``EventInput.batch_size``): each
+# batch costs the caller's thread and the reading thread a fixed amount of Python, during
+# which they hold the GIL that the shards need between their C loops (measured on 2 cores,
+# docs/performance.md: 16k-event batches 1.1x one worker on a keyed query without output,
+# 64k 1.5x, 128k 1.6x, 256k 1.4x -- the first batch's intake and the last one's evaluation
+# are not overlapped)
+TABLE_BATCHES = 4
 
 
 def pipelined(engine: Any, events: Any, stream: str | None) -> Iterator:
@@ -63,7 +71,7 @@ def _decoded(source: Any, events: Any, stream: str | None, evaluator: Any) -> It
     (Arrow's decoding runs without the GIL; records are Python), when decoding changes
     nothing the caller also changes -- raising on a bad event (skipping counts it in the
     skip log, which the time order check writes too)."""
-    batches = source.batches(events, stream)
+    batches = source.batches(events, stream, source.batch_size * TABLE_BATCHES)
     if source.decoder.on_error != "raise" or not is_tabular(events):
         yield from batches
         return
