@@ -65,7 +65,8 @@ def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, 
         return 1, "one worker: without PARTITION BY every event is in one partition"
     if analysed.query.consume == "ANY":
         return 1, "one worker: CONSUME BY ANY discards the runs of every partition"
-    return wanted, f"{wanted} workers: partitions split among them (partition id mod {wanted})"
+    return wanted, (f"{wanted} workers: partitions split among them (partition id mod {wanted});"
+                    " in bulk the next batches are decoded and prepared while they step one")
 
 
 class ShardedEvaluator:
