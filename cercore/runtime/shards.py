@@ -16,13 +16,15 @@ into growing C buffers copied to numpy once; the engine's bulk stages that work 
 once, at its end, in C (a k-way merge of runs, no sort), the batches shared among the threads
 and written straight into the output (``ShardedArrays``).
 
-Measured (``cercore-bench scaling --workers 2``, the stock trace x40, 995,480 events, an idle
-2-core VM; docs/performance.md): 1.3x one evaluator for a keyed query with a predicate
-between events, 0.9-1.4x for a keyed query with 6.7 M complex events, 0.85x for a keyed
-query without output. What caps it: the intake (decoding, letters, partition ids) runs in the
-caller's thread, about all of the no-output query's time; and with millions of complex events
-the work is writing memory, whose page faults cost this VM several times more while two
-threads run. Not faster on every query shape, so ``workers`` defaults to one.
+In bulk the intake is off the serial path (``runtime/pipeline.py``): the next batches are
+decoded (in a reading thread) and prepared (in the caller's) while the shards step one.
+
+Measured (2026-11-28, the stock trace x40, 995,480 events from Arrow, an idle 2-core VM;
+docs/performance.md): two workers 1.48-1.61x one for a keyed query with a predicate between
+events, 1.05-1.48x for a keyed query with 6.7 M complex events (writing memory: the two
+threads' page faults and writes slow each other), 1.49-1.60x for a keyed query without output
+(0.85-0.92x before the pipeline). Not faster on every query shape, so ``workers`` defaults to
+one.
 
 Every event belongs to one partition, so every complex event that ends at an event comes from
 that event's shard, in that shard's enumeration order. Merging the shards' complex events by end
