@@ -4,8 +4,11 @@ loaded last)."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 import cercore
 from cercore.runtime.backend import CYTHON_AVAILABLE
+from cercore.types import AttrType
 
 BACKENDS = ["python"] + (["cython"] if CYTHON_AVAILABLE else [])
 
@@ -52,3 +55,16 @@ def compiled_or_discarded(text: str, schema) -> cercore.CompiledQuery:
     except cercore.CEQLSemanticError as e:
         assume("no position to rank" not in str(e))
         raise
+
+
+ARROW_TYPES = {AttrType.INT: pa.int64(), AttrType.DOUBLE: pa.float64(),
+               AttrType.STRING: pa.string(), AttrType.BOOL: pa.bool_()}
+
+
+def as_table(schema, events: list[tuple]) -> pa.Table:
+    """``(type, attrs)`` events as one Arrow table: a column per attribute of ``schema``
+    (null where an event's type does not declare it, or the event has None)."""
+    cols = {"event_type": pa.array([e[0] for e in events], pa.string())}
+    for a, t in schema.attribute_types().items():
+        cols[a] = pa.array([e[1].get(a) for e in events], ARROW_TYPES[t])
+    return pa.table(cols)

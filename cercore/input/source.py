@@ -136,9 +136,11 @@ class EventInput:
                 yield rec, RAW, sid
 
     # ---- batches ------------------------------------------------------------------------
-    def batches(self, events: Any, stream: str | None = None) -> Iterator[Batch]:
+    def batches(self, events: Any, stream: str | None = None,
+                table_batch: int | None = None) -> Iterator[Batch]:
         """The events of ``events`` (records, Event objects, pandas, Arrow) as batches;
-        ``stream`` tags every event with that stream."""
+        ``stream`` tags every event with that stream; ``table_batch``: events per batch of
+        a table (default ``batch_size``)."""
         if stream is not None and stream not in self.schema.streams:
             raise EventError(f"unknown stream {stream!r}"
                              + did_you_mean(str(stream), self.schema.streams), field="stream")
@@ -158,7 +160,7 @@ class EventInput:
                                      self.stream_column)
                 yield from self._record_batches(records)
                 return
-            yield from self._arrow_batches(table, stream)
+            yield from self._arrow_batches(table, stream, table_batch or self.batch_size)
         else:
             it = iter(events)
             while chunk := list(itertools.islice(it, RECORD_BATCH_SIZE)):
@@ -177,14 +179,19 @@ class EventInput:
         if self.reorder is not None:
             yield from self._record_batches(iter(self.reorder.advance(t)))
 
-    def _arrow_batches(self, table, stream: str | None) -> Iterator[Batch]:
+    def _arrow_batches(self, table, stream: str | None, size: int) -> Iterator[Batch]:
         col = self.stream_column
-        chunks = table.to_batches(max_chunksize=self.batch_size) \
+        chunks = table.to_batches(max_chunksize=size) \
             if hasattr(table, "to_batches") else [table]
+        # each batch numbered from the end of the one before (a batch cut short by an error
+        # ends the input), not from ``position``: a batch may be decoded in another thread
+        # while the one before is evaluated (runtime/pipeline.py)
+        first = self.position
         for rb in chunks:
             tagged = col is not None and col in rb.column_names
-            batch = self.decoder.from_arrow(rb, self.position, self.type_column,
+            batch = self.decoder.from_arrow(rb, first, self.type_column,
                                             (col,) if tagged else ())
+            first += rb.num_rows
             if stream is not None:
                 self._tag_all(batch, stream)
             elif tagged:

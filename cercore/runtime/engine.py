@@ -26,6 +26,7 @@ from cercore.runtime.intake import Intake, order_attribute
 from cercore.runtime.letters import Alphabet, LetterEncoder
 from cercore.runtime.lifecycle import StreamEngine
 from cercore.runtime.output import ComplexEvent, MatchArrays
+from cercore.runtime.pipeline import pipelined
 from cercore.runtime.post import PostChain
 from cercore.runtime.shards import ShardedEvaluator, shards_for
 
@@ -137,6 +138,8 @@ class Engine(StreamEngine, DecodedInput):
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")
         self._usable()
+        if isinstance(self.evaluator, ShardedEvaluator) and not self.post.spans:
+            return MatchArrays.concat(list(pipelined(self, events, stream)))
         return MatchArrays.concat([self._run_arrays(b)
                                    for b in self.input.batches(events, stream)])
 

@@ -15,7 +15,7 @@ import numpy as np
 from cercore.errors import EventError
 from cercore.input import Batch, EventInput
 from cercore.input.order import TimeOrder
-from cercore.interface.constants import INT64_MIN, window_start
+from cercore.interface.constants import INT64_MIN, NO_PARTITION, window_start
 from cercore.interface.evaluator import EvaluatorInput
 from cercore.interface.letters import LettersKernel
 from cercore.runtime.letters import LetterEncoder, inert_letters_skippable
@@ -36,6 +36,10 @@ def order_attribute(analysed) -> str | None:
 
 class Intake:
     """Letters, window times, partitions and the store of one engine (see the module doc)."""
+
+    # the partition ids of a batch prepared ahead and not evaluated yet (the bulk pipeline,
+    # ``runtime/pipeline.py``): its partitions are held, their keys kept
+    ahead: np.ndarray | None = None
 
     def __init__(self, window, encoder: LetterEncoder, partitions: PartitionIndex,
                  store: EventStore, time_order: TimeOrder | None, skip_inert: bool) -> None:
@@ -67,6 +71,16 @@ class Intake:
         batch's error (raised after its good events).
         ``shared``: the per-batch cache of queries run together; ``kernel``: the backend's
         letters kernel."""
+        args, error, latest = self.prepare(batch, shared, kernel, limit, consume)
+        self.commit(batch, args, latest)
+        return args, error
+
+    def prepare(self, batch: Batch, shared: dict | None, kernel: LettersKernel | None,
+                limit: int, consume: int) -> tuple[EvaluatorInput, EventError | None, int | None]:
+        """``batch`` without storing it: what reads nothing the evaluation of the batch
+        before may still use (the store, the window start), so that it can run while that
+        batch is evaluated (``runtime/pipeline.py``); ``commit`` stores it. Also gives the
+        time of its last read event (None: none read)."""
         encoder, order = self.encoder, self.time_order
         read = encoder.read_mask(batch, shared)
         n_ok, error = (batch.n, None) if order is None or not self.checks_time \
@@ -83,17 +97,21 @@ class Intake:
         else:
             times = np.zeros(batch.n, dtype=np.int64)
         last_read = np.flatnonzero(read)[-1:]
-        if len(last_read):
-            self.latest_time = int(times[last_read[0]])
+        latest = int(times[last_read[0]]) if len(last_read) else None
         partitions = self.partitions
         pids = partitions.assign(batch.type_ids, batch.columns, read)
-        self.store.add(batch, times, letters, pids)
         active = encoder.active(read, letters, pids if partitions.partitioned else None,
                                 self.skip_inert, kernel)
         self.tick += int(np.count_nonzero(read))
         return EvaluatorInput(active, pids, letters, times, batch.first_position,
                               self.window.epsilon or 0, self.window.kind is not None, limit,
-                              consume), error
+                              consume), error, latest
+
+    def commit(self, batch: Batch, args: EvaluatorInput, latest: int | None) -> None:
+        """Store a prepared batch, just before it is evaluated."""
+        if latest is not None:
+            self.latest_time = latest
+        self.store.add(batch, args.times, args.letters, args.pids)
 
     # ---- memory ------------------------------------------------------------------------------
     def reclaimed(self, tau: int) -> None:
@@ -118,7 +136,10 @@ class Intake:
         tau = self.reclaimed_before
         if tau is not None:
             self.reclaimed_before = None
-            self.partitions.forget(held())
+            live = held()
+            if self.ahead is not None:
+                live = live | set(np.unique(self.ahead[self.ahead != NO_PARTITION]).tolist())
+            self.partitions.forget(live)
             self.store.prune(tau)
         start = self.window_start() if window_moved else None
         if start is not None:

@@ -94,14 +94,24 @@ class PostChain:
         """A batch's complex events as arrays, from ``evaluator`` (no absence span: a span
         decides per complex event, so the engine takes ``batch`` then). Selection and times
         work per end, so a ``ShardedEvaluator`` runs them in each shard's thread."""
-        staged = partial(self._arrays, view=view)
         if isinstance(evaluator, ShardedEvaluator):  # (merged by MatchArrays.concat)
-            found = evaluator.run_arrays(args, staged, merged=False)
-            self.reported += len(found)
-            return found
-        out = staged(evaluator.run_arrays(args))
+            return self.submit(evaluator, args, view)()
+        out = self._arrays(evaluator.run_arrays(args), view)
         self.reported += len(out[0])
         return MatchArrays(*out)
+
+    def submit(self, evaluator: ShardedEvaluator, args: EvaluatorInput, view
+               ) -> Callable[[], ShardedArrays]:
+        """``arrays`` of a sharded evaluator, started (``ShardedEvaluator.submit``): the call
+        returned waits for the shards and counts their complex events."""
+        running = evaluator.submit(args, partial(self._arrays, view=view))
+
+        def done() -> ShardedArrays:
+            found = ShardedArrays(running(), evaluator)
+            self.reported += len(found)
+            return found
+
+        return done
 
     def _arrays(self, found: tuple, view) -> tuple[np.ndarray, ...]:
         """Selection, then times: (start, end, offsets, positions, start_time, end_time)."""

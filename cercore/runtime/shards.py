@@ -16,13 +16,15 @@ into growing C buffers copied to numpy once; the engine's bulk stages that work 
 once, at its end, in C (a k-way merge of runs, no sort), the batches shared among the threads
 and written straight into the output (``ShardedArrays``).
 
-Measured (``cercore-bench scaling --workers 2``, the stock trace x40, 995,480 events, an idle
-2-core VM; docs/performance.md): 1.3x one evaluator for a keyed query with a predicate
-between events, 0.9-1.4x for a keyed query with 6.7 M complex events, 0.85x for a keyed
-query without output. What caps it: the intake (decoding, letters, partition ids) runs in the
-caller's thread, about all of the no-output query's time; and with millions of complex events
-the work is writing memory, whose page faults cost this VM several times more while two
-threads run. Not faster on every query shape, so ``workers`` defaults to one.
+In bulk the intake is off the serial path (``runtime/pipeline.py``): the next batches are
+decoded (in a reading thread) and prepared (in the caller's) while the shards step one.
+
+Measured (2026-11-28, the stock trace x40, 995,480 events from Arrow, an idle 2-core VM;
+docs/performance.md): two workers 1.48-1.61x one for a keyed query with a predicate between
+events, 1.05-1.48x for a keyed query with 6.7 M complex events (writing memory: the two
+threads' page faults and writes slow each other), 1.49-1.60x for a keyed query without output
+(0.85-0.92x before the pipeline). Not faster on every query shape, so ``workers`` defaults to
+one.
 
 Every event belongs to one partition, so every complex event that ends at an event comes from
 that event's shard, in that shard's enumeration order. Merging the shards' complex events by end
@@ -65,7 +67,8 @@ def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, 
         return 1, "one worker: without PARTITION BY every event is in one partition"
     if analysed.query.consume == "ANY":
         return 1, "one worker: CONSUME BY ANY discards the runs of every partition"
-    return wanted, f"{wanted} workers: partitions split among them (partition id mod {wanted})"
+    return wanted, (f"{wanted} workers: partitions split among them (partition id mod {wanted});"
+                    " in bulk the next batches are decoded and prepared while they step one")
 
 
 class ShardedEvaluator:
@@ -80,12 +83,21 @@ class ShardedEvaluator:
         self.backend = self.shards[0].backend
         self.reported = 0  # complex events ``run`` yielded
         self._pool: ThreadPoolExecutor | None = None
+        self._reader: ThreadPoolExecutor | None = None
         self._merge = _merge_kernel(self.backend)
 
     @property
     def pool(self) -> ThreadPoolExecutor | None:
         """The shards' threads (None until a batch was large enough to use them)."""
         return self._pool
+
+    @property
+    def reader(self) -> ThreadPoolExecutor:
+        """The thread that decodes the next batch of a bulk input while the caller prepares
+        one and the shards step the one before (``runtime/pipeline.py``)."""
+        if self._reader is None:
+            self._reader = ThreadPoolExecutor(1, thread_name_prefix="cercore-read")
+        return self._reader
 
     # ---- the interface ---------------------------------------------------------------------
     @property
@@ -123,28 +135,39 @@ class ShardedEvaluator:
         times), giving (start, end, offsets, positions, *more per complex event). Merged
         by end (in C on the compiled backend), or, not ``merged``, as ``ShardedArrays``
         (merged at the end of the input, in threads)."""
-        k = len(self.shards)
-        shard_of = batch.pids[batch.active] % k
-        parts = [batch._replace(active=batch.active[shard_of == i]) for i in range(k)]
-
-        def shard(i: int) -> tuple:
-            found = self.shards[i].run_arrays(parts[i])
-            return found if then is None else then(found)
-
-        if len(batch.active) >= MIN_EVENTS_PER_SHARD * k:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(k, thread_name_prefix="cercore-shard")
-            running = [self._pool.submit(shard, i) for i in range(k)]
-            wait(running)  # (every shard done before an error is raised)
-            found = [f.result() for f in running]
-        else:
-            found = [shard(i) for i in range(k)]
+        found = self.submit(batch, then)()
         if not merged:
             return ShardedArrays(found, self)
         some = [f for f in found if len(f[0])]
         if len(some) <= 1:
             return some[0] if some else found[0]
         return self._merge(some)
+
+    def submit(self, batch: EvaluatorInput, then: Callable[[tuple], tuple] | None = None
+               ) -> Callable[[], list[tuple]]:
+        """``run_arrays`` started: the shards step the batch in threads when it is large
+        enough (else here, at once); the call returned waits for them and gives each shard's
+        arrays. Until then the caller may prepare the next batch (``runtime/pipeline.py``)."""
+        k = len(self.shards)
+
+        def shard(i: int) -> tuple:
+            active = batch.active
+            part = batch._replace(active=active[batch.pids[active] % k == i])
+            found = self.shards[i].run_arrays(part)
+            return found if then is None else then(found)
+
+        if len(batch.active) < MIN_EVENTS_PER_SHARD * k:
+            found = [shard(i) for i in range(k)]
+            return lambda: found
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(k, thread_name_prefix="cercore-shard")
+        running = [self._pool.submit(shard, i) for i in range(k)]
+
+        def done() -> list[tuple]:
+            wait(running)  # (every shard done before an error is raised)
+            return [f.result() for f in running]
+
+        return done
 
     def compact(self, tau: int) -> None:
         for s in self.shards:
@@ -182,7 +205,8 @@ class ShardedEvaluator:
 
     def __setstate__(self, state: dict) -> None:
         self.dets, self.shards, self.backend = state["dets"], state["shards"], state["backend"]
-        self.reported, self._pool, self._merge = 0, None, _merge_kernel(self.backend)
+        self.reported, self._pool, self._reader = 0, None, None
+        self._merge = _merge_kernel(self.backend)
 
 
 class ShardedArrays:

@@ -7,6 +7,7 @@ N in {1, 2, 3, 7}; and on a stream long enough that the shards step in threads."
 from __future__ import annotations
 
 import pickle
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
@@ -14,9 +15,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import bindable, deadline_queries, queries, queries_between_events, schemas, streams
-from support import BACKENDS
+from support import BACKENDS, as_table
 
 import cercore
+from cercore.input.source import RECORD_BATCH_SIZE
+from cercore.runtime import evaluator as reference_evaluator
+from cercore.runtime import shards
 from cercore.runtime.backend import CYTHON_AVAILABLE
 from cercore.runtime.shards import (
     MIN_EVENTS_PER_SHARD,
@@ -40,7 +44,7 @@ def compiled_or_none(q, schema):
 
 
 @st.composite
-def keyed_cases(draw):
+def keyed_cases(draw, max_len: int = 7):
     schema = draw(schemas())
     kind = draw(st.sampled_from(["full", "between", "absence"]))
     if kind == "full":
@@ -51,7 +55,7 @@ def keyed_cases(draw):
         assume(schema.time_attribute is not None)  # (a span is a time, as test_absence.py)
         q = draw(deadline_queries(schema, partitioned=True))
     favour = set(bindable(q.formula)) & set(schema.event_types)
-    return schema, q, draw(streams(schema, 7, favour=favour, tagged=False))
+    return schema, q, draw(streams(schema, max_len, favour=favour, tagged=False))
 
 
 @settings(max_examples=300, deadline=None)
@@ -96,6 +100,108 @@ def trades(n: int, names: int = 11) -> list[tuple[str, dict]]:
 
 def table(events: list[tuple[str, dict]]) -> pa.Table:
     return pa.Table.from_pylist([{"event_type": t, **a} for t, a in events])
+
+
+@contextmanager
+def threads_and_reclamation_everywhere():
+    """Every sharded batch steps in threads, however small, and the evaluators reclaim as
+    soon as their arenas hold anything (so partitions are forgotten, and keys come back
+    with new ids, between small batches)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(shards, "MIN_EVENTS_PER_SHARD", 0)
+        patch.setattr(reference_evaluator, "MIN_COMPACTION", 1)
+        if CYTHON_AVAILABLE:
+            import cercore_fast.evaluator as compiled_evaluator
+
+            patch.setattr(compiled_evaluator, "MIN_COMPACTION", 1)
+        yield
+
+
+def fed_in_bulk(compiled, backend: str, events, workers: int, batch_size: int,
+                on_error: str) -> tuple:
+    """(the arrays, the stats, the error raised or None) of ``process_arrays`` in batches of
+    ``batch_size`` events on a fresh engine."""
+    engine = compiled.engine(backend, on_error=on_error)
+    engine.input.batch_size = batch_size
+    try:
+        arrays, error = engine.process_arrays(events, workers=workers), None
+    except cercore.EventError as e:
+        arrays, error = None, str(e)
+    stats = engine.stats
+    fields = None if arrays is None else [getattr(arrays, f).tolist() for f in (
+        "start", "end", "offsets", "positions", "start_time", "end_time")]
+    return fields, {k: stats[k] for k in ("events", "read", "skipped", "skipped_by_reason",
+                                          "complex_events")}, error, engine.position
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=keyed_cases(max_len=14), workers=st.sampled_from(WORKERS[1:]),
+       batch_size=st.integers(1, 6), arrow=st.booleans(),
+       on_error=st.sampled_from(["raise", "skip"]))
+def test_the_bulk_pipeline_gives_one_evaluators_arrays(backend, case, workers, batch_size,
+                                                        arrow, on_error):
+    """``process_arrays`` with workers (``runtime/pipeline.py``: the next batch decoded and
+    prepared while the shards step one) in many small batches, stepped in threads, with
+    reclamation after every event: one evaluator's arrays, stats, error and position."""
+    schema, q, events = case
+    compiled = compiled_or_none(q, schema)
+    assume(compiled is not None and compiled.analysed.partition_by)
+    feed = as_table(schema, events) if arrow else list(events)
+    with threads_and_reclamation_everywhere():
+        want = fed_in_bulk(compiled, backend, feed, 1, batch_size, on_error)
+        got = fed_in_bulk(compiled, backend, feed, workers, batch_size, on_error)
+    assert got == want
+
+
+@pytest.mark.parametrize("query", KEYED)
+@pytest.mark.parametrize("batch_size", [1, 3, 7])
+def test_the_bulk_pipeline_over_many_keys_in_small_batches(backend, query, batch_size):
+    """Many keys coming and going between small batches (their partitions forgotten and
+    their keys given new ids while the next batch is prepared): one evaluator's output, from
+    a table (decoded ahead) and from records."""
+    events = trades(300)
+    q = cercore.compile(query, DECL)
+    with threads_and_reclamation_everywhere():
+        want = fed_in_bulk(q, backend, table(events), 1, batch_size, "raise")
+        assert want[0][0]
+        for workers in WORKERS[1:]:
+            for feed in (table(events), events):
+                assert fed_in_bulk(q, backend, feed, workers, batch_size, "raise") == want
+
+
+def test_the_bulk_pipeline_over_records_in_several_batches(backend):
+    """Records (decoded in the caller's thread, RECORD_BATCH_SIZE at a time): each batch
+    numbered from the end of the one before, as one evaluator numbers them."""
+    events = trades(2 * RECORD_BATCH_SIZE + 100)
+    q = cercore.compile(KEYED[1], DECL)
+    with threads_and_reclamation_everywhere():
+        want = fed_in_bulk(q, backend, events, 1, RECORD_BATCH_SIZE, "raise")
+        assert want[0][3][-1] > RECORD_BATCH_SIZE
+        assert fed_in_bulk(q, backend, events, 2, RECORD_BATCH_SIZE, "raise") == want
+
+
+def test_the_bulk_pipeline_stops_at_a_bad_event_as_one_evaluator(backend):
+    """Raising on an event whose time goes backwards (and on an unknown type) in the middle
+    of a table in small batches: the complex events before it, the error, the position and
+    the stats are one evaluator's, and the engine goes on from there the same way."""
+    events = trades(3000)
+    late = events[:1700] + [("BUY", {**events[1700][1], "ts": 0})] + events[1700:]
+    unknown = events[:2100] + [("HOLD", {"name": "N1", "price": 1.0, "ts": 900})] + events[2100:]
+    q = cercore.compile(KEYED[0], DECL)
+    for bad, cut in ((late, 1700), (unknown, 2100)):
+        runs = []
+        for workers in (1, 2):
+            engine = q.engine(backend)
+            engine.input.batch_size = 256
+            with threads_and_reclamation_everywhere(), \
+                    pytest.raises(cercore.EventError) as raised:
+                engine.process_arrays(table(bad), workers=workers)
+            assert engine.position == cut
+            rest = engine.process_arrays(table(bad[cut + 1:]))
+            runs.append((str(raised.value), engine.stats["complex_events"],
+                         rest.positions.tolist(), rest.offsets.tolist()))
+        assert runs[0] == runs[1]
+        assert runs[0][1] and runs[0][2]
 
 
 @pytest.mark.parametrize("query", KEYED)
