@@ -28,7 +28,8 @@ from cercore.runtime.lifecycle import StreamEngine
 from cercore.runtime.output import ComplexEvent, MatchArrays
 from cercore.runtime.pipeline import pipelined
 from cercore.runtime.post import PostChain
-from cercore.runtime.shards import ShardedEvaluator, shards_for
+from cercore.runtime.shards import ShardedEvaluator
+from cercore.runtime.slices import arrays_of, evaluate_in_slices, sliced_feed, workers_plan
 
 __all__ = ["NO_PARTITION", "Engine"]
 
@@ -41,8 +42,7 @@ class Engine(StreamEngine, DecodedInput):
 
     Create it with ``CompiledQuery.engine()``. Feed events with ``process`` (an iterable, an
     Arrow table or a pandas DataFrame) or ``push`` (one event); both return the complex events
-    each event completes, as soon as it arrives.
-    """
+    each event completes, as soon as it arrives."""
 
     def __init__(self, query: CompiledPlan, options: EngineOptions = EngineOptions.DEFAULT
                  ) -> None:
@@ -119,8 +119,9 @@ class Engine(StreamEngine, DecodedInput):
         in batches (bulk speed); any other iterable (a live feed) one event at a time: every
         complex event is yielded before the next event is asked for (``workers``: as for
         ``process_arrays``)."""
-        self._split(events, workers)
-        return self._feed(events, stream)
+        slices = self._split(events, workers)
+        return sliced_feed(self, events, stream, slices) if slices > 1 \
+            else self._feed(events, stream)
 
     def process_arrays(self, events: Any, stream: str | None = None, *,
                        workers: int | None = None) -> MatchArrays:
@@ -131,13 +132,15 @@ class Engine(StreamEngine, DecodedInput):
         input whose deadline it passes, and not yet those whose deadline it does not (they
         come with later input or ``advance``).
 
-        ``workers``: threads stepping a keyed query's partitions (``runtime/shards.py``; the
-        same output; None: one, as they are not faster on every query). A fresh engine
-        splits on its first call; its layout then stays."""
-        self._split(events, workers)
+        ``workers``: threads evaluating a windowed query's table in T-CER slices
+        (``runtime/slices.py``), else a keyed query's partitions (``runtime/shards.py``);
+        the same output; None: one. A fresh engine splits on its first call only."""
+        slices = self._split(events, workers)
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")
         self._usable()
+        if slices > 1 and (out := evaluate_in_slices(self, events, stream, slices, arrays_of)):
+            return MatchArrays.concat(out)
         if isinstance(self.evaluator, ShardedEvaluator) and not self.post.spans:
             return MatchArrays.concat(list(pipelined(self, events, stream)))
         return MatchArrays.concat([self._run_arrays(b)
@@ -175,11 +178,13 @@ class Engine(StreamEngine, DecodedInput):
                 "letters": self.encoder.n_letters, "backend": self.backend,
                 "work": ev.work_counts()}
 
-    def _split(self, events: Any, workers: int | None) -> None:
-        """Before the first events: the partitions split among ``workers`` evaluators."""
-        k = 1 if self.position else shards_for(self.analysed, workers, events)[0]
+    def _split(self, events: Any, workers: int | None) -> int:
+        """Before the first events: how many T-CER slices evaluate ``events`` (1: none), else
+        the partitions split among ``workers`` evaluators."""
+        slices, k, _ = workers_plan(self, None if self.position else workers, events)
         if k > 1 and not isinstance(self.evaluator, ShardedEvaluator):
             self._use(self.kernels, shards=k)
+        return slices
 
     # ---- pickling and backend moves ------------------------------------------------------------
     # (the evaluator pickles itself in the backend-neutral format, cercore.interface.state)

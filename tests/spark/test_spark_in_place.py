@@ -206,7 +206,7 @@ def test_explain_says_when_a_plan_runs_in_place():
     keyed = explain(AB, "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 5 [ts]")
     assert "in place when the input is in event order" in keyed and "K = 5" in keyed
     unbounded = explain(AB, "SELECT * FROM S WHERE A ; B PARTITION BY [k]")
-    assert "not in place: a read partition bounds a match only through WITHIN" in unbounded
+    assert "not in place: only WITHIN on the ordering time bounds how far back" in unbounded
     consumed = explain(AB, "SELECT * FROM S WHERE A ; B PARTITION BY [k] WITHIN 5 [ts] "
                            "CONSUME BY PARTITION")
     assert "not in place: history-dependent" in consumed

@@ -60,6 +60,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from cercore.runtime.slices import history_dependence, window_reach
+
 TCER = "tcer"
 KEYED = "keyed"
 SINGLE = "single"
@@ -132,19 +134,6 @@ class SparkPlan:
         return "\n".join(lines)
 
 
-def history_dependence(analysed) -> str | None:
-    """Why the complex events ending at an event may depend on more than the events of the
-    window before it (None: a fresh engine over any stretch holding [end − ε, end] finds
-    them all, the same)."""
-    q = analysed.query
-    if q.consume in ("ANY", "PARTITION"):
-        return f"CONSUME BY {q.consume} discards runs depending on earlier matches"
-    if analysed.strategy in ("NEXT", "LAST", "MAX") and analysed.window.kind is None:
-        return (f"selection strategy {analysed.strategy} without WITHIN compares a match "
-                "with candidates from the whole stream before it")
-    return None
-
-
 def _crosses_keys(analysed) -> str | None:
     """Why one engine per key would differ from one engine over everything (None: it does
     not)."""
@@ -182,29 +171,12 @@ def choose_plan(analysed, order_attribute: str | None, *, streaming: bool = Fals
                      "several slices")
 
 
-def in_place_offset(analysed, order_attribute: str | None) -> tuple[int | None, str | None]:
-    """(K, None) when a batch plan can run in place over input in event order (see the module
-    doc): K = ε + a leading absence's T, how far before its end a complex event depends on
-    events; else (None, why not)."""
-    w = analysed.window
-    if w.kind is None or w.kind == "events" or w.attribute != order_attribute:
-        return None, ("a read partition bounds a match only through WITHIN on the ordering "
-                      "time")
-    history = history_dependence(analysed)
-    if history is not None:
-        return None, f"history-dependent: {history}"
-    if analysed.deadline is not None:
-        return None, "a deadline looks past a complex event's end, into the next partition"
-    lookback = analysed.lookback
-    return int(w.epsilon) + (0 if lookback is None else int(lookback.span)), None
-
-
 def _batch_plan(analysed, order_attribute: str | None, on_error: str) -> SparkPlan:
     """``choose_plan`` for a batch DataFrame, with what it needs to run in place."""
     plan = _shuffled_plan(analysed, order_attribute, on_error)
     if plan.kind == SINGLE or plan.kind == TCER and plan.coordinate != "time":
         return plan
-    k, why_not = in_place_offset(analysed, order_attribute)
+    k, why_not = window_reach(analysed, order_attribute)
     return dataclasses.replace(plan, in_place=k, in_place_why_not=why_not)
 
 

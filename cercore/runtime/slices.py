@@ -1,0 +1,228 @@
+"""A windowed query over a table on several workers: T-CER slices of a table in event order.
+
+"Aggregates are all you need" (§4, T-CER) cuts a stream whose complex events span at most ε
+into overlapping slices: a fresh engine over any stretch of the stream that holds the window
+before a complex event's end, [end − K, end], finds that complex event, the same. So a table in
+event order is cut into ``k`` runs of about equal events, [s_p, s_(p+1)), one per worker; the
+worker of run p also evaluates, first, the events before s_p back to the last time K before the
+run (its *prefix*, whose complex events it drops: the worker before reports them), and reports
+what ends in its run. K = ε + a leading absence's T (``window_reach``), and the cut holds when
+nothing but the window decides a complex event: no CONSUME BY, no strategy without WITHIN, no
+deadline (which looks past a complex event's end), WITHIN on the ordering time. Keyed queries
+slice the same way (a run holds every key of its stretch of time): every event of the run is
+evaluated in its worker's threads, the decoding and letters included -- which key shards
+(``runtime/shards.py``) leave in the caller's thread.
+
+The same complex events, positions, bindings and order as one engine: the runs' outputs,
+concatenated in run order, are in end order, and each run's engine numbers its events from its
+prefix's first position. The same ``stats`` counts of events, events read, skips (by reason, the
+first examples) and complex events: each run's are counted from its first event, the prefix's
+left out; the tECS, automaton and work counters are the last run's engine's. After the table the
+engine goes on as the last run's engine (it holds every partial match still open).
+
+The prefix is found from the times of events the query reads (``_prefix_start``), which assumes
+the table is in time order. A run that finds it is not -- a time going backwards, raised or
+skipped -- or raises any error, and the table is evaluated again by one worker from the start
+(the engine is left untouched until every run succeeded), which then raises or skips exactly as
+one engine does: never a different answer, at worst twice the work on bad input.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from cercore.errors import EventError
+from cercore.input.skips import MAX_EXAMPLES, TIME_BACKWARDS, SkipLog
+from cercore.input.tabular import is_tabular, to_arrow
+from cercore.runtime.shards import shards_for
+
+__all__ = ["MIN_EVENTS_PER_SLICE", "arrays_of", "complex_events_of", "evaluate_in_slices",
+           "history_dependence", "sliced_feed", "slices_for", "window_reach", "workers_plan"]
+
+# a table is cut into runs only with this many events per run: below it the threads, the
+# prefixes and the runs' engines cost more than they save
+MIN_EVENTS_PER_SLICE = 16384
+# the first stretch searched back for a run's prefix, doubled until the prefix is found
+PROBE_EVENTS = 1024
+
+
+def history_dependence(analysed) -> str | None:
+    """Why the complex events ending at an event may depend on more than the events of the
+    window before it (None: a fresh engine over any stretch holding [end − ε, end] finds
+    them all, the same)."""
+    q = analysed.query
+    if q.consume in ("ANY", "PARTITION"):
+        return f"CONSUME BY {q.consume} discards runs depending on earlier matches"
+    if analysed.strategy in ("NEXT", "LAST", "MAX") and analysed.window.kind is None:
+        return (f"selection strategy {analysed.strategy} without WITHIN compares a match "
+                "with candidates from the whole stream before it")
+    return None
+
+
+def window_reach(analysed, order_attribute: str | None) -> tuple[int | None, str | None]:
+    """(K, None) when any stretch of the stream in event order that holds [end − K, end] finds
+    the complex events ending at ``end`` exactly (see the module doc): K = ε + a leading
+    absence's T; else (None, why not)."""
+    w = analysed.window
+    if w.kind is None or w.kind == "events" or w.attribute != order_attribute:
+        return None, "only WITHIN on the ordering time bounds how far back a match reaches"
+    history = history_dependence(analysed)
+    if history is not None:
+        return None, f"history-dependent: {history}"
+    if analysed.deadline is not None:
+        return None, "a deadline looks past a complex event's end"
+    lookback = analysed.lookback
+    return int(w.epsilon) + (0 if lookback is None else int(lookback.span)), None
+
+
+def slices_for(engine: Any, workers: int, events: Any) -> tuple[int, str]:
+    """How many runs of ``events`` ``engine`` (a fresh ``Engine``) evaluates in T-CER slices
+    for ``workers`` (1: it does not), and why."""
+    reach, why_not = window_reach(engine.analysed, engine.order_attribute)
+    if workers <= 1:
+        return 1, "one worker"
+    if reach is None:
+        return 1, f"not in time slices: {why_not}"
+    if not is_tabular(events):
+        return 1, "not in time slices: only a table in hand is cut into runs"
+    if engine.input.reorder is not None:
+        return 1, "not in time slices: a reorder slack evaluates events in its own order"
+    if engine.position or engine.time_order.last is not None:
+        return 1, "not in time slices: the engine has seen events (or a watermark) already"
+    k = min(workers, len(events) // MIN_EVENTS_PER_SLICE)
+    if k <= 1:
+        return 1, f"not in time slices: fewer than {MIN_EVENTS_PER_SLICE} events per worker"
+    return k, (f"{k} workers: T-CER slices -- {k} runs of the table in event order, each also "
+               f"evaluating the {reach} time units before it (WITHIN ε = "
+               f"{engine.analysed.window.epsilon}) and reporting what ends in it")
+
+
+def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
+                       collect: Callable[[Any, Any, str | None], Any]) -> list | None:
+    """The outputs of ``k`` runs of ``events`` (``slices_for``), in run order: each
+    ``collect(run_engine, table, stream)`` of the run's own events; ``engine`` then goes on as
+    the last run's engine. None (``engine`` untouched): the table must be evaluated by one
+    worker (it is out of time order, or has an error to raise where one engine raises it)."""
+    table = to_arrow(events)
+    reach = window_reach(engine.analysed, engine.order_attribute)[0]
+    n = table.num_rows
+    bounds = [n * p // k for p in range(k + 1)]
+    probe = _fresh(engine)
+    firsts = [0] + [_prefix_start(probe, table, stream, s, reach) for s in bounds[1:-1]]
+    runs = [_fresh(engine) for _ in range(k)]
+    with ThreadPoolExecutor(k, thread_name_prefix="cercore-slice") as pool:
+        futures = [pool.submit(_evaluate_run, runs[p], table, stream, firsts[p], bounds[p],
+                               bounds[p + 1], collect) for p in range(k)]
+        results = [f.result() for f in futures]
+    if any(r is None for r in results):
+        return None
+    last = runs[-1]
+    skips = SkipLog()
+    for _, log, _, _ in results:
+        skips.count += log.count
+        skips.by_reason.update(log.by_reason)
+        skips.examples.extend(log.examples[:MAX_EXAMPLES - len(skips.examples)])
+    last.input.decoder.skips = skips
+    last.intake.tick = sum(r[2] for r in results)
+    last.post.reported = sum(r[3] for r in results)
+    engine.__setstate__(last.__dict__)
+    return [r[0] for r in results]
+
+
+def _fresh(engine: Any) -> Any:
+    """A new engine of ``engine``'s query, with its options, that has seen nothing."""
+    return type(engine)(engine.query, engine.options)
+
+
+def _evaluate_run(run: Any, table, stream: str | None, first: int, start: int, stop: int,
+                  collect: Callable) -> tuple | None:
+    """(outputs, skip log, events read, complex events) of run [start, stop) of ``table``,
+    evaluated by the fresh engine ``run`` from ``first``; None when the run is out of time
+    order or raises (see the module doc)."""
+    run.input.start_at(first)
+    try:
+        if start > first:  # the prefix: its complex events end before the run
+            collect(run, table.slice(first, start - first), stream)
+            if run.input.skips.by_reason[TIME_BACKWARDS]:
+                return None
+            run.input.decoder.skips = SkipLog()
+        read, reported = run.intake.tick, run.post.reported
+        found = collect(run, table.slice(start, stop - start), stream)
+    except EventError:
+        return None
+    log = run.input.skips
+    if log.by_reason[TIME_BACKWARDS]:
+        return None
+    return found, log, run.intake.tick - read, run.post.reported - reported
+
+
+def _prefix_start(probe: Any, table, stream: str | None, start: int, reach: int) -> int:
+    """Where the run starting at ``start`` begins evaluating: at an event the query reads
+    whose time is before the run's time − ``reach`` (the run's time: the last such event's
+    before ``start``, which the run's first events without a time take), the last one before
+    ``start`` (0: none). Searched back in stretches doubling from ``PROBE_EVENTS``."""
+    last = None
+    hi, size = start, PROBE_EVENTS
+    while hi > 0:
+        lo = max(0, hi - size)
+        positions, times = _read_times(probe, table, stream, lo, hi)
+        if last is None and len(times):
+            last = int(times[-1])
+        if last is not None:
+            before = np.flatnonzero(times < last - reach)
+            if len(before):
+                return int(positions[before[-1]])
+        hi, size = lo, size * 2
+    return 0
+
+
+def _read_times(probe: Any, table, stream: str | None, lo: int, hi: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The positions and times of the events in [lo, hi) that the query reads and that carry
+    a valid time, as ``probe``'s (a throwaway engine's) input decodes them."""
+    probe.input.start_at(lo)
+    positions, times = [], []
+    order, attr = probe.time_order, probe.order_attribute
+    for batch in probe.input.batches(table.slice(lo, hi - lo), stream):
+        read = probe.encoder.read_mask(batch)
+        timed = np.flatnonzero(order.timed(batch, read) & batch.columns.valid[attr])
+        positions.append(batch.first_position + timed)
+        times.append(batch.columns.values[attr][timed])
+        if batch.error is not None:
+            break
+    return np.concatenate(positions), np.concatenate(times).astype(np.int64)
+
+
+def arrays_of(run: Any, table, stream: str | None) -> Any:
+    """A run's complex events as arrays (``Engine.process_arrays``)."""
+    return run.process_arrays(table, stream)
+
+
+def complex_events_of(run: Any, table, stream: str | None) -> list:
+    """A run's complex events (``Engine.process``)."""
+    return list(run.process(table, stream))
+
+
+def sliced_feed(engine: Any, events: Any, stream: str | None, k: int) -> Iterator:
+    """``engine.process(events)`` in ``k`` T-CER slices (by one worker where they cannot
+    be used)."""
+    found = evaluate_in_slices(engine, events, stream, k, complex_events_of)
+    yield from engine._feed(events, stream) if found is None else itertools.chain(*found)
+
+
+def workers_plan(engine: Any, workers: int | None, events: Any = None) -> tuple[int, int, str]:
+    """(runs in T-CER slices, key shards, why) for ``engine`` over ``events`` with ``workers``
+    (None: one): time slices where they are exact, else key shards (``runtime/shards.py``)
+    where the query is keyed, else one worker."""
+    k, by_keys = shards_for(engine.analysed, workers, events)
+    if workers is None or workers <= 1:
+        return 1, 1, by_keys
+    slices, by_time = slices_for(engine, workers, events)
+    if slices > 1:
+        return slices, 1, by_time
+    return 1, k, f"{by_keys}; {by_time}"
