@@ -13,9 +13,11 @@ from cercore.ceql.guards import format_guard
 from cercore.ceql.normal import format_normal
 from cercore.errors import CEQLSemanticError, ConfigError, UnknownOptionError, did_you_mean
 from cercore.input.options import EngineOptions
+from cercore.runtime.intake import order_attribute
 from cercore.runtime.output import ComplexEvent
 from cercore.runtime.partitions import describe_keys
 from cercore.runtime.shards import shards_for
+from cercore.runtime.slices import window_reach
 from cercore.schema import Schema
 
 if TYPE_CHECKING:
@@ -146,7 +148,8 @@ class CompiledQuery:
                              "of its partition, by bisection)"),
             f"consume by: {a.query.consume or 'NONE'}; limit: "
             + ("none" if a.query.limit is None else f"{a.query.limit} per event"),
-            "workers (a large input in hand): " + shards_for(a, None)[1],
+            "workers (a large input in hand): " + shards_for(a, None)[1] + "; "
+            + _slicing(a),
             "atoms:",
             *(f"  a{atom.id}: {self.atom_text(atom)}" for atom in a.atoms),
             *(f"  a{n.id}: NOT(" + " OR ".join(f"a{b.id}" for b in n.branches) + ")"
@@ -173,6 +176,17 @@ _STRATEGY_TEXT = {
     "MAX": "MAX (Foundations App. C.3.4 over the automaton below, with one fresh final state; "
            "states are (S, T) pairs of automaton state sets, built lazily)",
 }
+
+
+def _slicing(a) -> str:
+    """What ``workers=N`` does to ``a`` beyond key shards (``runtime/slices.py``)."""
+    if a.partition_by:
+        return "keyed: the key shards"
+    reach, why_not = window_reach(a, order_attribute(a))
+    if reach is None:
+        return f"not in time slices: {why_not}"
+    return (f"in T-CER slices: a table in event order cut into N runs, each also evaluating "
+            f"the {reach} time units before it")
 
 
 def _between_text(a, format_pred) -> str:

@@ -93,8 +93,8 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
                    help="length of the long windowed stream sampled for memory "
                         "(default 1,000,000; 0 skips it)")
     p.add_argument("--workers", type=int, default=0, metavar="N",
-                   help="only the workers sweep: keyed queries over the stock trace (--replay "
-                        "R times) with 1..N workers, speed-up and efficiency")
+                   help="only the workers sweep: keyed and windowed queries over the stock trace "
+                        "(--replay R times) with 1..N workers, speed-up and efficiency")
 
 
 def _check_common(args) -> None:

@@ -8,8 +8,8 @@ run on the same events:
 * ``memory``: tECS arena nodes and resident memory sampled every 10,000 events over one long
   windowed stream of P'_3 (never completes, so only the window frees memory) — flat when the
   engine reclaims what the window expires;
-* ``workers`` (``--workers N``): keyed queries over one Arrow table with 1, 2, ... N workers
-  (``process_arrays(table, workers=w)``), wall and CPU time, speed-up and efficiency.
+* ``workers`` (``--workers N``): keyed and windowed queries over one Arrow table with 1, 2, ...
+  N workers (``process_arrays(table, workers=w)``), wall and CPU time, speed-up and efficiency.
 """
 
 from __future__ import annotations
@@ -127,13 +127,19 @@ def format_memory(samples: list[runner.MemorySample]) -> str:
     return "\n".join(lines)
 
 
-WORKER_QUERIES = {  # query shapes a user writes, keyed by stock name
+WORKER_QUERIES = {  # query shapes a user writes
     "keyed": "SELECT * FROM S WHERE SELL AS s ; BUY AS b PARTITION BY [name] "
              "WITHIN 10 SECONDS",
     "keyed, higher price": "SELECT * FROM S WHERE SELL AS s ; BUY AS b FILTER "
                            "b.price > s.price PARTITION BY [name] WITHIN 10 SECONDS",
     "keyed, no output": "SELECT * FROM S WHERE SELL AS s ; BUY AS b ; BUY AS c FILTER "
                         "s[price < 0] PARTITION BY [name] WITHIN 10 SECONDS",
+    # without PARTITION BY (nor an equality between events, which the analyser turns into
+    # one): T-CER slices (runtime/slices.py)
+    "unkeyed, dearer": "SELECT * FROM S WHERE SELL AS s ; BUY AS b FILTER "
+                       "b.price > s.price AND s[price > 110] WITHIN 10 SECONDS",
+    "unkeyed, no output": "SELECT * FROM S WHERE SELL AS s ; BUY AS b ; BUY AS c FILTER "
+                          "s[price < 0] WITHIN 10 SECONDS",
 }
 
 

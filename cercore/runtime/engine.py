@@ -140,7 +140,7 @@ class Engine(StreamEngine, DecodedInput):
             raise ConfigError("process_arrays does not support a reorder slack; use process")
         self._usable()
         if slices > 1 and (out := evaluate_in_slices(self, events, stream, slices, arrays_of)):
-            return MatchArrays.concat(out)
+            return MatchArrays.concat([part for run in out for part in run])
         if isinstance(self.evaluator, ShardedEvaluator) and not self.post.spans:
             return MatchArrays.concat(list(pipelined(self, events, stream)))
         return MatchArrays.concat([self._run_arrays(b)

@@ -62,7 +62,7 @@ def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, 
         raise ConfigError(f"workers must be a whole number >= 1, not {workers!r}")
     wanted = 1 if workers is None else workers
     if wanted == 1:
-        return 1, "one (workers=N splits a keyed query's partitions among N threads)"
+        return 1, "one (workers=N: a keyed query's partitions split among N threads)"
     if not analysed.partition_by:
         return 1, "one worker: without PARTITION BY every event is in one partition"
     if analysed.query.consume == "ANY":

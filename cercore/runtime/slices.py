@@ -8,10 +8,10 @@ worker of run p also evaluates, first, the events before s_p back to the last ti
 run (its *prefix*, whose complex events it drops: the worker before reports them), and reports
 what ends in its run. K = ε + a leading absence's T (``window_reach``), and the cut holds when
 nothing but the window decides a complex event: no CONSUME BY, no strategy without WITHIN, no
-deadline (which looks past a complex event's end), WITHIN on the ordering time. Keyed queries
-slice the same way (a run holds every key of its stretch of time): every event of the run is
-evaluated in its worker's threads, the decoding and letters included -- which key shards
-(``runtime/shards.py``) leave in the caller's thread.
+deadline (which looks past a complex event's end), WITHIN on the ordering time. Every event of
+a run is evaluated in its worker's thread, the decoding and letters included. (Keyed queries
+would slice the same way, a run holding every key of its stretch of time; they take key shards,
+``runtime/shards.py``, see ``workers_plan``.)
 
 The same complex events, positions, bindings and order as one engine: the runs' outputs,
 concatenated in run order, are in end order, and each run's engine numbers its events from its
@@ -39,6 +39,7 @@ import numpy as np
 from cercore.errors import EventError
 from cercore.input.skips import MAX_EXAMPLES, TIME_BACKWARDS, SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
+from cercore.runtime.pipeline import TABLE_BATCHES
 from cercore.runtime.shards import shards_for
 
 __all__ = ["MIN_EVENTS_PER_SLICE", "arrays_of", "complex_events_of", "evaluate_in_slices",
@@ -198,9 +199,12 @@ def _read_times(probe: Any, table, stream: str | None, lo: int, hi: int
     return np.concatenate(positions), np.concatenate(times).astype(np.int64)
 
 
-def arrays_of(run: Any, table, stream: str | None) -> Any:
-    """A run's complex events as arrays (``Engine.process_arrays``)."""
-    return run.process_arrays(table, stream)
+def arrays_of(run: Any, table, stream: str | None) -> list:
+    """A run's complex events as arrays, one ``MatchArrays`` per batch (``process_arrays``
+    before its concatenation: the runs' batches are concatenated once, by the caller)."""
+    run._usable()
+    size = run.input.batch_size * TABLE_BATCHES
+    return [run._run_arrays(b) for b in run.input.batches(table, stream, size)]
 
 
 def complex_events_of(run: Any, table, stream: str | None) -> list:
@@ -217,12 +221,12 @@ def sliced_feed(engine: Any, events: Any, stream: str | None, k: int) -> Iterato
 
 def workers_plan(engine: Any, workers: int | None, events: Any = None) -> tuple[int, int, str]:
     """(runs in T-CER slices, key shards, why) for ``engine`` over ``events`` with ``workers``
-    (None: one): time slices where they are exact, else key shards (``runtime/shards.py``)
-    where the query is keyed, else one worker."""
+    (None: one): key shards (``runtime/shards.py``) where the query is keyed, else time
+    slices where they are exact, else one worker. (A keyed query could be sliced too; on two
+    cores neither was faster than the other, within this VM's noise, and shards also serve
+    live input.)"""
     k, by_keys = shards_for(engine.analysed, workers, events)
-    if workers is None or workers <= 1:
-        return 1, 1, by_keys
+    if k > 1 or workers is None or workers <= 1:
+        return 1, k, by_keys
     slices, by_time = slices_for(engine, workers, events)
-    if slices > 1:
-        return slices, 1, by_time
-    return 1, k, f"{by_keys}; {by_time}"
+    return slices, 1, by_time if slices > 1 else f"{by_keys}; {by_time}"
