@@ -25,7 +25,6 @@ from cercore.input.files import locate_row
 from cercore.input.lines import LINE_FORMATS, FollowedFile, LineEvents, stream_lines
 from cercore.io import guess_format, read_events
 from cercore.runtime.engine import Engine
-from cercore.runtime.shards import shards_for
 from cercore.schema import Schema
 
 
@@ -147,10 +146,9 @@ class EventSource:
                 return
             self.table = table
         n = self.table.num_rows
-        # one CEQL query: its partitions may split among threads, as many as the whole file's
-        # size calls for (the slices below are fed one after the other)
-        split = {"workers": shards_for(engine.analysed, workers, self.table)[0]} \
-            if isinstance(engine, Engine) else {}
+        # one CEQL query: its partitions split among threads, or the file cut in time
+        # (runtime/slices.py: the whole file, or the first of the chunks fed below)
+        split = {"workers": workers} if isinstance(engine, Engine) else {}
         show = self.progress if self.progress is not None else \
             (n >= PROGRESS_MIN_EVENTS and sys.stderr.isatty())
         if not show:

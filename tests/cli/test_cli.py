@@ -257,3 +257,31 @@ def test_bad_trend_backend_is_a_cercore_error():
         q.engine("bogus")
     with pytest.raises(cercore.ConfigError, match="reorder_slack needs event time"):
         q.engine(reorder_slack=1)
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM S WHERE A AS a ; A AS b FILTER b.v > a.v WITHIN 3 [ts]",
+    "SELECT * FROM S WHERE A AS a ; A AS b FILTER b.v > a.v PARTITION BY [k] WITHIN 3 [ts]",
+])
+def test_run_with_workers_prints_what_one_worker_prints(tmp_path, capsys, monkeypatch, query):
+    """``--workers 3``: the file cut in time (a windowed query without keys) or its keys split
+    among threads -- the same lines as one worker."""
+    from cercore.runtime import slices
+
+    monkeypatch.setattr(slices, "MIN_EVENTS_PER_SLICE", 10)
+    used = []
+    original = slices.evaluate_in_slices
+    monkeypatch.setattr(slices, "evaluate_in_slices",
+                        lambda *a: used.append(a[3]) or original(*a))
+    decl = "CREATE STREAM S { EVENT A { v:int, k:int, ts:int } }"
+    events = tmp_path / "ev.csv"
+    events.write_text("event_type,v,k,ts\n" + "".join(
+        f"A,{(i * 7) % 5},{i % 3},{i // 2}\n" for i in range(200)))
+    outs = []
+    for workers in ("1", "3"):
+        code, out, _ = run_cli(capsys, "run", query, "--schema", decl, "--input", events,
+                               "--workers", workers)
+        assert code == 0
+        outs.append(out)
+    assert outs[0] == outs[1] and len(outs[0].splitlines()) > 50
+    assert used == ([] if "PARTITION" in query else [3])
