@@ -57,6 +57,14 @@ def compiled_or_discarded(text: str, schema) -> cercore.CompiledQuery:
         raise
 
 
+def compiled_or_none(query, schema) -> cercore.CompiledQuery | None:
+    """A generated query, compiled; None when cercore refuses it."""
+    try:
+        return cercore.compile(query, schema)
+    except cercore.CercoreError:
+        return None
+
+
 ARROW_TYPES = {AttrType.INT: pa.int64(), AttrType.DOUBLE: pa.float64(),
                AttrType.STRING: pa.string(), AttrType.BOOL: pa.bool_()}
 

@@ -15,18 +15,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import bindable, deadline_queries, queries, queries_between_events, schemas, streams
-from support import as_table
+from support import as_table, compiled_or_none
 
 import cercore
 from cercore.runtime import slices
 from cercore.runtime.slices import window_reach, workers_plan
-
-
-def compiled_or_none(q, schema):
-    try:
-        return cercore.compile(q, schema)
-    except cercore.CercoreError:
-        return None
 
 
 @st.composite
@@ -159,6 +152,19 @@ def test_slices_run_in_threads_on_a_long_table(backend, query):
         one.process_arrays(later).positions.tolist()
 
 
+def one_and_sliced(compiled, backend, table, on_error, workers) -> list:
+    """[positions or error, (position, skips)] of one worker, then of ``workers``."""
+    outcomes = []
+    for w in (1, workers):
+        engine = compiled.engine(backend, on_error=on_error)
+        try:
+            outcomes.append(engine.process_arrays(table, workers=w).positions.tolist())
+        except cercore.EventError as e:
+            outcomes.append(str(e))
+        outcomes.append((engine.position, engine.stats["skipped_by_reason"]))
+    return outcomes
+
+
 def test_a_table_out_of_order_is_evaluated_by_one_worker(backend):
     """A time going backwards in the second run: the runs are dropped and one engine
     evaluates the table, raising (or skipping) where one engine does."""
@@ -168,14 +174,7 @@ def test_a_table_out_of_order_is_evaluated_by_one_worker(backend):
     ts[2 * slices.MIN_EVENTS_PER_SLICE] = 0
     table = table.set_column(3, "ts", pa.array(ts))
     for on_error in ("raise", "skip"):
-        outcomes = []
-        for workers in (1, 3):
-            engine = compiled.engine(backend, on_error=on_error)
-            try:
-                outcomes.append(engine.process_arrays(table, workers=workers).positions.tolist())
-            except cercore.EventError as e:
-                outcomes.append(str(e))
-            outcomes.append((engine.position, engine.stats["skipped_by_reason"]))
+        outcomes = one_and_sliced(compiled, backend, table, on_error, 3)
         assert outcomes[:2] == outcomes[2:]
         assert "backwards" in str(outcomes) if on_error == "raise" else outcomes[1][1]
 
@@ -215,12 +214,5 @@ def test_a_time_far_ahead_is_seen_by_every_run_it_makes_late(backend, on_error):
     ts = np.asarray(table["ts"]).copy()
     ts[n // 2 - 200] = ts[n // 2] + 100
     table = table.set_column(3, "ts", pa.array(ts))
-    outcomes = []
-    for workers in (1, 2):
-        engine = compiled.engine(backend, on_error=on_error)
-        try:
-            outcomes.append(engine.process_arrays(table, workers=workers).positions.tolist())
-        except cercore.EventError as e:
-            outcomes.append(str(e))
-        outcomes.append((engine.position, engine.stats["skipped_by_reason"]))
+    outcomes = one_and_sliced(compiled, backend, table, on_error, 2)
     assert outcomes[:2] == outcomes[2:]

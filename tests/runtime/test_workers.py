@@ -15,7 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import bindable, deadline_queries, queries, queries_between_events, schemas, streams
-from support import BACKENDS, as_table
+from support import BACKENDS, as_table, compiled_or_none
 
 import cercore
 from cercore.input.source import RECORD_BATCH_SIZE
@@ -34,13 +34,6 @@ WORKERS = [1, 2, 3, 7]
 
 def keys(ces) -> list[tuple]:
     return [(ce.start, ce.end, tuple(ce.positions), ce.bindings) for ce in ces]
-
-
-def compiled_or_none(q, schema):
-    try:
-        return cercore.compile(q, schema)
-    except cercore.CercoreError:
-        return None
 
 
 @st.composite
