@@ -46,7 +46,7 @@ def engine_rate(query, table, backend: str, repeat: int) -> tuple[float, int]:
     for _ in range(repeat):
         engine = query.engine(backend)
         t0 = time.perf_counter()
-        count = sum(1 for _ in engine.process(table))
+        count = sum(1 for _ in engine.process(table, workers=1))
         best = min(best, time.perf_counter() - t0)
     return table.num_rows / best, count
 
@@ -57,7 +57,7 @@ def arrays_rate(query, table, backend: str, repeat: int) -> tuple[float, int]:
     for _ in range(repeat):
         engine = query.engine(backend)
         t0 = time.perf_counter()
-        count = len(engine.process_arrays(table))
+        count = len(engine.process_arrays(table, workers=1))
         best = min(best, time.perf_counter() - t0)
     return table.num_rows / best, count
 

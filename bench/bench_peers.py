@@ -39,7 +39,7 @@ def run_cercore(query, table, backend: str, repeat: int) -> tuple[float, list]:
     for _ in range(repeat):
         engine = query.engine(backend)
         t0 = time.perf_counter()
-        ces = list(engine.process(table))
+        ces = list(engine.process(table, workers=1))
         best = min(best, time.perf_counter() - t0)
         intervals = sorted([ce.start_time, ce.end_time] for ce in ces)
     return best, intervals

@@ -32,7 +32,7 @@ def test_workload(benchmark, tables, backend, dataset, name):
         return (query.engine(backend=backend),), {}
 
     def run(engine):
-        return sum(1 for _ in engine.process(table))
+        return sum(1 for _ in engine.process(table, workers=1))
 
     count = benchmark.pedantic(run, setup=setup, rounds=3, warmup_rounds=1)
     if benchmark.stats:  # None under --benchmark-disable

@@ -17,7 +17,7 @@ from cercore.runtime.intake import order_attribute
 from cercore.runtime.output import ComplexEvent
 from cercore.runtime.partitions import describe_keys
 from cercore.runtime.shards import shards_for
-from cercore.runtime.slices import window_reach
+from cercore.runtime.slices import MIN_EVENTS_PER_SLICE, window_reach
 from cercore.schema import Schema
 
 if TYPE_CHECKING:
@@ -148,8 +148,7 @@ class CompiledQuery:
                              "of its partition, by bisection)"),
             f"consume by: {a.query.consume or 'NONE'}; limit: "
             + ("none" if a.query.limit is None else f"{a.query.limit} per event"),
-            "workers (a large input in hand): " + shards_for(a, None)[1] + "; "
-            + _slicing(a),
+            "workers (a large input in hand): " + _slicing(a),
             "atoms:",
             *(f"  a{atom.id}: {self.atom_text(atom)}" for atom in a.atoms),
             *(f"  a{n.id}: NOT(" + " OR ".join(f"a{b.id}" for b in n.branches) + ")"
@@ -179,14 +178,16 @@ _STRATEGY_TEXT = {
 
 
 def _slicing(a) -> str:
-    """What ``workers=N`` does to ``a`` beyond key shards (``runtime/slices.py``)."""
-    if a.partition_by:
-        return "keyed: the key shards"
+    """What ``workers`` does to ``a`` (``runtime/slices.py``, ``runtime/shards.py``)."""
     reach, why_not = window_reach(a, order_attribute(a))
-    if reach is None:
-        return f"not in time slices: {why_not}"
-    return (f"in T-CER slices: a table in event order cut into N runs, each also evaluating "
-            f"the {reach} time units before it")
+    if reach is not None:
+        return (f"T-CER slices: a table in event order cut into N runs (N: the machine's "
+                f"cores unless workers=N says otherwise; {MIN_EVENTS_PER_SLICE} events per run "
+                f"at least), each also evaluating the {reach} time units before it")
+    k, why = shards_for(a, 2)
+    return f"not in time slices ({why_not}); " + (
+        "one worker unless workers=N: then the partitions split among N threads (key shards)"
+        if k > 1 else why)
 
 
 def _between_text(a, format_pred) -> str:

@@ -4,7 +4,11 @@ loaded last)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pyarrow as pa
+import pytest
 
 import cercore
 from cercore.runtime.backend import CYTHON_AVAILABLE
@@ -76,3 +80,21 @@ def as_table(schema, events: list[tuple]) -> pa.Table:
     for a, t in schema.attribute_types().items():
         cols[a] = pa.array([e[1].get(a) for e in events], ARROW_TYPES[t])
     return pa.table(cols)
+
+
+@contextmanager
+def runs_spied() -> Iterator[list[tuple[int, int, int]]]:
+    """Inside: the (first, start, stop) of every T-CER run ``runtime/slices.py`` evaluates
+    (its prefix from ``first``, its own events [start, stop))."""
+    from cercore.runtime import slices
+
+    runs: list[tuple[int, int, int]] = []
+    original = slices._evaluate_run
+
+    def spied(run, table, stream, first, start, stop, collect):
+        runs.append((first, start, stop))
+        return original(run, table, stream, first, start, stop, collect)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(slices, "_evaluate_run", spied)
+        yield runs

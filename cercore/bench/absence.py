@@ -81,7 +81,8 @@ def measure(backends: list[str], replay: int, push_events: int, repeat: int) -> 
 
 def _bulk(q, backend: str, table, counts: dict, key: str):
     """A timed pass: a fresh engine over the whole table, its outputs counted."""
-    return lambda: counts.__setitem__(key, sum(1 for _ in q.engine(backend).process(table)))
+    return lambda: counts.__setitem__(
+        key, sum(1 for _ in q.engine(backend).process(table, workers=1)))
 
 
 def _pushed(q, backend: str, records: list, counts: dict, key: str):

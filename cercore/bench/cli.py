@@ -157,7 +157,7 @@ def _pycer_row(pycer: str, ds: str, w, table, repeat: int, methodology: bool,
     except (RuntimeError, subprocess.CalledProcessError) as exc:
         print(f"\ncercore-bench: pycer failed on {ds} {w.name}: {exc}", file=sys.stderr)
         return None
-    m = cercore.compile(text, datasets.schema(ds)).engine().process_arrays(table)
+    m = cercore.compile(text, datasets.schema(ds)).engine().process_arrays(table, workers=1)
     ours = sorted(zip(m.start_time.tolist(), m.end_time.tolist()))
     agrees = [tuple(i) for i in res["intervals"]] == ours
     if not agrees:

@@ -53,7 +53,7 @@ def time_query(query: cercore.CompiledQuery, table, backend: str, repeat: int = 
         gc.disable()  # as timeit does: keep collector pauses out of the numbers
         try:
             t0 = time.perf_counter()
-            ces = list(engine.process(table))
+            ces = list(engine.process(table, workers=1))
             t1 = time.perf_counter()
             for ce in ces:
                 ce.events  # noqa: B018 - materialise

@@ -138,7 +138,7 @@ def _timed_pass(q, backend: str, path: str, items, runs: dict, key: str):
     def one() -> None:
         engine = q.engine(backend)
         if path == "bulk":
-            outputs = sum(1 for _ in engine.process(items))
+            outputs = sum(1 for _ in engine.process(items, workers=1))
         else:
             outputs = push_count(engine, items)
         runs[key] = {"outputs": outputs, "work": engine.stats["work"]}

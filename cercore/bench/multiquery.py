@@ -71,10 +71,10 @@ def run(args) -> int:
         return sum(e.evaluator.work_counts()["events"] for e in engines)
 
     def one():
-        return sum(1 for _ in compiled[0].engine(args.backend).process(table))
+        return sum(1 for _ in compiled[0].engine(args.backend).process(table, workers=1))
 
     alone_engine = compiled[0].engine(args.backend)
-    sum(1 for _ in alone_engine.process(table))
+    sum(1 for _ in alone_engine.process(table, workers=1))
     alone_steps = max(stepped([alone_engine]), 1)
 
     alone = best_of(one, args.repeat, "cpu")
@@ -92,7 +92,7 @@ def run(args) -> int:
             count[1] = stepped(engine.engines)
 
         def separate(k=k):
-            return sum(sum(1 for _ in q.engine(args.backend).process(table))
+            return sum(sum(1 for _ in q.engine(args.backend).process(table, workers=1))
                        for q in compiled[:k])
 
         t = best_of(together, args.repeat, "cpu")

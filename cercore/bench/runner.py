@@ -103,7 +103,7 @@ def memory_profile(query: cercore.CompiledQuery, table, backend: str,
     engine = query.engine(backend)
     samples = []
     for offset in range(0, table.num_rows, every):
-        for _ in engine.process(table.slice(offset, every)):
+        for _ in engine.process(table.slice(offset, every), workers=1):
             pass
         gc.collect()
         samples.append(MemorySample(min(offset + every, table.num_rows),
@@ -149,7 +149,7 @@ class Measurement:
 
 def outputs(query: cercore.CompiledQuery, table, backend: str):
     """The complex events of ``table`` as (start, end, offsets, positions) arrays."""
-    m = query.engine(backend).process_arrays(table)
+    m = query.engine(backend).process_arrays(table, workers=1)
     return m.start, m.end, m.offsets, m.positions
 
 
@@ -167,7 +167,7 @@ def check_equal(query, table, backends: list[str]) -> int:
 def consume(query: cercore.CompiledQuery, table, backend: str) -> int:
     """One pass of a fresh engine over ``table``, every complex event built and dropped."""
     n = 0
-    for _ in query.engine(backend).process(table):
+    for _ in query.engine(backend).process(table, workers=1):
         n += 1
     return n
 
@@ -187,13 +187,13 @@ def measure(workload: Workload, table, backends: list[str], repeat: int = 3,
         consume(query, table.slice(0, 1000), b)  # warm-up: lazy determinisation, imports
     seconds = best_of_each({b: lambda b=b: consume(query, table, b) for b in backends},
                            repeat, clock)
-    bulk = best_of_each({b: lambda b=b: query.engine(b).process_arrays(table)
+    bulk = best_of_each({b: lambda b=b: query.engine(b).process_arrays(table, workers=1)
                          for b in backends}, repeat, clock)
     update = best_of_each({b: lambda b=b: consume(update_only, table, b) for b in backends},
                           repeat, clock)
     out = []
     for b in backends:
-        peak = peak_python_bytes(lambda b=b: query.engine(b).process_arrays(table))
+        peak = peak_python_bytes(lambda b=b: query.engine(b).process_arrays(table, workers=1))
         nodes = [s.tecs_nodes for s in memory_profile(query, table, b, memory_every)] or [0]
         out.append(Measurement(workload.dataset, workload.name, workload.family, workload.n,
                                workload.window_factor, b, table.num_rows, count, seconds[b],

@@ -152,7 +152,7 @@ def local_run(query: str, decl, in_file: str, out_file: str) -> tuple[float, flo
     nested written to Parquet."""
     t0, c0 = time.perf_counter(), time.process_time()
     table = pq.read_table(in_file)
-    m = cercore.compile(query, decl).engine().process_arrays(table.drop_columns(["seq"]))
+    m = cercore.compile(query, decl).engine().process_arrays(table.drop_columns(["seq"]), workers=1)
     offsets = pa.array(m.offsets, pa.int32())
     events = pa.ListArray.from_arrays(
         offsets, pa.StructArray.from_arrays(

@@ -80,8 +80,10 @@ def add_subcommands(sub) -> None:
                           "the last event, so they do not)")
     run.add_argument("--stats", action="store_true", help="print engine counters on stderr")
     run.add_argument("--workers", type=int, default=None, metavar="N",
-                     help="threads for a keyed query over a file, its partitions split "
-                          "among them (default: one; not faster on every query)")
+                     help="threads over a file read whole: a windowed query's file cut in "
+                          "time (T-CER slices), else a keyed query's partitions split among "
+                          "them; the same output (default: the machine's cores where the file "
+                          "is cut in time, else one)")
     run.set_defaults(func=cmd_run)
 
     explain = sub.add_parser("explain", help="show how a query is compiled",
@@ -157,7 +159,7 @@ def _run_trends(args, query: CompiledTrendQuery, engine, source: EventSource) ->
     as each window closes when the input is live."""
 
     def everything():
-        yield from source.feed(engine)
+        yield from source.feed(engine, args.workers)
         if args.advance is not None:  # event time has reached it: the windows it closes
             yield from engine.advance(args.advance)
         yield from engine.flush()

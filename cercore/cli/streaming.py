@@ -26,6 +26,7 @@ from cercore.input.lines import LINE_FORMATS, FollowedFile, LineEvents, stream_l
 from cercore.io import guess_format, read_events
 from cercore.runtime.engine import Engine
 from cercore.schema import Schema
+from cercore.trends.engine import TrendEngine
 
 
 def add_options(run: argparse.ArgumentParser) -> None:
@@ -134,7 +135,7 @@ class EventSource:
         """``engine.process`` over the events: each line is read when the engine asks for the
         next event, after it has yielded what the line before completed. A file read whole
         goes in bulk, over ``workers`` threads (None: the engine's default for its size; one
-        engine of one CEQL query only)."""
+        engine of one query only)."""
         if self.lines is not None:
             table = self.lines.start()  # a CSV header, or JSON Lines that are one JSON array
             if table is None:
@@ -146,9 +147,9 @@ class EventSource:
                 return
             self.table = table
         n = self.table.num_rows
-        # one CEQL query: its partitions split among threads, or the file cut in time
-        # (runtime/slices.py: the whole file, or the first of the chunks fed below)
-        split = {"workers": workers} if isinstance(engine, Engine) else {}
+        # one query: the file cut in time (runtime/slices.py: the whole file, or the first of
+        # the chunks fed below), or a CEQL query's partitions split among threads
+        split = {"workers": workers} if isinstance(engine, (Engine, TrendEngine)) else {}
         show = self.progress if self.progress is not None else \
             (n >= PROGRESS_MIN_EVENTS and sys.stderr.isatty())
         if not show:

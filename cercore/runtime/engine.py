@@ -18,6 +18,7 @@ from cercore.input.order import TimeOrder
 from cercore.input.source import checked_watermark
 from cercore.interface.constants import INT64_MIN, NO_PARTITION, NOT_READ
 from cercore.interface.evaluator import CompiledPlan, Evaluator
+from cercore.runtime import slices
 from cercore.runtime.backend import Backend
 from cercore.runtime.bindings import ComplexEventBindings
 from cercore.runtime.decoded import DecodedInput
@@ -29,7 +30,6 @@ from cercore.runtime.output import ComplexEvent, MatchArrays
 from cercore.runtime.pipeline import pipelined
 from cercore.runtime.post import PostChain
 from cercore.runtime.shards import ShardedEvaluator
-from cercore.runtime.slices import arrays_of, evaluate_in_slices, sliced_feed, workers_plan
 
 __all__ = ["NO_PARTITION", "Engine"]
 
@@ -43,6 +43,8 @@ class Engine(StreamEngine, DecodedInput):
     Create it with ``CompiledQuery.engine()``. Feed events with ``process`` (an iterable, an
     Arrow table or a pandas DataFrame) or ``push`` (one event); both return the complex events
     each event completes, as soon as it arrives."""
+
+    slicing = slices.SliceHooks  # (what T-CER slices need from a CEQL engine)
 
     def __init__(self, query: CompiledPlan, options: EngineOptions = EngineOptions.DEFAULT
                  ) -> None:
@@ -111,17 +113,16 @@ class Engine(StreamEngine, DecodedInput):
     def process(self, events: Any, stream: str | None = None, *, workers: int | None = None
                 ) -> Iterator[ComplexEvent]:
         """Evaluate ``events`` (iterable of ``(type, attrs)`` / Event, pyarrow Table or
-        RecordBatch, pandas DataFrame); yield complex events as each one completes.
-        ``stream`` tags every event with its stream (tabular input may name each event's
-        stream in ``stream_column``); untagged events belong to every stream that declares
-        their type. With a reorder slack, events are evaluated once the slack has passed them
-        (``flush()`` at the end evaluates the rest). A list, a tuple or a table is evaluated
-        in batches (bulk speed); any other iterable (a live feed) one event at a time: every
-        complex event is yielded before the next event is asked for (``workers``: as for
-        ``process_arrays``)."""
-        slices = self._split(events, workers)
-        return sliced_feed(self, events, stream, slices) if slices > 1 \
-            else self._feed(events, stream)
+        RecordBatch, pandas DataFrame); yield complex events as each one completes. ``stream``
+        tags every event with its stream (tabular input may name each event's stream in
+        ``stream_column``); untagged events belong to every stream that declares their type.
+        With a reorder slack, events are evaluated once the slack has passed them (``flush()``
+        evaluates the rest). A list, a tuple or a table is evaluated in batches (bulk speed);
+        any other iterable (a live feed) one event at a time: every complex event is yielded
+        before the next event is asked for. ``workers``: as for ``process_arrays``."""
+        runs = self._split(events, workers)
+        return slices.sliced_feed(self, events, stream, runs) if runs > 1 else self._feed(
+            events, stream)
 
     def process_arrays(self, events: Any, stream: str | None = None, *,
                        workers: int | None = None) -> MatchArrays:
@@ -132,14 +133,15 @@ class Engine(StreamEngine, DecodedInput):
         input whose deadline it passes, and not yet those whose deadline it does not (they
         come with later input or ``advance``).
 
-        ``workers``: threads evaluating a windowed query's table in T-CER slices
-        (``runtime/slices.py``), else a keyed query's partitions (``runtime/shards.py``);
-        the same output; None: one. A fresh engine splits on its first call only."""
-        slices = self._split(events, workers)
+        ``workers``: threads evaluating a table in T-CER slices (``runtime/slices.py``), else
+        a keyed query's partitions (``runtime/shards.py``); the same output. None: the cores
+        for a large table slices can cut, else one. A fresh engine splits on its first call."""
+        runs = self._split(events, workers)
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")
         self._usable()
-        if slices > 1 and (out := evaluate_in_slices(self, events, stream, slices, arrays_of)):
+        if runs > 1 and (out := slices.evaluate_in_slices(self, events, stream, runs,
+                                                          slices.arrays_of)):
             return MatchArrays.concat([part for run in out for part in run])
         if isinstance(self.evaluator, ShardedEvaluator) and not self.post.spans:
             return MatchArrays.concat(list(pipelined(self, events, stream)))
@@ -179,12 +181,11 @@ class Engine(StreamEngine, DecodedInput):
                 "work": ev.work_counts()}
 
     def _split(self, events: Any, workers: int | None) -> int:
-        """Before the first events: how many T-CER slices evaluate ``events`` (1: none), else
-        the partitions split among ``workers`` evaluators."""
-        slices, k, _ = workers_plan(self, None if self.position else workers, events)
+        """How many T-CER runs evaluate ``events`` (1: none; key shards installed if any)."""
+        runs, k, _ = slices.workers_plan(self, None if self.position else workers, events)
         if k > 1 and not isinstance(self.evaluator, ShardedEvaluator):
             self._use(self.kernels, shards=k)
-        return slices
+        return runs
 
     # ---- pickling and backend moves ------------------------------------------------------------
     # (the evaluator pickles itself in the backend-neutral format, cercore.interface.state)
@@ -289,10 +290,9 @@ class Engine(StreamEngine, DecodedInput):
         return self.evaluator.live_partitions() | self.post.holds()
 
     def compact(self) -> None:
-        """Under a time or event window: reclaim now every partial match and stored event
-        the window has left behind (a run does so when its arena fills), so that a pickled
-        engine -- a streaming key's state, saved each micro-batch -- carries only live
-        state. Complex events are unchanged."""
+        """Under a time or event window: reclaim now every partial match and stored event the
+        window has left behind (a run does so when its arena fills), so that a pickled engine
+        -- a streaming key's state, saved each micro-batch -- carries only live state."""
         self._usable()
         start = self.intake.window_start()
         if start is not None:

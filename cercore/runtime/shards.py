@@ -45,11 +45,19 @@ from cercore.errors import ConfigError
 from cercore.interface.complex_event import ComplexEvent
 from cercore.interface.evaluator import Evaluator, EvaluatorInput
 
-__all__ = ["MIN_EVENTS_PER_SHARD", "ShardedArrays", "ShardedEvaluator", "shards_for"]
+__all__ = ["MIN_EVENTS_PER_SHARD", "ShardedArrays", "ShardedEvaluator", "checked_workers",
+           "shards_for"]
 
 # a batch steps its shards in threads only with this many events per shard (fewer: one after
 # the other in the caller's thread; the output is the same)
 MIN_EVENTS_PER_SHARD = 2048
+
+
+def checked_workers(workers: Any) -> None:
+    """Refuse a ``workers`` that is not None or a whole number >= 1."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise ConfigError(f"workers must be a whole number >= 1, not {workers!r}")
 
 
 def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, str]:
@@ -57,9 +65,7 @@ def shards_for(analysed, workers: int | None, events: Any = None) -> tuple[int, 
     the shards are not faster than one evaluator on every query shape, so nothing splits
     unless asked),
     and why (for ``explain``). ``events``: the input, for when the default depends on it."""
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
-                                or workers < 1):
-        raise ConfigError(f"workers must be a whole number >= 1, not {workers!r}")
+    checked_workers(workers)
     wanted = 1 if workers is None else workers
     if wanted == 1:
         return 1, "one (workers=N: a keyed query's partitions split among N threads)"

@@ -9,16 +9,17 @@ run (its *prefix*, whose complex events it drops: the worker before reports them
 what ends in its run. K = ε + a leading absence's T (``window_reach``), and the cut holds when
 nothing but the window decides a complex event: no CONSUME BY, no strategy without WITHIN, no
 deadline (which looks past a complex event's end), WITHIN on the ordering time. Every event of
-a run is evaluated in its worker's thread, the decoding and letters included. (Keyed queries
-would slice the same way, a run holding every key of its stretch of time; they take key shards,
-``runtime/shards.py``, see ``workers_plan``.)
+a run is evaluated in its worker's thread, the decoding and letters included. A keyed query
+slices the same way: a run holds every key of its stretch of time (partition ids differ between
+the runs' engines; they are never part of the output).
 
 The same complex events, positions, bindings and order as one engine: the runs' outputs,
 concatenated in run order, are in end order, and each run's engine numbers its events from its
 prefix's first position. The same ``stats`` counts of events, events read, skips (by reason, the
 first examples) and complex events: each run's are counted from its first event, the prefix's
-left out; the tECS, automaton and work counters are the last run's engine's. After the table the
-engine goes on as the last run's engine (it holds every partial match still open).
+left out; the live partitions, tECS, automaton and work counters are the last run's engine's.
+After the table the engine goes on as the last run's engine (it holds every partial match
+still open).
 
 The prefix is found from the times of events the query reads (``_prefix_start``), which assumes
 the table is in time order. A run that finds it is not -- a time going backwards, raised or
@@ -30,6 +31,7 @@ one engine does: never a different answer, at worst twice the work on bad input.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,8 +44,9 @@ from cercore.input.tabular import is_tabular, to_arrow
 from cercore.runtime.pipeline import TABLE_BATCHES
 from cercore.runtime.shards import shards_for
 
-__all__ = ["MIN_EVENTS_PER_SLICE", "arrays_of", "complex_events_of", "evaluate_in_slices",
-           "history_dependence", "sliced_feed", "slices_for", "window_reach", "workers_plan"]
+__all__ = ["MIN_EVENTS_PER_SLICE", "arrays_of", "complex_events_of", "default_workers",
+           "evaluate_in_slices", "history_dependence", "sliced_feed", "slices_for",
+           "window_reach", "workers_plan"]
 
 # a table is cut into runs only with this many events per run: below it the threads, the
 # prefixes and the runs' engines cost more than they save
@@ -81,26 +84,80 @@ def window_reach(analysed, order_attribute: str | None) -> tuple[int | None, str
     return int(w.epsilon) + (0 if lookback is None else int(lookback.span)), None
 
 
+class SliceHooks:
+    """What T-CER slices need from an engine kind (its class attribute ``slicing``): the CEQL
+    ``Engine``'s here; a trend engine's in ``cercore/trends/engine.py``."""
+
+    @staticmethod
+    def reach(engine: Any) -> tuple[int | None, str | None]:
+        """(K, None): how far before a run its engine starts (see the module doc); else
+        (None, why the query cannot be cut in time)."""
+        return window_reach(engine.analysed, engine.order_attribute)
+
+    @staticmethod
+    def shards(engine: Any, workers: int | None) -> tuple[int, str]:
+        """Key shards for ``workers`` when time slices do not apply (``runtime/shards.py``)."""
+        return shards_for(engine.analysed, workers)
+
+    @staticmethod
+    def fresh(engine: Any) -> Any:
+        """A new engine of ``engine``'s query, with its options, that has seen nothing."""
+        return type(engine)(engine.query, engine.options)
+
+    @staticmethod
+    def timed_reads(engine: Any, batch: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Which events of ``batch`` the query reads and carry a valid time, and the times."""
+        attr = engine.order_attribute
+        read = engine.encoder.read_mask(batch)
+        timed = engine.time_order.timed(batch, read) & batch.columns.valid[attr]
+        return timed, batch.columns.values[attr]
+
+    @staticmethod
+    def counts(engine: Any) -> tuple[int, ...]:
+        """The counters a run adds up from its first event: events read, outputs."""
+        return engine.intake.tick, engine.post.reported
+
+    @staticmethod
+    def set_counts(engine: Any, counts: tuple[int, ...]) -> None:
+        engine.intake.tick, engine.post.reported = counts
+
+    @staticmethod
+    def become(engine: Any, run: Any) -> None:
+        """``engine`` goes on as the run's engine ``run``."""
+        engine.__setstate__(run.__dict__)
+
+
+def default_workers() -> int:
+    """The cores this process may run on (its CPU affinity where the platform tells it):
+    ``workers=None``'s count for a table T-CER slices can cut."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on every platform)
+        return os.cpu_count() or 1
+
+
 def slices_for(engine: Any, workers: int, events: Any) -> tuple[int, str]:
     """How many runs of ``events`` ``engine`` (a fresh ``Engine``) evaluates in T-CER slices
-    for ``workers`` (1: it does not), and why."""
-    reach, why_not = window_reach(engine.analysed, engine.order_attribute)
+    for ``workers`` (1: it does not), and why. The cheap refusals first: ``process`` asks on
+    every call, a live feed one event at a time included."""
     if workers <= 1:
         return 1, "one worker"
-    if reach is None:
-        return 1, f"not in time slices: {why_not}"
     if not is_tabular(events):
         return 1, "not in time slices: only a table in hand is cut into runs"
+    if engine.position:
+        return 1, "not in time slices: the engine has seen events already"
+    reach, why_not = engine.slicing.reach(engine)
+    if reach is None:
+        return 1, f"not in time slices: {why_not}"
+    if engine.time_order.last is not None:
+        return 1, "not in time slices: the engine has seen a watermark already"
     if engine.input.reorder is not None:
         return 1, "not in time slices: a reorder slack evaluates events in its own order"
-    if engine.position or engine.time_order.last is not None:
-        return 1, "not in time slices: the engine has seen events (or a watermark) already"
     k = min(workers, len(events) // MIN_EVENTS_PER_SLICE)
     if k <= 1:
         return 1, f"not in time slices: fewer than {MIN_EVENTS_PER_SLICE} events per worker"
     return k, (f"{k} workers: T-CER slices -- {k} runs of the table in event order, each also "
-               f"evaluating the {reach} time units before it (WITHIN ε = "
-               f"{engine.analysed.window.epsilon}) and reporting what ends in it")
+               f"evaluating the {reach} time units before it and reporting what ends in it")
 
 
 def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
@@ -110,12 +167,13 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
     the last run's engine. None (``engine`` untouched): the table must be evaluated by one
     worker (it is out of time order, or has an error to raise where one engine raises it)."""
     table = to_arrow(events)
-    reach = window_reach(engine.analysed, engine.order_attribute)[0]
+    hooks = engine.slicing
+    reach = hooks.reach(engine)[0]
     n = table.num_rows
     bounds = [n * p // k for p in range(k + 1)]
-    probe = _fresh(engine)
+    probe = hooks.fresh(engine)
     firsts = [0] + [_prefix_start(probe, table, stream, s, reach) for s in bounds[1:-1]]
-    runs = [_fresh(engine) for _ in range(k)]
+    runs = [hooks.fresh(engine) for _ in range(k)]
     with ThreadPoolExecutor(k, thread_name_prefix="cercore-slice") as pool:
         futures = [pool.submit(_evaluate_run, runs[p], table, stream, firsts[p], bounds[p],
                                bounds[p + 1], collect) for p in range(k)]
@@ -124,25 +182,19 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
         return None
     last = runs[-1]
     skips = SkipLog()
-    for _, log, _, _ in results:
+    for _, log, _ in results:
         skips.count += log.count
         skips.by_reason.update(log.by_reason)
         skips.examples.extend(log.examples[:MAX_EXAMPLES - len(skips.examples)])
     last.input.decoder.skips = skips
-    last.intake.tick = sum(r[2] for r in results)
-    last.post.reported = sum(r[3] for r in results)
-    engine.__setstate__(last.__dict__)
+    hooks.set_counts(last, tuple(map(sum, zip(*(r[2] for r in results)))))
+    hooks.become(engine, last)
     return [r[0] for r in results]
-
-
-def _fresh(engine: Any) -> Any:
-    """A new engine of ``engine``'s query, with its options, that has seen nothing."""
-    return type(engine)(engine.query, engine.options)
 
 
 def _evaluate_run(run: Any, table, stream: str | None, first: int, start: int, stop: int,
                   collect: Callable) -> tuple | None:
-    """(outputs, skip log, events read, complex events) of run [start, stop) of ``table``,
+    """(outputs, skip log, counts: ``SliceHooks.counts``) of run [start, stop) of ``table``,
     evaluated by the fresh engine ``run`` from ``first``; None when the run is out of time
     order or raises (see the module doc)."""
     run.input.start_at(first)
@@ -152,14 +204,14 @@ def _evaluate_run(run: Any, table, stream: str | None, first: int, start: int, s
             if run.input.skips.by_reason[TIME_BACKWARDS]:
                 return None
             run.input.decoder.skips = SkipLog()
-        read, reported = run.intake.tick, run.post.reported
+        before = run.slicing.counts(run)
         found = collect(run, table.slice(start, stop - start), stream)
     except EventError:
         return None
     log = run.input.skips
     if log.by_reason[TIME_BACKWARDS]:
         return None
-    return found, log, run.intake.tick - read, run.post.reported - reported
+    return found, log, tuple(a - b for a, b in zip(run.slicing.counts(run), before))
 
 
 def _prefix_start(probe: Any, table, stream: str | None, start: int, reach: int) -> int:
@@ -188,12 +240,11 @@ def _read_times(probe: Any, table, stream: str | None, lo: int, hi: int
     a valid time, as ``probe``'s (a throwaway engine's) input decodes them."""
     probe.input.start_at(lo)
     positions, times = [], []
-    order, attr = probe.time_order, probe.order_attribute
     for batch in probe.input.batches(table.slice(lo, hi - lo), stream):
-        read = probe.encoder.read_mask(batch)
-        timed = np.flatnonzero(order.timed(batch, read) & batch.columns.valid[attr])
+        timed, values = probe.slicing.timed_reads(probe, batch)
+        timed = np.flatnonzero(timed)
         positions.append(batch.first_position + timed)
-        times.append(batch.columns.values[attr][timed])
+        times.append(values[timed])
         if batch.error is not None:
             break
     return np.concatenate(positions), np.concatenate(times).astype(np.int64)
@@ -208,8 +259,8 @@ def arrays_of(run: Any, table, stream: str | None) -> list:
 
 
 def complex_events_of(run: Any, table, stream: str | None) -> list:
-    """A run's complex events (``Engine.process``)."""
-    return list(run.process(table, stream))
+    """A run's complex events (``Engine.process`` by the run's one worker)."""
+    return list(run.process(table, stream, workers=1))
 
 
 def sliced_feed(engine: Any, events: Any, stream: str | None, k: int) -> Iterator:
@@ -220,13 +271,18 @@ def sliced_feed(engine: Any, events: Any, stream: str | None, k: int) -> Iterato
 
 
 def workers_plan(engine: Any, workers: int | None, events: Any = None) -> tuple[int, int, str]:
-    """(runs in T-CER slices, key shards, why) for ``engine`` over ``events`` with ``workers``
-    (None: one): key shards (``runtime/shards.py``) where the query is keyed, else time
-    slices where they are exact, else one worker. (A keyed query could be sliced too; on two
-    cores neither was faster than the other, within this VM's noise, and shards also serve
-    live input.)"""
-    k, by_keys = shards_for(engine.analysed, workers, events)
-    if k > 1 or workers is None or workers <= 1:
-        return 1, k, by_keys
-    slices, by_time = slices_for(engine, workers, events)
-    return slices, 1, by_time if slices > 1 else f"{by_keys}; {by_time}"
+    """(runs in T-CER slices, key shards, why) for ``engine`` over ``events`` with ``workers``:
+    time slices where they are exact (keyed or not: a run holds every key of its stretch of
+    time), else key shards (``runtime/shards.py``) where the query is keyed, else one worker.
+    ``workers=None``: time slices over the machine's cores (``default_workers``) where they
+    apply, else one worker -- measured on two cores, slices were 1.7-2.0x one worker on every
+    query shape of ``cercore-bench scaling``, key shards 1.2-1.7x, so shards run only when
+    asked for (they also serve live input, which slices do not cut)."""
+    k, by_keys = engine.slicing.shards(engine, workers)  # (checks ``workers`` too)
+    if workers == 1:
+        return 1, 1, by_keys
+    slices, by_time = slices_for(engine, default_workers() if workers is None else workers,
+                                 events)
+    if slices > 1:
+        return slices, 1, by_time
+    return 1, k, by_keys if k > 1 or workers is None else f"{by_keys}; {by_time}"

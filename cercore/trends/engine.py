@@ -38,6 +38,8 @@ from cercore.runtime.backend import Backend
 from cercore.runtime.letters import Alphabet, LetterEncoder
 from cercore.runtime.lifecycle import StreamEngine
 from cercore.runtime.partitions import PartitionIndex
+from cercore.runtime.shards import checked_workers
+from cercore.runtime.slices import SliceHooks, sliced_feed, workers_plan
 from cercore.trends import reference
 from cercore.trends.analysis import TrendPlan
 
@@ -134,6 +136,49 @@ def variable_letters(plan: TrendPlan) -> LetterEncoder:
         frozenset(schema.stream_ids[s] for s in streams) if streams else None))
 
 
+class TrendSlices(SliceHooks):
+    """What T-CER slices (``runtime/slices.py``) need from a trend engine. A window's rows
+    are made of the events of its span [k*slide, k*slide + size) alone and reported at the
+    first event at or after its end; so a run's engine that starts ``size - 1`` time units
+    before the run's time reports, at each event of the run, the rows one engine reports
+    there."""
+
+    @staticmethod
+    def reach(engine: Any) -> tuple[int | None, str | None]:
+        if engine.plan.window is None:
+            return None, "without WITHIN a trend query aggregates the whole stream"
+        # a window still open at the run's last time ``last`` ends after it, so it starts at
+        # ``last - size + 1`` or later (tests/trends/test_trends_slices.py fails at size - 2)
+        return engine.plan.window[0] - 1, None
+
+    @staticmethod
+    def shards(engine: Any, workers: int | None) -> tuple[int, str]:
+        checked_workers(workers)
+        return 1, "one worker: a trend query splits in time only"
+
+    @staticmethod
+    def fresh(engine: Any) -> Any:
+        return type(engine)(engine.plan, engine.options)
+
+    @staticmethod
+    def timed_reads(engine: Any, batch: Any) -> tuple[np.ndarray, np.ndarray]:
+        attr = engine.time_attribute
+        timed = engine.time_order.timed(batch, engine._reads.mask(batch))
+        return timed & batch.columns.valid[attr], batch.columns.values[attr]
+
+    @staticmethod
+    def counts(engine: Any) -> tuple[int, ...]:
+        return (engine.events_read,)
+
+    @staticmethod
+    def set_counts(engine: Any, counts: tuple[int, ...]) -> None:
+        (engine.events_read,) = counts
+
+    @staticmethod
+    def become(engine: Any, run: Any) -> None:
+        engine.__dict__.update(run.__dict__)
+
+
 SMALL_BATCH = 16  # batches of at most this many events run event by event (_run_events)
 
 
@@ -198,7 +243,10 @@ class TrendEngine(StreamEngine):
         """Events of the current timestamp, held until time moves on."""
         return self.runner.pending_events()
 
-    def process(self, events: Any, stream: str | None = None) -> Iterator[dict]:
+    slicing = TrendSlices
+
+    def process(self, events: Any, stream: str | None = None, *, workers: int | None = None
+                ) -> Iterator[dict]:
         """Feed events (``(type, attrs)`` pairs, Event objects, a pandas DataFrame or an
         Arrow table, in time order -- or within the reorder slack); yield the rows of every
         window that closes. ``stream`` tags every event with that stream (tabular input may
@@ -206,8 +254,12 @@ class TrendEngine(StreamEngine):
 
         A list, a tuple or a table is evaluated in batches; any other iterable one event at
         a time: a window's rows are yielded before the event after the one that closed it is
-        asked for."""
-        return self._feed(events, stream)
+        asked for. ``workers``: threads evaluating a table of a windowed query in T-CER
+        slices (``runtime/slices.py``), the same rows; None: the machine's cores for a large
+        table, else one. A fresh engine splits on its first call only."""
+        runs = workers_plan(self, None if self.position else workers, events)[0]
+        return sliced_feed(self, events, stream, runs) if runs > 1 else self._feed(
+            events, stream)
 
     def advance(self, t: int) -> list[dict]:
         """A watermark: no event earlier than time ``t`` will follow, so every window ending
@@ -242,8 +294,9 @@ class TrendEngine(StreamEngine):
                 "stored_events": sum(st.stored_events() for st in states),
                 "pending_events": self.runner.pending_events()}
 
-    def run(self, events: Any) -> list[dict]:
-        return list(self.process(events)) + self.flush()
+    def run(self, events: Any, *, workers: int | None = None) -> list[dict]:
+        """Every row over ``events``, then the end of the stream (``process``, ``flush``)."""
+        return list(self.process(events, workers=workers)) + self.flush()
 
     # ---- per batch -------------------------------------------------------------------------
     def _run(self, batch) -> Iterator[dict]:

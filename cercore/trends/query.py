@@ -47,10 +47,10 @@ class CompiledTrendQuery:
         return TrendEngine(self.plan, EngineOptions.of(options, backend=backend, **option))
 
     def run(self, events: Any, *, options: EngineOptions | None = None,
-            **option: Any) -> list[dict]:
+            workers: int | None = None, **option: Any) -> list[dict]:
         """Every result row over ``events`` (the whole stream); engine options as for
-        ``engine``."""
-        return self.engine(options=options, **option).run(events)
+        ``engine``; ``workers`` as for ``TrendEngine.process``."""
+        return self.engine(options=options, **option).run(events, workers=workers)
 
     def explain(self, backend: str = "auto") -> str:
         """The automaton, the predicate classes, the window and the granularity choice."""

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from strategies import bindable, deadline_queries, queries, queries_between_events, schemas, streams
-from support import as_table, compiled_or_none
+from support import as_table, compiled_or_none, runs_spied
 
 import cercore
 from cercore.runtime import slices
@@ -28,7 +28,7 @@ def windowed_cases(draw, max_len: int = 16):
     in order, or not (a time moved back, or missing)."""
     schema = draw(schemas())
     kind = draw(st.sampled_from(["full", "between", "absence"]))
-    keyed = False  # (keyed queries take key shards: tests/runtime/test_workers.py)
+    keyed = draw(st.booleans())
     if kind == "full":
         q = draw(queries(schema, full=True, partitioned=keyed, windowed=True))
     elif kind == "between":
@@ -128,15 +128,7 @@ def test_slices_run_in_threads_on_a_long_table(backend, query):
     table = trades(3 * slices.MIN_EVENTS_PER_SLICE + 100)
     engine = compiled.engine(backend)
     assert workers_plan(engine, 3, table)[0] == 3
-    runs = []
-    original = slices._evaluate_run
-
-    def spied(run, *args):
-        runs.append(args[2:5])
-        return original(run, *args)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(slices, "_evaluate_run", spied)
+    with runs_spied() as runs:
         got = engine.process_arrays(table, workers=3)
     one = compiled.engine(backend)
     want = one.process_arrays(table)
@@ -180,7 +172,8 @@ def test_a_table_out_of_order_is_evaluated_by_one_worker(backend):
 
 
 @pytest.mark.parametrize("query, why", [
-    ("SELECT * FROM S WHERE SELL ; BUY PARTITION BY [name] WITHIN 5 [ts]", "partitions split"),
+    ("SELECT * FROM S WHERE SELL ; BUY PARTITION BY [name] WITHIN 5 [ts] CONSUME BY PARTITION",
+     "partitions split"),
     ("SELECT * FROM S WHERE SELL ; BUY WITHIN 5 [ts] CONSUME BY ANY", "CONSUME BY ANY"),
     ("SELECT * FROM S WHERE SELL ; BUY ; ABSENT(SELL) WITHIN 3 [ts] WITHIN 5 [ts]",
      "deadline"),
@@ -188,12 +181,31 @@ def test_a_table_out_of_order_is_evaluated_by_one_worker(backend):
     ("SELECT * FROM S WHERE SELL ; BUY", "ordering time"),
 ])
 def test_what_slices_cannot_cut_runs_on_one_worker(query, why):
+    """... or on key shards, when the query is keyed and workers are asked for."""
     engine = cercore.compile(query, DECL).engine()
     table = trades(4 * slices.MIN_EVENTS_PER_SLICE)
     n, k, reason = workers_plan(engine, 4, table)
     assert n == 1 and k == (4 if "PARTITION" in query else 1) and why in reason
-    if "PARTITION" not in query:
-        assert window_reach(engine.analysed, engine.order_attribute)[0] is None
+    assert window_reach(engine.analysed, engine.order_attribute)[0] is None
+    assert workers_plan(engine, None, table)[:2] == (1, 1)  # (shards only when asked for)
+
+
+def test_a_keyed_windowed_table_is_cut_in_time_and_by_default():
+    """Time slices come first, keyed or not; ``workers=None`` is the machine's cores for a
+    table slices can cut, one worker for anything else."""
+    keyed = cercore.compile("SELECT * FROM S WHERE SELL ; BUY PARTITION BY [name] "
+                            "WITHIN 5 [ts]", DECL).engine()
+    table = trades(4 * slices.MIN_EVENTS_PER_SLICE)
+    assert workers_plan(keyed, 3, table)[:2] == (3, 1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(slices, "default_workers", lambda: 4)
+        assert workers_plan(keyed, None, table)[:2] == (4, 1)
+        assert workers_plan(keyed, None, table.slice(0, 3 * slices.MIN_EVENTS_PER_SLICE)
+                            )[:2] == (3, 1)
+        assert workers_plan(keyed, None, list(range(10)))[:2] == (1, 1)
+        assert workers_plan(keyed, 1, table)[:2] == (1, 1)
+    assert workers_plan(keyed, 2, iter([]))[:2] == (1, 2)  # (live input: key shards)
+    assert slices.default_workers() >= 1
 
 
 def test_small_tables_and_live_feeds_are_not_cut():
