@@ -126,6 +126,9 @@ class SliceHooks:
         """``engine`` goes on as the run's engine ``run``."""
         engine.__setstate__(run.__dict__)
 
+    # ``workers=None`` slices a large table over the machine's cores (else only when asked)
+    by_default = True
+
 
 def default_workers() -> int:
     """The cores this process may run on (its CPU affinity where the platform tells it):
@@ -275,11 +278,12 @@ def workers_plan(engine: Any, workers: int | None, events: Any = None) -> tuple[
     time slices where they are exact (keyed or not: a run holds every key of its stretch of
     time), else key shards (``runtime/shards.py``) where the query is keyed, else one worker.
     ``workers=None``: time slices over the machine's cores (``default_workers``) where they
-    apply, else one worker -- measured on two cores, slices were 1.7-2.0x one worker on every
-    query shape of ``cercore-bench scaling``, key shards 1.2-1.7x, so shards run only when
-    asked for (they also serve live input, which slices do not cut)."""
+    apply and the engine kind gains from them (``SliceHooks.by_default``), else one worker.
+    Measured on two cores: slices 1.7-2.0x one worker on every CEQL query shape of
+    ``cercore-bench scaling``, key shards 1.2-1.7x, so shards run only when asked for (they
+    also serve live input, which slices do not cut)."""
     k, by_keys = engine.slicing.shards(engine, workers)  # (checks ``workers`` too)
-    if workers == 1:
+    if workers == 1 or (workers is None and not engine.slicing.by_default):
         return 1, 1, by_keys
     slices, by_time = slices_for(engine, default_workers() if workers is None else workers,
                                  events)

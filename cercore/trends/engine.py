@@ -145,6 +145,7 @@ class TrendSlices(SliceHooks):
 
     @staticmethod
     def reach(engine: Any) -> tuple[int | None, str | None]:
+        """(Also of a ``CompiledTrendQuery``: it reads the plan only.)"""
         if engine.plan.window is None:
             return None, "without WITHIN a trend query aggregates the whole stream"
         # a window still open at the run's last time ``last`` ends after it, so it starts at
@@ -177,6 +178,10 @@ class TrendSlices(SliceHooks):
     @staticmethod
     def become(engine: Any, run: Any) -> None:
         engine.__dict__.update(run.__dict__)
+
+    # the runner and the rows hold the GIL: two threads measured 0.73-0.99x one
+    # (docs/performance.md), so a trend query is sliced only when workers are asked for
+    by_default = False
 
 
 SMALL_BATCH = 16  # batches of at most this many events run event by event (_run_events)
@@ -255,8 +260,8 @@ class TrendEngine(StreamEngine):
         A list, a tuple or a table is evaluated in batches; any other iterable one event at
         a time: a window's rows are yielded before the event after the one that closed it is
         asked for. ``workers``: threads evaluating a table of a windowed query in T-CER
-        slices (``runtime/slices.py``), the same rows; None: the machine's cores for a large
-        table, else one. A fresh engine splits on its first call only."""
+        slices (``runtime/slices.py``), the same rows (not faster yet: the runner holds the
+        GIL); None: one. A fresh engine splits on its first call only."""
         runs = workers_plan(self, None if self.position else workers, events)[0]
         return sliced_feed(self, events, stream, runs) if runs > 1 else self._feed(
             events, stream)

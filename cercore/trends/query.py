@@ -10,7 +10,7 @@ from cercore.schema import Schema
 from cercore.trends import ast
 from cercore.trends.analysis import SEMANTICS_TEXT, TrendPlan, analyse
 from cercore.trends.ast import condition_text
-from cercore.trends.engine import TrendEngine, trend_backend
+from cercore.trends.engine import TrendEngine, TrendSlices, trend_backend
 from cercore.trends.parse import parse_trend_query
 
 
@@ -66,6 +66,7 @@ class CompiledTrendQuery:
             window = (f"WITHIN {size} {unit} SLIDE {slide} {unit}: windows [k*{slide}, "
                       f"k*{slide} + {size}); each event updates up to {-(-size // slide)} "
                       "window aggregators, never shared")
+        reach, why = TrendSlices.reach(self)  # (it reads the plan only)
         lines = [
             f"trend aggregation query ({'COGRA' if self.ast.form == 'cogra' else 'CEQL'} form)",
             "pattern automaton (variables):",
@@ -89,6 +90,10 @@ class CompiledTrendQuery:
                     p.schema, p.partition_groups, sorted(p.types))]),
             "groups (roll-up): " + (", ".join(p.group_by) or "one"),
             f"window: {window}",
+            "workers (a table in hand): " + (
+                f"workers=N cuts it in time into N runs (T-CER slices), each also evaluating "
+                f"the {reach} time units before it; the same rows (not faster on two cores "
+                "yet: the runner holds the GIL)" if reach is not None else f"one worker: {why}"),
             "aggregates: " + ", ".join(str(a) for a, _, _ in p.aggregates),
             f"granularity: {p.granularity}",
             f"  why: {p.reason}",

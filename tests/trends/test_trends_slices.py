@@ -99,7 +99,10 @@ def test_what_trend_slices_cannot_cut_runs_on_one_worker():
     n, k, why = workers_plan(whole, 4, data)
     assert (n, k) == (1, 1) and "whole stream" in why
     windowed = compile_trend(GROUPED.format("any"), SCHEMA)
+    assert workers_plan(windowed.engine(), None, data)[:2] == (1, 1)  # (only when asked)
     assert workers_plan(windowed.engine(), 4, iter([]))[:2] == (1, 1)
+    assert "T-CER slices" in windowed.explain() and "whole stream" in compile_trend(
+        "SELECT COUNT(*) FROM S WHERE A+ GROUP BY g", SCHEMA).explain()
     assert workers_plan(windowed.engine(reorder_slack=2), 4, data)[:2] == (1, 1)
     with pytest.raises(cercore.ConfigError, match="workers must be"):
         windowed.engine().run([], workers=0)
