@@ -143,33 +143,51 @@ WORKER_QUERIES = {  # query shapes a user writes
 }
 
 
+TREND_WORKER_QUERIES = {  # a trend query with GROUP BY: T-CER slices when workers are asked
+    "trend, GROUP BY": "SELECT name, COUNT(*), SUM(b.price) FROM S WHERE BUY+ AS b FILTER "
+                       "b.price < NEXT(b).price SEMANTICS any GROUP BY name "
+                       "WINDOW 10 SECONDS SLIDE 5 SECONDS",
+}
+
+
 def workers_sweep(table, max_workers: int, repeat: int = 3) -> list[dict]:
-    """Each of ``WORKER_QUERIES`` over ``table`` with 1..``max_workers`` workers, passes
-    interleaved; best wall time of ``repeat`` and its CPU time (the process's, all threads);
-    the outputs checked equal to one worker's."""
+    """Each of ``WORKER_QUERIES`` (``process_arrays``) and ``TREND_WORKER_QUERIES`` (``run``)
+    over ``table`` with 1..``max_workers`` workers, passes interleaved; best wall time of
+    ``repeat`` and its CPU time (the process's, all threads); the outputs checked equal to
+    one worker's."""
     import time
+
+    from cercore.trends import compile_trend
 
     schema = datasets.schema("stock_trace")
     rows = []
-    for name, text in WORKER_QUERIES.items():
-        query = cercore.compile(text, schema)
-        query.engine().process_arrays(table.slice(0, 2000), workers=1)  # warm-up
+
+    def arrays(out) -> tuple:
+        return out.start.tolist(), out.positions.tolist()
+
+    shapes = [(name, cercore.compile(text, schema), "process_arrays", arrays)
+              for name, text in WORKER_QUERIES.items()]
+    shapes += [(name, compile_trend(text, schema), "run", lambda out: out)
+               for name, text in TREND_WORKER_QUERIES.items()]
+    for name, query, method, key_of in shapes:
+        getattr(query.engine(), method)(table.slice(0, 2000), workers=1)  # warm-up
         want = None
         best: dict[int, tuple[float, float]] = {}
         for _ in range(max(repeat, 1)):
             for w in range(1, max_workers + 1):
                 wall0, cpu0 = time.perf_counter(), time.process_time()
-                out = query.engine().process_arrays(table, workers=w)
+                out = getattr(query.engine(), method)(table, workers=w)
                 took = (time.perf_counter() - wall0, time.process_time() - cpu0)
-                key = (out.start.tolist(), out.positions.tolist())
+                key = key_of(out)
                 if want is None:
                     want = key
                 elif key != want:
                     raise cercore.CercoreError(f"{name}: {w} workers disagree with one")
                 best[w] = min(best.get(w, took), took)
+        outputs = len(want) if method == "run" else len(want[0])  # (rows, complex events)
         for w, (wall, cpu) in sorted(best.items()):
             rows.append({"experiment": "workers", "query": name, "workers": w,
-                         "events": table.num_rows, "complex_events": len(want[0]),
+                         "events": table.num_rows, "complex_events": outputs,
                          "wall_seconds": wall, "cpu_seconds": cpu,
                          "speedup": best[1][0] / wall, "efficiency": best[1][0] / wall / w})
     return rows

@@ -142,7 +142,7 @@ class Engine(StreamEngine, DecodedInput):
         self._usable()
         if runs > 1 and (out := slices.evaluate_in_slices(self, events, stream, runs,
                                                           slices.arrays_of)):
-            return MatchArrays.concat([part for run in out for part in run])
+            return MatchArrays.concat([part for run in out for part in run], threads=runs)
         if isinstance(self.evaluator, ShardedEvaluator) and not self.post.spans:
             return MatchArrays.concat(list(pipelined(self, events, stream)))
         return MatchArrays.concat([self._run_arrays(b)

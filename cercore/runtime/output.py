@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +14,10 @@ import numpy as np
 from cercore.input.event import Event  # noqa: F401  (users meet it inside complex events)
 from cercore.interface.complex_event import ComplexEvent as PureComplexEvent
 from cercore.types import NOT_A_VALUE, coerce_time
+
+_FIELDS = ("start", "end", "offsets", "positions", "start_time", "end_time")
+# complex events plus positions from which ``MatchArrays.concat`` copies in threads
+CONCAT_IN_THREADS = 1 << 20
 
 
 @dataclass
@@ -54,9 +59,11 @@ class MatchArrays:
         return cls(start, end, offsets, positions, start_time, end_time)
 
     @classmethod
-    def concat(cls, parts: list) -> MatchArrays:
+    def concat(cls, parts: list, threads: int = 1) -> MatchArrays:
         """The complex events of ``parts`` (MatchArrays, or the ``ShardedArrays`` of a sharded
-        engine's batches, merged here), one after the other: each field concatenated once."""
+        engine's batches, merged here), one after the other: each field concatenated once --
+        in ``threads`` threads when the output is large (as many stretches of the parts
+        copied at once: numpy copies without the GIL)."""
         if not parts:
             z = np.zeros(0, dtype=np.int64)
             return cls(z, z, np.zeros(1, dtype=np.int64), z, z, z)
@@ -64,13 +71,29 @@ class MatchArrays:
             return cls(*type(parts[0]).merged(parts))
         if len(parts) == 1:
             return parts[0]
-        base = np.cumsum([0] + [len(p.positions) for p in parts[:-1]]).tolist()
-        offsets = np.concatenate([parts[0].offsets[:1]]
-                                 + [p.offsets[1:] + b for p, b in zip(parts, base)])
-        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("start", "end")),
-                   offsets, np.concatenate([p.positions for p in parts]),
-                   *(np.concatenate([getattr(p, f) for p in parts])
-                     for f in ("start_time", "end_time")))
+        firsts = np.cumsum([0] + [len(p) for p in parts]).tolist()
+        bases = np.cumsum([0] + [len(p.positions) for p in parts]).tolist()
+        out = cls(*(np.empty(firsts[-1] + (f == "offsets"), np.int64) if f != "positions"
+                    else np.empty(bases[-1], np.int64) for f in _FIELDS))
+        out.offsets[0] = 0
+
+        def copy(lo: int, hi: int) -> None:  # parts [lo, hi) into their place
+            for i in range(lo, hi):
+                p, a, b = parts[i], firsts[i], firsts[i + 1]
+                for f in ("start", "end", "start_time", "end_time"):
+                    getattr(out, f)[a:b] = getattr(p, f)
+                np.add(p.offsets[1:], bases[i], out=out.offsets[a + 1:b + 1])
+                out.positions[bases[i]:bases[i + 1]] = p.positions
+
+        if threads <= 1 or firsts[-1] + bases[-1] < CONCAT_IN_THREADS:
+            copy(0, len(parts))
+            return out
+        k = threads  # k stretches of about equal complex events
+        cuts = np.searchsorted(firsts, [firsts[-1] * j // k for j in range(k + 1)]).tolist()
+        cuts[0], cuts[-1] = 0, len(parts)
+        with ThreadPoolExecutor(k, thread_name_prefix="cercore-concat") as pool:
+            list(pool.map(copy, cuts[:-1], cuts[1:]))
+        return out
 
     def to_arrow(self):
         """A pyarrow Table: start, end, start_time, end_time, positions (list<int64>)."""

@@ -231,3 +231,26 @@ def test_spark_experiment_compares_each_plan_with_the_local_engine(tmp_path):
     rows = json.loads(out.read_text())
     assert all(r["results"] > 0 and r["local[1]"]["wall"] > 0 and r["vs_floor"] > 0
                for r in rows)
+
+
+def test_workers_sweep_runs_every_shape_and_checks_outputs(monkeypatch, capsys):
+    """``cercore-bench scaling --workers 2``: every query shape (CEQL and trend) with one and
+    two workers, the outputs checked equal (a disagreement is an error), the table cut."""
+    from cercore.runtime import slices
+
+    monkeypatch.setattr(slices, "MIN_EVENTS_PER_SLICE", 1000)
+    table = datasets.stock_trace().slice(0, 6000)
+    monkeypatch.setattr(datasets, "stock_trace", lambda replay=1: table)
+    cut = []
+    original = slices.evaluate_in_slices
+    monkeypatch.setattr(slices, "evaluate_in_slices",
+                        lambda engine, *a: cut.append(type(engine).__name__) or original(
+                            engine, *a))
+    assert cli.main(["scaling", "--workers", "2", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    shapes = list(scaling.WORKER_QUERIES) + list(scaling.TREND_WORKER_QUERIES)
+    assert all(name in out for name in shapes) and "trend, GROUP BY" in shapes
+    assert set(cut) == {"Engine", "TrendEngine"}
+    rows = scaling.workers_sweep(table, 2, repeat=1)
+    assert {(r["query"], r["workers"]) for r in rows} == {(s, w) for s in shapes for w in (1, 2)}
+    assert all(r["complex_events"] > 0 for r in rows if "no output" not in r["query"])

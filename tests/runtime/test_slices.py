@@ -228,3 +228,30 @@ def test_a_time_far_ahead_is_seen_by_every_run_it_makes_late(backend, on_error):
     table = table.set_column(3, "ts", pa.array(ts))
     outcomes = one_and_sliced(compiled, backend, table, on_error, 2)
     assert outcomes[:2] == outcomes[2:]
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.lists(st.integers(1, 4), max_size=5), min_size=2, max_size=9),
+       threads=st.sampled_from([1, 2, 3, 7]))
+def test_match_arrays_concatenate_in_threads_as_one_after_the_other(sizes, threads):
+    """``MatchArrays.concat(parts, threads)`` (the runs' outputs joined): each field one part
+    after the other, positions' offsets shifted, whichever thread copies which parts."""
+    from cercore.runtime import output
+    from cercore.runtime.output import MatchArrays
+
+    rng = np.random.default_rng(len(sizes))
+    parts = []
+    for lengths in sizes:
+        n = len(lengths)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        parts.append(MatchArrays(*(rng.integers(0, 99, n) for _ in range(2)), offsets,
+                                 rng.integers(0, 99, int(offsets[-1])),
+                                 *(rng.integers(0, 99, n) for _ in range(2))))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(output, "CONCAT_IN_THREADS", 0)
+        got = MatchArrays.concat(parts, threads=threads)
+    for f in ("start", "end", "positions", "start_time", "end_time"):
+        assert getattr(got, f).tolist() == [x for p in parts for x in getattr(p, f).tolist()]
+    assert [got.positions[got.offsets[i]:got.offsets[i + 1]].tolist() for i in range(len(got))] \
+        == [p.positions[p.offsets[i]:p.offsets[i + 1]].tolist() for p in parts
+            for i in range(len(p))]
