@@ -3,6 +3,7 @@
     cercore-bench [--events N ...]      # = cercore-bench core: the demo queries, stock trace
     cercore-bench suite [...]           # the paper's workloads x datasets x backends (+ pycer)
     cercore-bench scaling [...]         # Cython vs Python, vs window, vs length, memory
+    cercore-bench scaling --workers N   # 1..N workers (--workers-memory EVENTS: memory per worker)
     cercore-bench realtime [...]        # events pushed one at a time; latency to output
     cercore-bench absence [...]         # ABSENT and deadlines beside the same query without
     cercore-bench correlated [...]      # predicates between events beside their twins
@@ -24,6 +25,7 @@ import importlib
 import json
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +96,12 @@ def add_scaling_arguments(p: argparse.ArgumentParser) -> None:
                         "(default 1,000,000; 0 skips it)")
     p.add_argument("--workers", type=int, default=0, metavar="N",
                    help="only the workers sweep: keyed and windowed queries over the stock trace "
-                        "(--replay R times) with 1..N workers, speed-up and efficiency")
+                        "(--replay R times) with 1..N workers, speed-up and efficiency; with "
+                        "--workers-memory, the workers (default 2)")
+    p.add_argument("--workers-memory", type=int, default=0, metavar="EVENTS",
+                   help="only memory per worker: the memory experiment's stream of EVENTS "
+                        "generated trades (P'3) in --workers T-CER slices, each worker's tECS "
+                        "nodes and the process's RSS every 10,000 events of its run")
 
 
 def _check_common(args) -> None:
@@ -226,6 +233,35 @@ def _run_workers(args) -> int:
     return 0
 
 
+def _run_workers_memory(args) -> int:
+    import os
+    import platform
+    import time
+
+    from cercore.bench import scaling
+
+    workers = args.workers or 2
+    if workers < 2:
+        raise CercoreError("--workers must be >= 2 with --workers-memory")
+    backend = _backends(args.backend)[-1]  # cython when available, as the memory experiment
+    wall = time.perf_counter()
+    runs = scaling.memory_per_worker(args.workers_memory, workers, backend, args.seed)
+    wall = time.perf_counter() - wall
+    rows = scaling.worker_memory_rows(runs)
+    print(f"cercore {cercore.__version__}: memory per worker, {args.workers_memory:,} generated "
+          f"trades (seed {args.seed}) in {workers} T-CER slices, P'3 without CONSUME BY / LIMIT "
+          f"(never completes: only the window frees memory), backend {backend}; each worker "
+          f"fed its prefix and its run 10,000 events at a time, sampled after each; "
+          f"{wall:.1f} s wall in all (the stream's generation included); {os.cpu_count()} "
+          f"CPUs, {platform.processor() or platform.machine()}")
+    print(scaling.format_worker_memory(rows))
+    if args.out:
+        samples = [{"experiment": "workers-memory-sample"} | asdict(s) for run in runs
+                   for s in run]
+        _write(rows + samples, Path(args.out), "workers-memory")
+    return 0
+
+
 def run_scaling(args) -> int:
     from cercore.bench import datasets, runner, scaling
 
@@ -240,6 +276,10 @@ def run_scaling(args) -> int:
         raise CercoreError("--lengths must name positive stream lengths")
     if args.memory_events < 0:
         raise CercoreError("--memory-events must be >= 0")
+    if args.workers_memory < 0:
+        raise CercoreError("--workers-memory must be >= 0")
+    if args.workers_memory:
+        return _run_workers_memory(args)
     if args.workers:
         return _run_workers(args)
     methodology = not args.no_methodology

@@ -9,15 +9,22 @@ run on the same events:
   windowed stream of P'_3 (never completes, so only the window frees memory) — flat when the
   engine reclaims what the window expires;
 * ``workers`` (``--workers N``): keyed and windowed queries over one Arrow table with 1, 2, ...
-  N workers (``process_arrays(table, workers=w)``), wall and CPU time, speed-up and efficiency.
+  N workers (``process_arrays(table, workers=w)``), wall and CPU time, speed-up and efficiency;
+* ``workers-memory`` (``--workers-memory EVENTS``): the memory experiment's stream cut into N
+  T-CER slices, each worker's tECS nodes and the process's RSS sampled every 10,000 events of
+  its run -- flat per worker when each run's engine frees what its window expires.
 """
 
 from __future__ import annotations
 
+import gc
+import threading
 from dataclasses import asdict, dataclass
 
 import cercore
 from cercore.bench import datasets, runner, workloads
+from cercore.errors import CercoreError
+from cercore.runtime.slices import evaluate_in_slices, workers_plan
 
 
 @dataclass
@@ -93,6 +100,122 @@ def memory_over_stream(events: int, backend: str, seed: int = 0, every: int = 10
     (w,) = workloads.select("stocks", [name])
     query = cercore.compile(w.text(methodology), datasets.schema("stocks"))
     return runner.memory_profile(query, datasets.stocks(events, seed), backend, every)
+
+
+@dataclass(frozen=True)
+class WorkerSample:
+    """One memory sample of one worker of a table cut in T-CER slices."""
+
+    worker: int  # the run's index: runs are in event order, worker 0 evaluates the first
+    events: int  # events this worker has evaluated so far, its prefix included
+    run_events: int  # of those, events of its own run (0 while it evaluates its prefix)
+    tecs_nodes: int  # the worker's engine's tECS arena (engine.stats)
+    rss_bytes: int | None  # the whole process's resident memory (every worker's, the table's)
+    thread: str  # the thread that evaluated it (one per run)
+
+
+def memory_per_worker(events: int, workers: int, backend: str, seed: int = 0,
+                      every: int = 10_000, name: str = "P'3", query: str | None = None
+                      ) -> list[list[WorkerSample]]:
+    """Memory samples of each worker of one long windowed stock stream cut into ``workers``
+    T-CER slices (``runtime/slices.py``, as ``process_arrays(table, workers=...)`` cuts it):
+    each run's engine is fed its prefix, then its own events, ``every`` events at a time, and
+    sampled after each chunk, in its own thread. One list per worker, in run order.
+
+    The memory experiment's stream and query (``memory_over_stream``), without the paper's
+    ``CONSUME BY ANY`` and ``LIMIT 1000``: T-CER slices need a query whose complex events
+    depend on the window only. P'_3 never completes, so neither clause has a complex event
+    to act on; one engine's tECS arena has the same ceiling either way (about 16,300 nodes
+    over 3 M events), its reclamation falling at other events. ``query``: another CEQL text
+    over the stocks schema. Raises ``CercoreError`` when the query over this stream is not cut
+    into ``workers`` slices (the figures would be one engine's, or key shards')."""
+    if every < 1:
+        raise CercoreError(f"every must be >= 1, not {every}")
+    if query is None:
+        (w,) = workloads.select("stocks", [name])
+        query = w.text(methodology=False)
+    compiled = cercore.compile(query, datasets.schema("stocks"))
+    table = datasets.stocks(events, seed)
+    engine = compiled.engine(backend)
+    slices, shards, why = workers_plan(engine, workers, table)
+    if slices != workers:
+        how = f"{shards} key shards instead: " if shards > 1 else ""
+        raise CercoreError(f"cannot measure {workers} workers' memory: {events:,} events of "
+                           f"this query are not cut into {workers} T-CER slices ({how}{why})")
+    by_run: dict[int, list[tuple]] = {}  # id(run engine) -> (events, tECS nodes, RSS, thread)
+    calls: dict[int, list[int]] = {}  # id(run engine) -> samples before each of its calls
+
+    def collect(run, part, stream):
+        # called for the run's prefix (not for the first run), then for its own events
+        samples = by_run.setdefault(id(run), [])
+        calls.setdefault(id(run), []).append(len(samples))
+        done = samples[-1][0] if samples else 0
+        for offset in range(0, part.num_rows, every):
+            chunk = part.slice(offset, every)
+            run.process_arrays(chunk, stream, workers=1)  # (complex events dropped)
+            gc.collect()
+            done += chunk.num_rows
+            samples.append((done, run.stats["tecs_nodes"], runner.rss_bytes(),
+                            threading.current_thread().name))
+        return id(run)  # the run's own events' call comes last: its value is the run's
+
+    runs = evaluate_in_slices(engine, table, None, workers, collect)
+    if runs is None:
+        raise CercoreError("the table was evaluated again by one worker (out of time order?)")
+    out = []
+    for p, key in enumerate(runs):
+        samples, own = by_run[key], calls[key][-1]  # samples before the run's own events
+        prefix = samples[own - 1][0] if own else 0
+        out.append([WorkerSample(p, done, max(done - prefix, 0) if i >= own else 0, nodes,
+                                 rss, thread)
+                    for i, (done, nodes, rss, thread) in enumerate(samples)])
+    return out
+
+
+def worker_memory_rows(runs: list[list[WorkerSample]]) -> list[dict]:
+    """Per worker: its run's events, tECS nodes at 10 %, 50 % and 100 % of its run and the
+    most over it, the process's RSS at its run's start and end, and whether its nodes stay
+    flat (the most over the second half of its run <= 1.5 x the most over the first half)."""
+    rows = []
+    for samples in runs:
+        own = [s for s in samples if s.run_events > 0]
+        total = own[-1].run_events
+
+        def at(share, own=own, total=total):
+            return next(s for s in own if s.run_events >= share * total)
+
+        first = max((s.tecs_nodes for s in own if s.run_events <= total / 2), default=0)
+        second = max((s.tecs_nodes for s in own if s.run_events > total / 2), default=0)
+        rows.append({"experiment": "workers-memory", "worker": own[0].worker,
+                     "thread": own[0].thread, "prefix_events": samples[-1].events - total,
+                     "run_events": total, "samples": len(own),
+                     "nodes_10": at(0.1).tecs_nodes, "nodes_50": at(0.5).tecs_nodes,
+                     "nodes_100": own[-1].tecs_nodes,
+                     "nodes_max": max(s.tecs_nodes for s in own),
+                     "nodes_max_first_half": first, "nodes_max_second_half": second,
+                     "rss_start_bytes": own[0].rss_bytes, "rss_end_bytes": own[-1].rss_bytes,
+                     "flat": second <= 1.5 * first})
+    return rows
+
+
+def format_worker_memory(rows: list[dict]) -> str:
+    """The per-worker memory rows as a table and a one-line verdict."""
+    def mib(b):
+        return f"{b / 2**20:.1f}" if b is not None else "-"
+
+    shown = [r | {"rss_start": mib(r["rss_start_bytes"]), "rss_end": mib(r["rss_end_bytes"]),
+                  "verdict": "flat" if r["flat"] else "GROWS"} for r in rows]
+    head = (f"{'worker':>6}{'prefix':>9}{'run events':>12}{'nodes 10%':>11}{'50%':>8}"
+            f"{'100%':>8}{'max':>8}{'RSS MiB start':>15}{'end':>8}  verdict")
+    line = ("{worker:>6}{prefix_events:>9,}{run_events:>12,}{nodes_10:>11,}{nodes_50:>8,}"
+            "{nodes_100:>8,}{nodes_max:>8,}{rss_start:>15}{rss_end:>8}  {verdict}")
+    flat = all(r["flat"] for r in rows)
+    verdict = (f"{'flat' if flat else 'NOT flat'}: per worker, the most tECS nodes over the "
+               f"second half of its run {'<=' if flat else 'is not always <='} 1.5x the most "
+               f"over the first half (" + ", ".join(
+                   f"worker {r['worker']}: {r['nodes_max_second_half']:,} vs "
+                   f"{r['nodes_max_first_half']:,}" for r in rows) + ")")
+    return runner.text_table(head, line, shown) + "\n" + verdict
 
 
 def format_points(points: list[Point], x_label: str) -> str:
