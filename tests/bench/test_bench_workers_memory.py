@@ -55,8 +55,8 @@ def test_each_worker_is_sampled_over_its_own_run():
     ("SELECT * FROM S WHERE SELL AS s ; BUY AS b", 100_000, "WITHIN on the ordering time"),
     ("SELECT * FROM S WHERE SELL AS s ; BUY AS b WITHIN 10 SECONDS CONSUME BY ANY", 100_000,
      "CONSUME BY ANY"),
-    ("SELECT * FROM S WHERE SELL AS s ; BUY AS b PARTITION BY [name] WITHIN 10 SECONDS",
-     100_000, "2 key shards instead"),
+    ("SELECT * FROM S WHERE SELL AS s ; BUY AS b PARTITION BY [name] WITHIN 10 SECONDS "
+     "CONSUME BY PARTITION", 100_000, "2 key shards instead"),
     (None, 20_000, "fewer than"),  # P'3, too short to cut
 ])
 def test_a_query_or_stream_that_is_not_sliced_is_refused(query, events, why):
