@@ -139,14 +139,18 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def slices_for(engine: Any, workers: int, events: Any) -> tuple[int, str]:
-    """How many runs of ``events`` ``engine`` (a fresh ``Engine``) evaluates in T-CER slices
-    for ``workers`` (1: it does not), and why. The cheap refusals first: ``process`` asks on
-    every call, a live feed one event at a time included."""
-    if workers <= 1:
+def slices_for(engine: Any, workers: int | None, events: Any) -> tuple[int, str]:
+    """How many runs of ``events`` ``engine`` (a fresh engine) evaluates in T-CER slices for
+    ``workers`` (None: ``default_workers()``; 1: it does not), and why. The cheap refusals
+    first: ``process`` asks on every call, a live feed one event at a time included."""
+    if workers is not None and workers <= 1:
         return 1, "one worker"
     if not is_tabular(events):
         return 1, "not in time slices: only a table in hand is cut into runs"
+    if workers is None:
+        workers = default_workers()
+        if workers <= 1:
+            return 1, "one worker: the machine has one core for this process"
     if engine.position:
         return 1, "not in time slices: the engine has seen events already"
     reach, why_not = engine.slicing.reach(engine)
@@ -285,8 +289,7 @@ def workers_plan(engine: Any, workers: int | None, events: Any = None) -> tuple[
     k, by_keys = engine.slicing.shards(engine, workers)  # (checks ``workers`` too)
     if workers == 1 or (workers is None and not engine.slicing.by_default):
         return 1, 1, by_keys
-    slices, by_time = slices_for(engine, default_workers() if workers is None else workers,
-                                 events)
+    slices, by_time = slices_for(engine, workers, events)
     if slices > 1:
         return slices, 1, by_time
     return 1, k, by_keys if k > 1 or workers is None else f"{by_keys}; {by_time}"
