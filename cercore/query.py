@@ -17,7 +17,7 @@ from cercore.runtime.intake import order_attribute
 from cercore.runtime.output import ComplexEvent
 from cercore.runtime.partitions import describe_keys
 from cercore.runtime.shards import shards_for
-from cercore.runtime.slices import MIN_EVENTS_PER_SLICE, window_reach
+from cercore.runtime.slices import MIN_EVENTS_BY_DEFAULT, MIN_EVENTS_PER_SLICE, window_reach
 from cercore.schema import Schema
 
 if TYPE_CHECKING:
@@ -181,9 +181,10 @@ def _slicing(a) -> str:
     """What ``workers`` does to ``a`` (``runtime/slices.py``, ``runtime/shards.py``)."""
     reach, why_not = window_reach(a, order_attribute(a))
     if reach is not None:
-        return (f"T-CER slices: a table in event order cut into N runs (N: the machine's "
-                f"cores unless workers=N says otherwise; {MIN_EVENTS_PER_SLICE} events per run "
-                f"at least), each also evaluating the {reach} time units before it")
+        return (f"T-CER slices: a table in event order cut into N runs (workers=N, "
+                f"{MIN_EVENTS_PER_SLICE} events per run at least; by default the machine's "
+                f"cores from {MIN_EVENTS_BY_DEFAULT} events), each also evaluating the {reach} "
+                "time units before it")
     k, why = shards_for(a, 2)
     return f"not in time slices ({why_not}); " + (
         "one worker unless workers=N: then the partitions split among N threads (key shards)"

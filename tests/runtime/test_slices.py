@@ -199,11 +199,18 @@ def test_a_keyed_windowed_table_is_cut_in_time_and_by_default():
     assert workers_plan(keyed, 3, table)[:2] == (3, 1)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(slices, "default_workers", lambda: 4)
+        patch.setattr(slices, "MIN_EVENTS_BY_DEFAULT", 2 * slices.MIN_EVENTS_PER_SLICE)
         assert workers_plan(keyed, None, table)[:2] == (4, 1)
         assert workers_plan(keyed, None, table.slice(0, 3 * slices.MIN_EVENTS_PER_SLICE)
                             )[:2] == (3, 1)
+        small = table.slice(0, 2 * slices.MIN_EVENTS_PER_SLICE - 1)
+        assert workers_plan(keyed, None, small)[:2] == (1, 1)
+        assert workers_plan(keyed, 2, small)[:2] == (1, 2)  # (too small for slices: shards)
         assert workers_plan(keyed, None, list(range(10)))[:2] == (1, 1)
+        patch.setattr(slices, "default_workers", lambda: 1)
+        assert workers_plan(keyed, None, table)[:2] == (1, 1)
         assert workers_plan(keyed, 1, table)[:2] == (1, 1)
+    assert workers_plan(keyed, None, table)[:2] == (1, 1)  # (below MIN_EVENTS_BY_DEFAULT)
     assert workers_plan(keyed, 2, iter([]))[:2] == (1, 2)  # (live input: key shards)
     assert slices.default_workers() >= 1
 
