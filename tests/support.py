@@ -85,7 +85,8 @@ def as_table(schema, events: list[tuple]) -> pa.Table:
 @contextmanager
 def runs_spied() -> Iterator[list[tuple[int, int, int]]]:
     """Inside: the (first, start, stop) of every T-CER run ``runtime/slices.py`` evaluates
-    (its prefix from ``first``, its own events [start, stop))."""
+    (its prefix from ``first``, its own events [start, stop)), in run order once the block
+    ends (the runs' threads record them as they start)."""
     from cercore.runtime import slices
 
     runs: list[tuple[int, int, int]] = []
@@ -97,4 +98,7 @@ def runs_spied() -> Iterator[list[tuple[int, int, int]]]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(slices, "_evaluate_run", spied)
-        yield runs
+        try:
+            yield runs
+        finally:
+            runs.sort(key=lambda run: run[1])

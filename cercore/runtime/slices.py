@@ -21,11 +21,12 @@ left out; the live partitions, tECS, automaton and work counters are the last ru
 After the table the engine goes on as the last run's engine (it holds every partial match
 still open).
 
-The prefix is found from the times of events the query reads (``_prefix_start``), which assumes
-the table is in time order. A run that finds it is not -- a time going backwards, raised or
-skipped -- or raises any error, and the table is evaluated again by one worker from the start
-(the engine is left untouched until every run succeeded), which then raises or skips exactly as
-one engine does: never a different answer, at worst twice the work on bad input.
+The prefix is found, in the run's thread, from the times of events the query reads
+(``_prefix_start``), which assumes the table is in time order. A run that finds it is not -- a
+time going backwards, raised or skipped -- or raises any error, and the table is evaluated again
+by one worker from the start (the engine is left untouched until every run succeeded), which
+then raises or skips exactly as one engine does: never a different answer, at worst twice the
+work on bad input.
 """
 
 from __future__ import annotations
@@ -185,12 +186,10 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
     reach = hooks.reach(engine)[0]
     n = table.num_rows
     bounds = [n * p // k for p in range(k + 1)]
-    probe = hooks.fresh(engine)
-    firsts = [0] + [_prefix_start(probe, table, stream, s, reach) for s in bounds[1:-1]]
     runs = [hooks.fresh(engine) for _ in range(k)]
     with ThreadPoolExecutor(k, thread_name_prefix="cercore-slice") as pool:
-        futures = [pool.submit(_evaluate_run, runs[p], table, stream, firsts[p], bounds[p],
-                               bounds[p + 1], collect) for p in range(k)]
+        futures = [pool.submit(_run_from_prefix, runs[p], table, stream, bounds[p],
+                               bounds[p + 1], reach, collect) for p in range(k)]
         results = [f.result() for f in futures]
     if any(r is None for r in results):
         return None
@@ -204,6 +203,15 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
     hooks.set_counts(last, tuple(map(sum, zip(*(r[2] for r in results)))))
     hooks.become(engine, last)
     return [r[0] for r in results]
+
+
+def _run_from_prefix(run: Any, table, stream: str | None, start: int, stop: int, reach: int,
+                     collect: Callable) -> tuple | None:
+    """``_evaluate_run`` from the run's prefix, searched in the run's own thread (by a
+    throwaway engine: the search decodes)."""
+    first = 0 if start == 0 else _prefix_start(run.slicing.fresh(run), table, stream, start,
+                                               reach)
+    return _evaluate_run(run, table, stream, first, start, stop, collect)
 
 
 def _evaluate_run(run: Any, table, stream: str | None, first: int, start: int, stop: int,
