@@ -262,7 +262,7 @@ class TrendEngine(StreamEngine):
         asked for. ``workers``: threads evaluating a table of a windowed query in T-CER
         slices (``runtime/slices.py``), the same rows (not faster yet: the runner holds the
         GIL); None: one. A fresh engine splits on its first call only."""
-        runs = workers_plan(self, None if self.position else workers, events)[0]
+        runs = workers_plan(self, workers, events)[0]  # (slices_for refuses a used engine)
         return sliced_feed(self, events, stream, runs) if runs > 1 else self._feed(
             events, stream)
 
