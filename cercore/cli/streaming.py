@@ -24,9 +24,7 @@ from cercore.errors import CercoreError, EventError
 from cercore.input.files import locate_row
 from cercore.input.lines import LINE_FORMATS, FollowedFile, LineEvents, stream_lines
 from cercore.io import guess_format, read_events
-from cercore.runtime.engine import Engine
 from cercore.schema import Schema
-from cercore.trends.engine import TrendEngine
 
 
 def add_options(run: argparse.ArgumentParser) -> None:
@@ -134,8 +132,7 @@ class EventSource:
     def feed(self, engine: Any, workers: int | None = None) -> Iterator:
         """``engine.process`` over the events: each line is read when the engine asks for the
         next event, after it has yielded what the line before completed. A file read whole
-        goes in bulk, over ``workers`` threads (None: the engine's default for its size; one
-        engine of one query only)."""
+        goes in bulk, over ``workers`` threads (None: the engine's default for its size)."""
         if self.lines is not None:
             table = self.lines.start()  # a CSV header, or JSON Lines that are one JSON array
             if table is None:
@@ -147,9 +144,9 @@ class EventSource:
                 return
             self.table = table
         n = self.table.num_rows
-        # one query: the file cut in time (runtime/slices.py: the whole file, or the first of
-        # the chunks fed below), or a CEQL query's partitions split among threads
-        split = {"workers": workers} if isinstance(engine, (Engine, TrendEngine)) else {}
+        # the file cut in time (runtime/slices.py: the whole file, or the first of the chunks
+        # fed below), or a CEQL query's partitions split among threads
+        split = {"workers": workers}
         show = self.progress if self.progress is not None else \
             (n >= PROGRESS_MIN_EVENTS and sys.stderr.isatty())
         if not show:

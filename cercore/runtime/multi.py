@@ -22,10 +22,12 @@ from cercore.input.options import EngineOptions
 from cercore.input.order import TimeOrder
 from cercore.input.source import AsyncInput, checked_watermark, in_hand
 from cercore.interface.evaluator import CompiledPlan
+from cercore.runtime import slices
 from cercore.runtime.backend import resolve_backend
 from cercore.runtime.engine import Engine
 from cercore.runtime.intake import order_attribute
 from cercore.runtime.output import ComplexEvent, MatchArrays
+from cercore.runtime.shards import checked_workers
 
 _END = operator.attrgetter("ce.end")
 
@@ -54,12 +56,67 @@ class QueryMatch:
         return {"query": self.query, **self.ce.to_dict()}
 
 
+class MultiSlices(slices.SliceHooks):
+    """T-CER slices of a multi-query engine (``runtime/slices.py``): every query cut at the
+    same points, so all of them must be ordered by one attribute and sliceable; each run
+    starts as far back as the query that reaches furthest needs. No key shards: a query's
+    partitions are its own, and the engine is one."""
+
+    @staticmethod
+    def reach(engine: MultiEngine) -> tuple[int | None, str | None]:
+        reach = 0
+        for name, e in zip(engine.names, engine.engines):
+            k, why_not = e.slicing.reach(e)
+            if k is None:
+                return None, f"query {name!r}: {why_not}"
+            reach = max(reach, k)
+        if len({e.order_attribute for e in engine.engines}) > 1:
+            return None, "the queries are ordered by different attributes"
+        return reach, None
+
+    @staticmethod
+    def shards(engine: MultiEngine, workers: int | None) -> tuple[int, str]:
+        checked_workers(workers)
+        return 1, "one worker (a multi-query engine is cut in time only, not by key)"
+
+    @staticmethod
+    def fresh(engine: MultiEngine) -> MultiEngine:
+        # (its options: the shared input's reorder slack is off, as slices need)
+        return MultiEngine(engine.queries, engine.options)
+
+    @staticmethod
+    def timed_reads(engine: MultiEngine, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+        """The events some query reads that carry a valid time (on the one attribute)."""
+        order = engine.time_order
+        read = np.zeros(batch.n, dtype=bool)
+        for e in engine.engines:
+            read |= e.encoder.read_mask(batch)
+        timed = order.timed(batch, read) & batch.columns.valid[order.attribute]
+        return timed, batch.columns.values[order.attribute]
+
+    @staticmethod
+    def counts(engine: MultiEngine) -> tuple[int, ...]:
+        return tuple(c for e in engine.engines for c in e.slicing.counts(e))
+
+    @staticmethod
+    def set_counts(engine: MultiEngine, counts: tuple[int, ...]) -> None:
+        for i, e in enumerate(engine.engines):
+            n = len(e.slicing.counts(e))
+            e.slicing.set_counts(e, counts[i * n:(i + 1) * n])
+
+    @staticmethod
+    def become(engine: MultiEngine, run: MultiEngine) -> None:
+        engine.__dict__.update(run.__dict__)
+
+
 class MultiEngine(AsyncInput):
     """Evaluates several compiled queries over one stream, decoding it once.
 
     Create it with ``cercore.multi_engine(queries)``: a list (named "q0", "q1", ...) or a
     mapping name -> query, all over the same schema.
     """
+
+    slicing = MultiSlices
 
     def __init__(self, queries: Mapping[str, CompiledPlan],
                  options: EngineOptions = EngineOptions.DEFAULT) -> None:
@@ -132,10 +189,31 @@ class MultiEngine(AsyncInput):
         """The running queries, by name."""
         return {n: e.query for n, e in zip(self.names, self.engines)}
 
-    def process(self, events: Any, stream: str | None = None) -> Iterator[QueryMatch]:
+    @property
+    def position(self) -> int:
+        """The next input position (events received so far)."""
+        return self.input.position
+
+    @property
+    def time_order(self) -> TimeOrder | None:
+        """The check of event time when every query is ordered by one attribute, else None."""
+        return self.time_orders[0][0] if len(self.time_orders) == 1 else None
+
+    def process(self, events: Any, stream: str | None = None, *, workers: int | None = None
+                ) -> Iterator[QueryMatch]:
         """Evaluate ``events`` (as ``Engine.process``: in batches when they are in hand, else
         one at a time) for every query; yield ``(query name, complex event)`` pairs in stream
-        order."""
+        order. ``workers``: as for ``process_arrays``."""
+        runs = self._split(events, workers)
+        if runs > 1:
+            return slices.sliced_feed(self, events, stream, runs)
+        return self._feed(events, stream)
+
+    def _split(self, events: Any, workers: int | None) -> int:
+        """How many T-CER runs evaluate ``events`` (``runtime/slices.py``; 1: none)."""
+        return slices.workers_plan(self, None if self.position else workers, events)[0]
+
+    def _feed(self, events: Any, stream: str | None) -> Iterator[QueryMatch]:
         if not in_hand(events):
             for typ, attrs, sid in self.input.live(events, stream):
                 yield from self._record(typ, attrs, sid)
@@ -165,10 +243,19 @@ class MultiEngine(AsyncInput):
             out += [QueryMatch(name, ce) for ce in engine.fire_deadlines(t)]
         return out
 
-    def process_arrays(self, events: Any, stream: str | None = None) -> dict[str, MatchArrays]:
-        """``process`` in bulk: query name -> ``MatchArrays``."""
+    def process_arrays(self, events: Any, stream: str | None = None, *,
+                       workers: int | None = None) -> dict[str, MatchArrays]:
+        """``process`` in bulk: query name -> ``MatchArrays``. ``workers``: threads
+        evaluating a table in T-CER slices when every query is windowed on one ordering
+        attribute and can be cut (``runtime/slices.py``); the same output. None: the cores for
+        a large table slices can cut, else one."""
+        runs = self._split(events, workers)
         if self.input.reorder is not None:
             raise ConfigError("process_arrays does not support a reorder slack; use process")
+        if runs > 1 and (out := slices.evaluate_in_slices(self, events, stream, runs,
+                                                          _arrays_of)):
+            return {n: MatchArrays.concat([run[n] for run in out], threads=runs)
+                    for n in self.names}
         parts: dict[str, list[MatchArrays]] = {n: [] for n in self.names}
         for batch in self.input.batches(events, stream):
             error, shared = self._check(batch)
@@ -257,3 +344,8 @@ class MultiEngine(AsyncInput):
         yield from found
         if error is not None:
             raise error
+
+
+def _arrays_of(run: MultiEngine, table, stream: str | None) -> dict[str, MatchArrays]:
+    """A T-CER run's complex events as arrays, per query."""
+    return run.process_arrays(table, stream, workers=1)

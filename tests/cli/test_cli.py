@@ -259,13 +259,16 @@ def test_bad_trend_backend_is_a_cercore_error():
         q.engine(reorder_slack=1)
 
 
-@pytest.mark.parametrize("query", [
-    "SELECT * FROM S WHERE A AS a ; A AS b FILTER b.v > a.v WITHIN 3 [ts]",
-    "SELECT * FROM S WHERE A AS a ; A AS b FILTER b.v > a.v PARTITION BY [k] WITHIN 3 [ts]",
+@pytest.mark.parametrize("queries", [
+    ["SELECT * FROM S WHERE A AS a ; A AS b FILTER b.v > a.v WITHIN 3 [ts]"],
+    ["SELECT * FROM S WHERE A AS a ; A AS b FILTER b.v > a.v PARTITION BY [k] WITHIN 3 [ts]"],
+    ["SELECT * FROM S WHERE A AS a ; A AS b FILTER b.v > a.v WITHIN 3 [ts]",
+     "SELECT * FROM S WHERE A AS a ; A AS b FILTER b.v < a.v PARTITION BY [k] WITHIN 5 [ts]"],
 ])
-def test_run_with_workers_prints_what_one_worker_prints(tmp_path, capsys, monkeypatch, query):
-    """``--workers 3``: the file of a windowed query, keyed or not, cut in time -- the same
-    lines as one worker."""
+def test_run_with_workers_prints_what_one_worker_prints(tmp_path, capsys, monkeypatch,
+                                                         queries):
+    """``--workers 3``: the file of windowed queries, keyed or not, one or several, cut in
+    time -- the same lines as one worker."""
     from cercore.runtime import slices
 
     monkeypatch.setattr(slices, "MIN_EVENTS_PER_SLICE", 10)
@@ -279,7 +282,7 @@ def test_run_with_workers_prints_what_one_worker_prints(tmp_path, capsys, monkey
         f"A,{(i * 7) % 5},{i % 3},{i // 2}\n" for i in range(200)))
     outs = []
     for workers in ("1", "3"):
-        code, out, _ = run_cli(capsys, "run", query, "--schema", decl, "--input", events,
+        code, out, _ = run_cli(capsys, "run", *queries, "--schema", decl, "--input", events,
                                "--workers", workers)
         assert code == 0
         outs.append(out)
