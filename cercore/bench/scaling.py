@@ -273,8 +273,17 @@ TREND_WORKER_QUERIES = {  # a trend query with GROUP BY: T-CER slices when worke
 }
 
 
+# several queries in one engine (multi_engine): cut in time together
+MULTI_WORKER_QUERIES = {
+    "3 queries at once": [WORKER_QUERIES["keyed, higher price"],
+                          WORKER_QUERIES["unkeyed, dearer"],
+                          WORKER_QUERIES["keyed, no output"]],
+}
+
+
 def workers_sweep(table, max_workers: int, repeat: int = 3) -> list[dict]:
-    """Each of ``WORKER_QUERIES`` (``process_arrays``) and ``TREND_WORKER_QUERIES`` (``run``)
+    """Each of ``WORKER_QUERIES`` (``process_arrays``), ``MULTI_WORKER_QUERIES``
+    (``process_arrays`` of one multi-query engine) and ``TREND_WORKER_QUERIES`` (``run``)
     over ``table`` with 1..``max_workers`` workers, passes interleaved; best wall time of
     ``repeat`` and its CPU time (the process's, all threads); the outputs checked equal to
     one worker's."""
@@ -288,18 +297,24 @@ def workers_sweep(table, max_workers: int, repeat: int = 3) -> list[dict]:
     def arrays(out) -> tuple:
         return out.start.tolist(), out.positions.tolist()
 
-    shapes = [(name, cercore.compile(text, schema), "process_arrays", arrays)
+    def arrays_per_query(out) -> tuple:
+        return tuple(arrays(a) for a in out.values())
+
+    shapes = [(name, cercore.compile(text, schema).engine, "process_arrays", arrays)
               for name, text in WORKER_QUERIES.items()]
-    shapes += [(name, compile_trend(text, schema), "run", lambda out: out)
+    shapes += [(name, lambda texts=texts: cercore.multi_engine(texts, schema),
+                "process_arrays", arrays_per_query)
+               for name, texts in MULTI_WORKER_QUERIES.items()]
+    shapes += [(name, compile_trend(text, schema).engine, "run", lambda out: out)
                for name, text in TREND_WORKER_QUERIES.items()]
-    for name, query, method, key_of in shapes:
-        getattr(query.engine(), method)(table.slice(0, 2000), workers=1)  # warm-up
+    for name, engine, method, key_of in shapes:
+        getattr(engine(), method)(table.slice(0, 2000), workers=1)  # warm-up
         want = None
         best: dict[int, tuple[float, float]] = {}
         for _ in range(max(repeat, 1)):
             for w in range(1, max_workers + 1):
                 wall0, cpu0 = time.perf_counter(), time.process_time()
-                out = getattr(query.engine(), method)(table, workers=w)
+                out = getattr(engine(), method)(table, workers=w)
                 took = (time.perf_counter() - wall0, time.process_time() - cpu0)
                 key = key_of(out)
                 if want is None:
@@ -307,7 +322,9 @@ def workers_sweep(table, max_workers: int, repeat: int = 3) -> list[dict]:
                 elif key != want:
                     raise cercore.CercoreError(f"{name}: {w} workers disagree with one")
                 best[w] = min(best.get(w, took), took)
-        outputs = len(want) if method == "run" else len(want[0])  # (rows, complex events)
+        # (rows, or complex events: of every query)
+        outputs = len(want) if method == "run" else \
+            sum(len(w[0]) for w in (want if key_of is arrays_per_query else [want]))
         for w, (wall, cpu) in sorted(best.items()):
             rows.append({"experiment": "workers", "query": name, "workers": w,
                          "events": table.num_rows, "complex_events": outputs,

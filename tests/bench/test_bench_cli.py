@@ -234,8 +234,8 @@ def test_spark_experiment_compares_each_plan_with_the_local_engine(tmp_path):
 
 
 def test_workers_sweep_runs_every_shape_and_checks_outputs(monkeypatch, capsys):
-    """``cercore-bench scaling --workers 2``: every query shape (CEQL and trend) with one and
-    two workers, the outputs checked equal (a disagreement is an error), the table cut."""
+    """``cercore-bench scaling --workers 2``: every query shape (CEQL, several CEQL queries in
+    one engine, trend) with one and two workers, the outputs checked equal (a disagreement is an error), the table cut."""
     from cercore.runtime import slices
 
     monkeypatch.setattr(slices, "MIN_EVENTS_PER_SLICE", 1000)
@@ -248,9 +248,10 @@ def test_workers_sweep_runs_every_shape_and_checks_outputs(monkeypatch, capsys):
                             engine, *a))
     assert cli.main(["scaling", "--workers", "2", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
-    shapes = list(scaling.WORKER_QUERIES) + list(scaling.TREND_WORKER_QUERIES)
+    shapes = list(scaling.WORKER_QUERIES) + list(scaling.MULTI_WORKER_QUERIES) + \
+        list(scaling.TREND_WORKER_QUERIES)
     assert all(name in out for name in shapes) and "trend, GROUP BY" in shapes
-    assert set(cut) == {"Engine", "TrendEngine"}
+    assert set(cut) == {"Engine", "MultiEngine", "TrendEngine"}
     rows = scaling.workers_sweep(table, 2, repeat=1)
     assert {(r["query"], r["workers"]) for r in rows} == {(s, w) for s in shapes for w in (1, 2)}
     assert all(r["complex_events"] > 0 for r in rows if "no output" not in r["query"])
