@@ -27,6 +27,7 @@ from cercore.runtime.backend import resolve_backend
 from cercore.runtime.engine import Engine
 from cercore.runtime.intake import order_attribute
 from cercore.runtime.output import ComplexEvent, MatchArrays
+from cercore.runtime.pipeline import TABLE_BATCHES
 from cercore.runtime.shards import checked_workers
 
 _END = operator.attrgetter("ce.end")
@@ -254,17 +255,22 @@ class MultiEngine(AsyncInput):
             raise ConfigError("process_arrays does not support a reorder slack; use process")
         if runs > 1 and (out := slices.evaluate_in_slices(self, events, stream, runs,
                                                           _arrays_of)):
-            return {n: MatchArrays.concat([run[n] for run in out], threads=runs)
+            return {n: MatchArrays.concat([p for run in out for p in run[n]], threads=runs)
                     for n in self.names}
+        return {n: MatchArrays.concat(p) for n, p in self._array_parts(events, stream).items()}
+
+    def _array_parts(self, events: Any, stream: str | None, batch_size: int | None = None
+                     ) -> dict[str, list[MatchArrays]]:
+        """Each query's complex events of ``events``, one ``MatchArrays`` per batch."""
         parts: dict[str, list[MatchArrays]] = {n: [] for n in self.names}
-        for batch in self.input.batches(events, stream):
+        for batch in self.input.batches(events, stream, batch_size):
             error, shared = self._check(batch)
             for name, engine in zip(self.names, self.engines):
                 parts[name].append(engine.evaluate_batch_arrays(batch, shared))
             self.input.consumed(batch, batch.n)
             if error is not None:
                 raise error
-        return {n: MatchArrays.concat(p) for n, p in parts.items()}
+        return parts
 
     def to_backend(self, backend: str) -> MultiEngine:
         """A copy of this engine (every running query), continuing exactly where it stopped,
@@ -346,6 +352,7 @@ class MultiEngine(AsyncInput):
             raise error
 
 
-def _arrays_of(run: MultiEngine, table, stream: str | None) -> dict[str, MatchArrays]:
-    """A T-CER run's complex events as arrays, per query."""
-    return run.process_arrays(table, stream, workers=1)
+def _arrays_of(run: MultiEngine, table, stream: str | None) -> dict[str, list[MatchArrays]]:
+    """A T-CER run's complex events as arrays per query, one ``MatchArrays`` per batch (as
+    ``slices.arrays_of``: the runs' batches are concatenated once, by the caller)."""
+    return run._array_parts(table, stream, run.input.batch_size * TABLE_BATCHES)
