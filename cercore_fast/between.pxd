@@ -6,9 +6,9 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
 
-# one operand of a compiled comparison: a term (an attribute of the event, or of the next
-# one, bound to the check's k-th variable) or a number
-cdef struct Operand:
+# a term (an attribute of the event, or of the next one, bound to the check's k-th variable)
+# or a number
+cdef struct Leaf:
     int32_t is_term
     int32_t k        # term: the variable's index in the check (0 or 1)
     int32_t side     # term: 0 the event, 1 the next event bound to the variable
@@ -16,6 +16,20 @@ cdef struct Operand:
     int32_t is_double
     double dconst
     int64_t iconst
+
+
+# one operand of a compiled comparison: a leaf, or + - * between two leaves
+cdef enum:
+    ARITH_NONE = 0
+    ARITH_ADD = 1
+    ARITH_SUB = 2
+    ARITH_MUL = 3
+
+cdef struct Operand:
+    int32_t arith      # ARITH_NONE: the leaf ``a`` alone
+    int32_t is_double  # the operand's value is a double (a double leaf makes it one)
+    Leaf a
+    Leaf b
 
 
 cdef struct CheckSpec:
@@ -56,6 +70,8 @@ cdef class BetweenKernel:
     cdef int push(self, int64_t pos, int32_t label, int64_t depth) noexcept nogil
     cdef int accepts(self, int64_t start, int64_t end, vector[int64_t]& path) noexcept nogil
     cdef int _first_in(self, int32_t ci, int32_t v, int64_t mask) noexcept with gil
+    cdef int _leaf(self, Leaf* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
+                   double* d, int64_t* i) noexcept nogil
     cdef int _value(self, Operand* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
                     double* d, int64_t* i) noexcept nogil
     cdef int _holds(self, CheckSpec* s, int64_t a0, int64_t a1, int64_t b0,

@@ -4,23 +4,28 @@
 ``cercore.runtime.event_predicates.IncrementalCheck``, with the same rules (see that module).
 
 A comparison of two numeric operands -- each a term ``x.a`` / ``NEXT(x).a`` of one of at most
-two variables, or a number -- runs here, without the GIL, over the typed term values
-(``TermValues.numbers``/``valid``): null is false; two ints compare as int64, otherwise both
-as doubles (an int beside a double is read as a double, as the predicate layer reads it); NaN
-compares false but for ``!=``. Every other predicate calls the predicate layer's scalar
-closure (``IncrementalCheck.new_combinations_hold``) with the GIL, so it means what it means everywhere else.
+two variables, a number, or ``+ - *`` between two of those -- runs here, without the GIL, over
+the typed term values (``TermValues.numbers``/``valid``): null is false; two ints compare (and
+add, subtract, multiply) as int64, otherwise both as doubles (an int beside a double is read as
+a double, as the predicate layer reads it); NaN compares false but for ``!=``. An int64
+result that overflows, which Python's exact ints would carry on with, and every other
+predicate call the predicate layer's scalar closure (``IncrementalCheck.new_combinations_hold``)
+with the GIL, so it means what it means everywhere else.
 """
 
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
-from cercore_fast.comparisons cimport compare
+from cercore_fast.comparisons cimport add_overflows, compare, mul_overflows, sub_overflows
 
 from cercore.predicates import COMPARISON_CODES
 from cercore.interface.constants import AMBIGUOUS
 
 cdef int32_t C_AMBIGUOUS = AMBIGUOUS
+# a compiled check's outcome when int64 arithmetic overflowed: the scalar closure decides
+cdef int NOT_EXACT = 3
+ARITHMETIC = {"+": ARITH_ADD, "-": ARITH_SUB, "*": ARITH_MUL}
 
 
 cdef inline int _compare(int32_t op, Operand* l, Operand* r, double ld, int64_t li,
@@ -161,9 +166,9 @@ cdef class BetweenKernel:
                 if self.specs[ci].n_vars > 2 and not self._first_in(ci, v, mask):
                     continue
                 checked = 1
-                if self.specs[ci].compiled:
-                    rc = self._compiled(&self.specs[ci], pos, mask)
-                else:
+                rc = self._compiled(&self.specs[ci], pos, mask) if self.specs[ci].compiled \
+                    else NOT_EXACT
+                if rc == NOT_EXACT:
                     rc = self._in_python(ci, pos, label)
                 if rc != 1:
                     return rc
@@ -181,9 +186,37 @@ cdef class BetweenKernel:
         return 0
 
     cdef int _value(self, Operand* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
-                           double* d, int64_t* i) noexcept nogil:
+                    double* d, int64_t* i) noexcept nogil:
         """An operand's value on a combination ((a0, a1): the first variable's event and next
-        event, (b0, b1): the second's); 0 when null."""
+        event, (b0, b1): the second's); 0 when null, 2 when its int64 arithmetic overflows."""
+        cdef double x = 0, y = 0
+        cdef int64_t m = 0, n = 0
+        if o.arith == ARITH_NONE:
+            return self._leaf(&o.a, a0, a1, b0, b1, d, i)
+        if not self._leaf(&o.a, a0, a1, b0, b1, &x, &m) \
+                or not self._leaf(&o.b, a0, a1, b0, b1, &y, &n):
+            return 0
+        if o.is_double:  # (each step alone: no fused multiply-add, as Python computes it)
+            if not o.a.is_double:
+                x = <double>m
+            if not o.b.is_double:
+                y = <double>n
+            if o.arith == ARITH_ADD:
+                d[0] = x + y
+            elif o.arith == ARITH_SUB:
+                d[0] = x - y
+            else:
+                d[0] = x * y
+            return 1
+        if o.arith == ARITH_ADD:
+            return 2 if add_overflows(m, n, i) else 1
+        if o.arith == ARITH_SUB:
+            return 2 if sub_overflows(m, n, i) else 1
+        return 2 if mul_overflows(m, n, i) else 1
+
+    cdef int _leaf(self, Leaf* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
+                   double* d, int64_t* i) noexcept nogil:
+        """A leaf's value on a combination (see ``_value``); 0 when null."""
         cdef int64_t p, at
         if not o.is_term:
             d[0] = o.dconst
@@ -204,12 +237,15 @@ cdef class BetweenKernel:
 
     cdef int _holds(self, CheckSpec* s, int64_t a0, int64_t a1, int64_t b0,
                            int64_t b1) noexcept nogil:
+        """1 / 0: the comparison holds or not on the combination; NOT_EXACT: ask Python."""
         cdef double ld = 0, rd = 0
         cdef int64_t li = 0, ri = 0
-        if not self._value(&s.left, a0, a1, b0, b1, &ld, &li):
-            return 0
-        if not self._value(&s.right, a0, a1, b0, b1, &rd, &ri):
-            return 0
+        cdef int rc = self._value(&s.left, a0, a1, b0, b1, &ld, &li)
+        if rc != 1:
+            return NOT_EXACT if rc == 2 else 0
+        rc = self._value(&s.right, a0, a1, b0, b1, &rd, &ri)
+        if rc != 1:
+            return NOT_EXACT if rc == 2 else 0
         return _compare(s.op, &s.left, &s.right, ld, li, rd, ri)
 
     cdef int _compiled(self, CheckSpec* s, int64_t pos, int64_t mask) noexcept nogil:
@@ -222,6 +258,7 @@ cdef class BetweenKernel:
         cdef int64_t n0a, n0b, n1a, n1b
         if new0:
             new0 = _new_element(b0, s.paired0, pos, &n0a, &n0b)
+        cdef int rc
         if s.n_vars == 1:
             return self._holds(s, n0a, n0b, 0, 0) if new0 else 1
         b1 = &self.bound_pos[s.var1]
@@ -230,13 +267,16 @@ cdef class BetweenKernel:
             new1 = _new_element(b1, s.paired1, pos, &n1a, &n1b)
         if new0:
             # the first variable's new element with every element of the second
-            if not self._with_old(s, n0a, n0b, b1, s.paired1, True):
-                return 0
-            if new1 and not self._holds(s, n0a, n0b, n1a, n1b):
-                return 0
+            rc = self._with_old(s, n0a, n0b, b1, s.paired1, True)
+            if rc != 1:
+                return rc
+            if new1:
+                rc = self._holds(s, n0a, n0b, n1a, n1b)
+                if rc != 1:
+                    return rc
         # the second variable's new element with the first's old elements
-        if new1 and not self._with_old(s, n1a, n1b, b0, s.paired0, False):
-            return 0
+        if new1:
+            return self._with_old(s, n1a, n1b, b0, s.paired0, False)
         return 1
 
     cdef int _with_old(self, CheckSpec* s, int64_t na, int64_t nb, vector[int64_t]* old,
@@ -246,12 +286,14 @@ cdef class BetweenKernel:
         variable's). A paired variable's elements are its consecutive positions (latest,
         previous); another's are single positions."""
         cdef int64_t j, step = 1 if paired else 0
+        cdef int rc
         for j in range(<int64_t>old.size() - step):
             if new_first:
-                if not self._holds(s, na, nb, old[0][j + step], old[0][j]):
-                    return 0
-            elif not self._holds(s, old[0][j + step], old[0][j], na, nb):
-                return 0
+                rc = self._holds(s, na, nb, old[0][j + step], old[0][j])
+            else:
+                rc = self._holds(s, old[0][j + step], old[0][j], na, nb)
+            if rc != 1:
+                return rc
         return 1
 
     cdef int _in_python(self, int32_t ci, int64_t pos, int32_t label) noexcept with gil:
@@ -291,6 +333,18 @@ cdef class BetweenKernel:
 
 cdef void _operand(Operand* o, form, c, dict slots) except *:
     """Fill ``o`` from a compiled form's operand (``cercore.runtime.event_predicates``)."""
+    o.is_double = form[4] if form[0] == "arith" else form[2]
+    o.arith = ARITH_NONE
+    _fill_leaf(&o.b, ("const", 0, False), c, slots)
+    if form[0] == "arith":
+        o.arith = ARITHMETIC[form[1]]
+        _fill_leaf(&o.a, form[2], c, slots)
+        _fill_leaf(&o.b, form[3], c, slots)
+    else:
+        _fill_leaf(&o.a, form, c, slots)
+
+
+cdef void _fill_leaf(Leaf* o, form, c, dict slots) except *:
     o.is_double = form[2]
     o.dconst = 0
     o.iconst = 0

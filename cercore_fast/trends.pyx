@@ -36,7 +36,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from cercore_fast.comparisons cimport compare
+from cercore_fast.comparisons cimport add_overflows, compare, mul_overflows
 
 import numpy as np
 
@@ -51,12 +51,6 @@ from cercore.interface.trends import IN_STREAM as _IN_STREAM
 
 cdef extern from *:
     """
-    static inline int trends_add_ovf(int64_t a, int64_t b, int64_t *r) {
-        return __builtin_add_overflow(a, b, r);
-    }
-    static inline int trends_mul_ovf(int64_t a, int64_t b, int64_t *r) {
-        return __builtin_mul_overflow(a, b, r);
-    }
     static inline int64_t trends_first_window(int64_t t, int64_t size, int64_t slide) {
         /* the smallest k with k*slide + size > t: floor((t - size) / slide) + 1, in 128 bits
            (t - size leaves int64 for times near INT64_MIN) */
@@ -79,8 +73,6 @@ cdef extern from *:
         return (__int128)k * slide + size <= t;
     }
     """
-    bint trends_add_ovf(int64_t a, int64_t b, int64_t *r) nogil
-    bint trends_mul_ovf(int64_t a, int64_t b, int64_t *r) nogil
     int64_t trends_first_window(int64_t t, int64_t size, int64_t slide) nogil
     int64_t trends_floor_div(int64_t a, int64_t b) nogil
     int64_t trends_window_end(int64_t k, int64_t size, int64_t slide) nogil
@@ -198,7 +190,7 @@ cdef inline int _add(Vector acc, Vector x, const int *kinds, int nslots) noexcep
     for s in range(nslots):
         kind = kinds[s]
         if kind == SLOT_COUNT or kind == SLOT_SUM_INT:
-            if trends_add_ovf(acc.ints[s], x.ints[s], &r):
+            if add_overflows(acc.ints[s], x.ints[s], &r):
                 return 1
             acc.ints[s] = r
         elif kind == SLOT_SUM_REAL:
@@ -224,7 +216,7 @@ cdef inline int _extend(Vector out, Vector pred, int var, bint is_start,
     (``reference.Vectors.extend``); 0 (count 0: no vector), 1 (written) or -1 (overflow)."""
     cdef int64_t count, r = 0, t = 0
     cdef int s, kind
-    if trends_add_ovf(<int64_t>is_start, pred.ints[0], &count):
+    if add_overflows(<int64_t>is_start, pred.ints[0], &count):
         return -1
     if count == 0:
         return 0
@@ -239,12 +231,12 @@ cdef inline int _extend(Vector out, Vector pred, int var, bint is_start,
         if not (slot_vars[s] >> var) & 1:
             continue
         if kind == SLOT_COUNT:
-            if trends_add_ovf(pred.ints[s], count, &r):
+            if add_overflows(pred.ints[s], count, &r):
                 return -1
             out.ints[s] = r
         elif kind == SLOT_SUM_INT:
-            if (trends_mul_ovf(value_ints[s], count, &t)
-                    or trends_add_ovf(pred.ints[s], t, &r)):
+            if (mul_overflows(value_ints[s], count, &t)
+                    or add_overflows(pred.ints[s], t, &r)):
                 return -1
             out.ints[s] = r
         elif kind == SLOT_SUM_REAL:

@@ -432,8 +432,16 @@ def event_predicates(draw, schema: Schema, formula: ast.Formula, n: int) -> list
         right: ast.Expr = ast.EventAttr(y, b, draw(st.booleans()) and x == y)
         numeric = kind[ax[a]] == "n"
         if numeric and draw(st.booleans()):
-            right = ast.BinOp(draw(st.sampled_from(["+", "-", "*"])), right,
-                              ast.Literal(draw(st.integers(-2, 2))))
+            # the kernel computes + - * between two terms or numbers itself: small numbers,
+            # doubles (double arithmetic) and huge ones (int64 overflow: Python decides)
+            number = st.one_of(st.integers(-2, 2), st.sampled_from([0.5, -1.5, 2**62, -2**63]))
+            side = draw(st.sampled_from(["right", "right", "left", "both"]))
+            other = ast.EventAttr(x, a) if side == "both" else ast.Literal(draw(number))
+            op = draw(st.sampled_from(["+", "-", "*"]))
+            if side == "left":
+                left = ast.BinOp(op, ast.Literal(draw(number)), left)
+            else:
+                right = ast.BinOp(op, right, other)
         ops = ["<", "<=", ">", ">=", "==", "!="] if kind[ax[a]] in "ns" else ["==", "!="]
         out.append(ast.EventPredicate(ast.Compare(draw(st.sampled_from(ops)), left, right)))
     return out

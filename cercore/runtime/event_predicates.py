@@ -36,7 +36,7 @@ from cercore.automata.cea import MARK, TRUE_LABEL
 from cercore.ceql import ast
 from cercore.ceql.terms import event_terms, rename_terms
 from cercore.interface.constants import AMBIGUOUS, NOT_READ
-from cercore.predicates import COMPARISONS, scalar_leaf
+from cercore.predicates import COMPARISONS, RING, scalar_leaf
 from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.term_values import TermValues
 from cercore.types import AttrType
@@ -109,20 +109,37 @@ def _scalar_form(compare, keys: list[str]):
 def _fast_form(form, terms: list[tuple[int, int, str]]):
     """``(combo, lists, base) -> bool`` for a compiled form (``_compiled_form``): the same
     comparison as the Cython kernel's, read straight from the term values' lists -- null is
-    false, two ints compare as ints, anything with a double as doubles (what ``scalar_leaf``
-    does, without its general machinery)."""
+    false, two ints compare (and add, subtract, multiply) as exact ints, anything with a
+    double as doubles (what ``scalar_leaf`` does, without its general machinery)."""
     op = COMPARISONS[form[0]]
-    mixed = form[1][2] != form[2][2]  # an int beside a double: both read as doubles
+    mixed = form[1][-1] != form[2][-1]  # an int beside a double: both read as doubles
 
-    def operand(side):
+    def leaf(side, as_double: bool):
         if side[0] == "const":
-            value = float(side[1]) if mixed else side[1]
+            value = float(side[1]) if as_double else side[1]
             return lambda combo, lists, base: value
         k, at, attr = terms[side[1]]
-        if mixed:
+        if as_double:
             return lambda combo, lists, base: (
                 None if (v := lists[attr][combo[k][at] - base]) is None else float(v))
         return lambda combo, lists, base: lists[attr][combo[k][at] - base]
+
+    def operand(side):
+        if side[0] != "arith":
+            return leaf(side, mixed)
+        ring, is_double = RING[side[1]], side[-1]
+        a, b = leaf(side[2], is_double), leaf(side[3], is_double)
+        to = float if mixed and not is_double else None
+
+        def arith(combo, lists, base):
+            x = a(combo, lists, base)
+            if x is None:
+                return None
+            y = b(combo, lists, base)
+            if y is None:
+                return None
+            return ring(x, y) if to is None else to(ring(x, y))
+        return arith
 
     left, right = operand(form[1]), operand(form[2])
 
@@ -135,11 +152,24 @@ def _fast_form(form, terms: list[tuple[int, int, str]]):
     return compare
 
 
+def _compiled_leaf(e, terms: list[ast.EventAttr], types: dict[str, AttrType]):
+    """A numeric term (``("term", i, is_double)``) or number (``("const", value,
+    is_double)``) as the kernel reads it; None otherwise."""
+    if isinstance(e, ast.EventAttr) and types.get(e.attr) in _NUMERIC:
+        return ("term", terms.index(e), types[e.attr] is AttrType.DOUBLE)
+    if isinstance(e, ast.Literal) and type(e.value) in (int, float) \
+            and (type(e.value) is float or -2**63 <= e.value < 2**63):
+        return ("const", e.value, type(e.value) is float)
+    return None
+
+
 def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrType]):
     """(operator, left, right) for the Cython kernel when ``compare`` compares two numeric
-    operands, each a term (``("term", i, is_double)``) or a number (``("const", value,
-    is_double)``), or two string terms for (in)equality (read as their codes); None
-    otherwise (the kernel calls the scalar closure)."""
+    operands, each a term or a number (``_compiled_leaf``) or one of ``+ - *`` between two of
+    them (``("arith", op, leaf, leaf, is_double)``: exact in int64, else the kernel asks the
+    scalar closure), or two string terms for (in)equality (read as their codes); None
+    otherwise (the kernel calls the scalar closure). An operand's last item: whether its
+    value is a double."""
     if not isinstance(compare, ast.Compare) or compare.op not in COMPARISONS:
         return None
     sides = []
@@ -150,13 +180,14 @@ def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrTyp
         return (compare.op, ("term", terms.index(compare.left), False),
                 ("term", terms.index(compare.right), False))
     for e in (compare.left, compare.right):
-        if isinstance(e, ast.EventAttr) and types.get(e.attr) in _NUMERIC:
-            sides.append(("term", terms.index(e), types[e.attr] is AttrType.DOUBLE))
-        elif isinstance(e, ast.Literal) and type(e.value) in (int, float) \
-                and (type(e.value) is float or -2**63 <= e.value < 2**63):
-            sides.append(("const", e.value, type(e.value) is float))
-        else:
+        side = _compiled_leaf(e, terms, types)
+        if side is None and isinstance(e, ast.BinOp) and e.op in RING:
+            a, b = _compiled_leaf(e.left, terms, types), _compiled_leaf(e.right, terms, types)
+            if a is not None and b is not None:
+                side = ("arith", e.op, a, b, a[-1] or b[-1])
+        if side is None:
             return None
+        sides.append(side)
     return (compare.op, *sides)
 
 

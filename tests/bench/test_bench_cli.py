@@ -235,7 +235,8 @@ def test_spark_experiment_compares_each_plan_with_the_local_engine(tmp_path):
 
 def test_workers_sweep_runs_every_shape_and_checks_outputs(monkeypatch, capsys):
     """``cercore-bench scaling --workers 2``: every query shape (CEQL, several CEQL queries in
-    one engine, trend) with one and two workers, the outputs checked equal (a disagreement is an error), the table cut."""
+    one engine, trend) with one and two workers, the outputs checked equal (a disagreement is
+    an error), the table cut."""
     from cercore.runtime import slices
 
     monkeypatch.setattr(slices, "MIN_EVENTS_PER_SLICE", 1000)

@@ -14,6 +14,9 @@ from support import ABC_DECL, F1_STREAM, HT_DECL, STOCK_DECL, letters, position_
 
 import cercore
 from cercore.ceql import parser
+from cercore.ceql.terms import event_terms
+from cercore.runtime.event_predicates import _compiled_form
+from cercore.types import AttrType
 
 
 def sets(*ps):
@@ -95,6 +98,30 @@ FALLING = sets({0, 1, 4}, {0, 2, 4}, {0, 3, 4}, {0, 1, 2, 4}, {0, 1, 3, 4}, {0, 
 ])
 def test_comparisons_arithmetic_and_next_between_bound_events(query, expected, backend):
     assert agrees_with_oracle(query, STOCK_DECL, STOCKS, backend) == expected
+
+
+BIG_DECL = "CREATE STREAM S { EVENT A { v:int, w:double }, EVENT B { v:int, w:double } }"
+BIG = [("A", {"v": 2**61, "w": 0.1}), ("B", {"v": 3, "w": 0.2}), ("A", {"v": -2**62, "w": 1e308}),
+       ("B", {"v": 2**62, "w": -0.3}), ("A", {"v": None, "w": None}), ("B", {"v": -1, "w": 2.5})]
+
+
+@pytest.mark.parametrize("predicate", [
+    # int64 arithmetic that overflows: the kernel asks Python's exact ints
+    "y.v > x.v * 4", "y.v < x.v + 9223372036854775807", "x.v - 9223372036854775807 < y.v",
+    "x.v * 8 < y.v", "y.v - x.v > 0", "y.v + x.v > 2",
+    # double arithmetic (an int beside a double is read as a double), inf and nulls
+    "y.w > x.w * 2", "x.w + y.w > 0.25", "y.v * 0.5 >= x.w", "x.w * 10 > y.w - 1",
+    "y.w * x.w > 0", "x.v - 2.5 < y.w",
+])
+def test_arithmetic_the_kernel_computes_means_what_python_does(predicate, backend):
+    """+ - * between terms and numbers, computed by the compiled check (int64 exact up to
+    overflow, where Python decides; doubles as Python computes them): the oracle's sets."""
+    query = f"SELECT * FROM S WHERE A AS x ; B AS y FILTER {predicate}"
+    agrees_with_oracle(query, BIG_DECL, BIG, backend)
+    compare = parser.parse_query(query).formula.filter.pred
+    terms = list(dict.fromkeys(event_terms(compare)))
+    types = {"v": AttrType.INT, "w": AttrType.DOUBLE}
+    assert _compiled_form(compare, terms, types) is not None  # (the kernel's own path)
 
 
 def test_limit_and_strategies_see_only_complex_events_that_satisfy_them(backend):
