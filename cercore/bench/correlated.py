@@ -42,6 +42,10 @@ PAIRS = {
         f"SELECT * FROM S WHERE SELL AS s ; BUY AS b FILTER b.price > s.price "
         f"PARTITION BY [name] {W10}",
         f"SELECT * FROM S WHERE SELL AS s ; BUY AS b PARTITION BY [name] {W10}"),
+    "higher price by 0.1%": (  # arithmetic between events: computed by the kernel too
+        f"SELECT * FROM S WHERE SELL AS s ; BUY AS b FILTER b.price > s.price * 1.001 "
+        f"PARTITION BY [name] {W10}",
+        f"SELECT * FROM S WHERE SELL AS s ; BUY AS b PARTITION BY [name] {W10}"),
     "two inequalities": (
         "SELECT * FROM S WHERE SELL AS s ; BUY AS b ; SELL AS c FILTER b.price > s.price AND "
         "c.price > b.price PARTITION BY [name] WITHIN 2 SECONDS",
