@@ -41,7 +41,7 @@ _CMP = COMPARISONS
 # each operator's number in the compiled kernels (cercore_fast/between.pyx, trends.pyx)
 COMPARISON_CODES = {op: code for code, op in enumerate(COMPARISONS)}
 # the arithmetic that means the same on Python ints and on doubles ('/' and '%' do not)
-RING = {"+": operator.add, "-": operator.sub, "*": operator.mul}  # (exact on ints)
+_RING = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 # a comparison with its sides swapped: x op y == y MIRRORED[op] x
 MIRRORED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 
@@ -128,8 +128,8 @@ def _int_op(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _py_int_op(op: str, x: int, y: int) -> int:
-    if op in RING:
-        return RING[op](x, y)
+    if op in _RING:
+        return _RING[op](x, y)
     q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)  # truncate toward zero
     return q if op == "/" else x - y * q
 
@@ -261,7 +261,7 @@ def _scalar_expr(e: ast.Expr):
             return None if v is None else -v
         return neg
     left, right, op = _scalar_expr(e.left), _scalar_expr(e.right), e.op
-    ring = RING.get(op)
+    ring = _RING.get(op)
 
     def binop(row):
         a = left(row)

@@ -18,18 +18,26 @@ cdef struct Leaf:
     int64_t iconst
 
 
-# one operand of a compiled comparison: a leaf, or + - * between two leaves
+# one operand of a compiled comparison: postfix steps over leaves (one step: a leaf alone)
 cdef enum:
-    ARITH_NONE = 0
-    ARITH_ADD = 1
-    ARITH_SUB = 2
-    ARITH_MUL = 3
+    STEP_LEAF = 0
+    STEP_ADD = 1
+    STEP_SUB = 2
+    STEP_MUL = 3
+    STEP_DIV = 4
+    STEP_MOD = 5
+    STEP_NEG = 6
+    MAX_STEPS = 8    # cercore.runtime.event_predicates.MAX_STEPS
+
+cdef struct Step:
+    int32_t op         # STEP_*
+    int32_t is_double  # its value is a double (one of its operands is)
+    Leaf leaf          # STEP_LEAF: the value it pushes
 
 cdef struct Operand:
-    int32_t arith      # ARITH_NONE: the leaf ``a`` alone
-    int32_t is_double  # the operand's value is a double (a double leaf makes it one)
-    Leaf a
-    Leaf b
+    int32_t n          # steps
+    int32_t is_double  # the operand's value is a double: its last step's
+    Step steps[MAX_STEPS]
 
 
 cdef struct CheckSpec:

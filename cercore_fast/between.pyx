@@ -14,7 +14,8 @@ with the GIL, so it means what it means everywhere else.
 """
 
 cimport cython
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.math cimport NAN, fmod, isinf
+from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
 from cercore_fast.comparisons cimport add_overflows, compare, mul_overflows, sub_overflows
@@ -25,7 +26,8 @@ from cercore.interface.constants import AMBIGUOUS
 cdef int32_t C_AMBIGUOUS = AMBIGUOUS
 # a compiled check's outcome when int64 arithmetic overflowed: the scalar closure decides
 cdef int NOT_EXACT = 3
-ARITHMETIC = {"+": ARITH_ADD, "-": ARITH_SUB, "*": ARITH_MUL}
+STEPS = {"+": STEP_ADD, "-": STEP_SUB, "*": STEP_MUL, "/": STEP_DIV, "%": STEP_MOD,
+         "neg": STEP_NEG}
 
 
 cdef inline int _compare(int32_t op, Operand* l, Operand* r, double ld, int64_t li,
@@ -185,34 +187,78 @@ cdef class BetweenKernel:
                 return u == v
         return 0
 
+    @cython.cdivision(True)  # (C's integer division, whatever the build's directives)
     cdef int _value(self, Operand* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
                     double* d, int64_t* i) noexcept nogil:
         """An operand's value on a combination ((a0, a1): the first variable's event and next
-        event, (b0, b1): the second's); 0 when null, 2 when its int64 arithmetic overflows."""
-        cdef double x = 0, y = 0
-        cdef int64_t m = 0, n = 0
-        if o.arith == ARITH_NONE:
-            return self._leaf(&o.a, a0, a1, b0, b1, d, i)
-        if not self._leaf(&o.a, a0, a1, b0, b1, &x, &m) \
-                or not self._leaf(&o.b, a0, a1, b0, b1, &y, &n):
-            return 0
-        if o.is_double:  # (each step alone: no fused multiply-add, as Python computes it)
-            if not o.a.is_double:
-                x = <double>m
-            if not o.b.is_double:
-                y = <double>n
-            if o.arith == ARITH_ADD:
-                d[0] = x + y
-            elif o.arith == ARITH_SUB:
-                d[0] = x - y
+        event, (b0, b1): the second's); 0 when null (a null leaf, or a division by zero),
+        2 when its int64 arithmetic overflows (Python's exact ints would go on)."""
+        cdef double ds[MAX_STEPS]
+        cdef int64_t ns[MAX_STEPS]
+        cdef uint8_t dbl[MAX_STEPS]
+        cdef int32_t j, top = 0, l
+        cdef Step* s
+        cdef double x, y
+        cdef int64_t m, n
+        if o.n == 1:
+            return self._leaf(&o.steps[0].leaf, a0, a1, b0, b1, d, i)
+        for j in range(o.n):
+            s = &o.steps[j]
+            if s.op == STEP_LEAF:
+                if not self._leaf(&s.leaf, a0, a1, b0, b1, &ds[top], &ns[top]):
+                    return 0
+                dbl[top] = s.leaf.is_double
+                top += 1
+                continue
+            if s.op == STEP_NEG:
+                if s.is_double:
+                    ds[top - 1] = -ds[top - 1]
+                elif ns[top - 1] == INT64_MIN:
+                    return 2
+                else:
+                    ns[top - 1] = -ns[top - 1]
+                continue
+            top -= 1
+            l = top - 1
+            if s.is_double:  # (an int beside a double is read as a double; one step alone:
+                # no fused multiply-add, as Python computes it)
+                x = ds[l] if dbl[l] else <double>ns[l]
+                y = ds[top] if dbl[top] else <double>ns[top]
+                dbl[l] = 1
+                if s.op == STEP_ADD:
+                    ds[l] = x + y
+                elif s.op == STEP_SUB:
+                    ds[l] = x - y
+                elif s.op == STEP_MUL:
+                    ds[l] = x * y
+                elif y == 0:
+                    return 0
+                elif s.op == STEP_DIV:
+                    ds[l] = x / y
+                else:
+                    ds[l] = NAN if isinf(x) else fmod(x, y)
+                continue
+            m, n = ns[l], ns[top]
+            if s.op == STEP_ADD:
+                if add_overflows(m, n, &ns[l]):
+                    return 2
+            elif s.op == STEP_SUB:
+                if sub_overflows(m, n, &ns[l]):
+                    return 2
+            elif s.op == STEP_MUL:
+                if mul_overflows(m, n, &ns[l]):
+                    return 2
+            elif n == 0:
+                return 0
+            elif m == INT64_MIN and n == -1:
+                return 2
+            elif s.op == STEP_DIV:
+                ns[l] = m // n  # (C's: truncated toward zero, as CEQL's)
             else:
-                d[0] = x * y
-            return 1
-        if o.arith == ARITH_ADD:
-            return 2 if add_overflows(m, n, i) else 1
-        if o.arith == ARITH_SUB:
-            return 2 if sub_overflows(m, n, i) else 1
-        return 2 if mul_overflows(m, n, i) else 1
+                ns[l] = m % n   # (C's: the dividend's sign, as CEQL's)
+        d[0] = ds[0]
+        i[0] = ns[0]
+        return 1
 
     cdef int _leaf(self, Leaf* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
                    double* d, int64_t* i) noexcept nogil:
@@ -332,16 +378,21 @@ cdef class BetweenKernel:
 
 
 cdef void _operand(Operand* o, form, c, dict slots) except *:
-    """Fill ``o`` from a compiled form's operand (``cercore.runtime.event_predicates``)."""
-    o.is_double = form[4] if form[0] == "arith" else form[2]
-    o.arith = ARITH_NONE
-    _fill_leaf(&o.b, ("const", 0, False), c, slots)
-    if form[0] == "arith":
-        o.arith = ARITHMETIC[form[1]]
-        _fill_leaf(&o.a, form[2], c, slots)
-        _fill_leaf(&o.b, form[3], c, slots)
-    else:
-        _fill_leaf(&o.a, form, c, slots)
+    """Fill ``o`` from a compiled form's operand (``cercore.runtime.event_predicates``): a
+    leaf, or ``("expr", steps, is_double)``."""
+    cdef int32_t j
+    steps = form[1] if form[0] == "expr" else (("leaf", form),)
+    o.n = len(steps)
+    for j, step in enumerate(steps):
+        _fill_leaf(&o.steps[j].leaf, ("const", 0, False), c, slots)
+        if step[0] == "leaf":
+            o.steps[j].op = STEP_LEAF
+            _fill_leaf(&o.steps[j].leaf, step[1], c, slots)
+            o.steps[j].is_double = step[1][2]
+        else:
+            o.steps[j].op = STEPS[step[0]]
+            o.steps[j].is_double = step[1]
+    o.is_double = o.steps[o.n - 1].is_double
 
 
 cdef void _fill_leaf(Leaf* o, form, c, dict slots) except *:

@@ -435,13 +435,18 @@ def event_predicates(draw, schema: Schema, formula: ast.Formula, n: int) -> list
             # the kernel computes + - * between two terms or numbers itself: small numbers,
             # doubles (double arithmetic) and huge ones (int64 overflow: Python decides)
             number = st.one_of(st.integers(-2, 2), st.sampled_from([0.5, -1.5, 2**62, -2**63]))
-            side = draw(st.sampled_from(["right", "right", "left", "both"]))
-            other = ast.EventAttr(x, a) if side == "both" else ast.Literal(draw(number))
-            op = draw(st.sampled_from(["+", "-", "*"]))
+            ops = st.sampled_from(["+", "-", "*", "+", "-", "*", "/", "%"])
+            side = draw(st.sampled_from(["right", "right", "left", "both", "nested"]))
+            other = ast.EventAttr(x, a) if side in ("both", "nested") \
+                else ast.Literal(draw(number))
             if side == "left":
-                left = ast.BinOp(op, ast.Literal(draw(number)), left)
+                left = ast.BinOp(draw(ops), ast.Literal(draw(number)), left)
             else:
-                right = ast.BinOp(op, right, other)
+                right = ast.BinOp(draw(ops), right, other)
+            if side == "nested":  # (y.b - x.a) / x.a > 0.01, -(...)
+                right = ast.BinOp(draw(ops), right, ast.Literal(draw(number)))
+                if draw(st.booleans()):
+                    right = ast.Neg(right)
         ops = ["<", "<=", ">", ">=", "==", "!="] if kind[ax[a]] in "ns" else ["==", "!="]
         out.append(ast.EventPredicate(ast.Compare(draw(st.sampled_from(ops)), left, right)))
     return out

@@ -36,7 +36,7 @@ from cercore.automata.cea import MARK, TRUE_LABEL
 from cercore.ceql import ast
 from cercore.ceql.terms import event_terms, rename_terms
 from cercore.interface.constants import AMBIGUOUS, NOT_READ
-from cercore.predicates import COMPARISONS, RING, scalar_leaf
+from cercore.predicates import COMPARISONS, scalar_leaf
 from cercore.runtime.bindings import BindingSolver
 from cercore.runtime.term_values import TermValues
 from cercore.types import AttrType
@@ -107,39 +107,25 @@ def _scalar_form(compare, keys: list[str]):
 
 
 def _fast_form(form, terms: list[tuple[int, int, str]]):
-    """``(combo, lists, base) -> bool`` for a compiled form (``_compiled_form``): the same
-    comparison as the Cython kernel's, read straight from the term values' lists -- null is
-    false, two ints compare (and add, subtract, multiply) as exact ints, anything with a
-    double as doubles (what ``scalar_leaf`` does, without its general machinery)."""
+    """``(combo, lists, base) -> bool`` for a compiled form (``_compiled_form``) of two
+    leaves: the same comparison as the Cython kernel's, read straight from the term values'
+    lists -- null is false, two ints compare as ints, anything with a double as doubles (what
+    ``scalar_leaf`` does, without its general machinery). None for arithmetic (the scalar
+    closure computes it)."""
+    if form[1][0] == "expr" or form[2][0] == "expr":
+        return None
     op = COMPARISONS[form[0]]
-    mixed = form[1][-1] != form[2][-1]  # an int beside a double: both read as doubles
+    mixed = form[1][2] != form[2][2]  # an int beside a double: both read as doubles
 
-    def leaf(side, as_double: bool):
+    def operand(side):
         if side[0] == "const":
-            value = float(side[1]) if as_double else side[1]
+            value = float(side[1]) if mixed else side[1]
             return lambda combo, lists, base: value
         k, at, attr = terms[side[1]]
-        if as_double:
+        if mixed:
             return lambda combo, lists, base: (
                 None if (v := lists[attr][combo[k][at] - base]) is None else float(v))
         return lambda combo, lists, base: lists[attr][combo[k][at] - base]
-
-    def operand(side):
-        if side[0] != "arith":
-            return leaf(side, mixed)
-        ring, is_double = RING[side[1]], side[-1]
-        a, b = leaf(side[2], is_double), leaf(side[3], is_double)
-        to = float if mixed and not is_double else None
-
-        def arith(combo, lists, base):
-            x = a(combo, lists, base)
-            if x is None:
-                return None
-            y = b(combo, lists, base)
-            if y is None:
-                return None
-            return ring(x, y) if to is None else to(ring(x, y))
-        return arith
 
     left, right = operand(form[1]), operand(form[2])
 
@@ -150,6 +136,10 @@ def _fast_form(form, terms: list[tuple[int, int, str]]):
         b = right(combo, lists, base)
         return b is not None and op(a, b)
     return compare
+
+
+# the most steps of an operand the kernel computes (``Operand.steps`` in between.pxd)
+MAX_STEPS = 8
 
 
 def _compiled_leaf(e, terms: list[ast.EventAttr], types: dict[str, AttrType]):
@@ -163,32 +153,57 @@ def _compiled_leaf(e, terms: list[ast.EventAttr], types: dict[str, AttrType]):
     return None
 
 
+def _compiled_operand(e, terms: list[ast.EventAttr], types: dict[str, AttrType]):
+    """A leaf (``_compiled_leaf``), or arithmetic over leaves -- ``+ - * / %`` and unary
+    minus -- as ``("expr", steps, is_double)``: its postfix steps, ``("leaf", leaf)`` or
+    ``(operator, is_double)`` (``"neg"`` for unary minus), each step's value a double when
+    one of its operands is (as the predicate layer computes it); None otherwise."""
+    leaf = _compiled_leaf(e, terms, types)
+    if leaf is not None:
+        return leaf
+    steps: list[tuple] = []
+
+    def walk(e) -> bool | None:
+        leaf = _compiled_leaf(e, terms, types)
+        if leaf is not None:
+            steps.append(("leaf", leaf))
+            return leaf[2]
+        if isinstance(e, ast.Neg):
+            d = walk(e.operand)
+            if d is not None:
+                steps.append(("neg", d))
+            return d
+        if isinstance(e, ast.BinOp):
+            a = walk(e.left)
+            b = None if a is None else walk(e.right)
+            if b is not None:
+                steps.append((e.op, a or b))
+                return a or b
+        return None
+
+    is_double = walk(e)
+    if is_double is None or len(steps) > MAX_STEPS:
+        return None
+    return ("expr", tuple(steps), is_double)
+
+
 def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrType]):
     """(operator, left, right) for the Cython kernel when ``compare`` compares two numeric
-    operands, each a term or a number (``_compiled_leaf``) or one of ``+ - *`` between two of
-    them (``("arith", op, leaf, leaf, is_double)``: exact in int64, else the kernel asks the
-    scalar closure), or two string terms for (in)equality (read as their codes); None
-    otherwise (the kernel calls the scalar closure). An operand's last item: whether its
-    value is a double."""
+    operands (``_compiled_operand``: terms, numbers and arithmetic over them, computed in
+    int64 or double as the predicate layer computes them; an int64 overflow asks the scalar
+    closure), or two string terms for (in)equality (read as their codes); None otherwise
+    (the kernel calls the scalar closure)."""
     if not isinstance(compare, ast.Compare) or compare.op not in COMPARISONS:
         return None
-    sides = []
     if compare.op in ("==", "!=") and all(
             isinstance(e, ast.EventAttr) and types.get(e.attr) is AttrType.STRING
             for e in (compare.left, compare.right)):
         # two strings: equal exactly when their codes are (TermValues interns them)
         return (compare.op, ("term", terms.index(compare.left), False),
                 ("term", terms.index(compare.right), False))
-    for e in (compare.left, compare.right):
-        side = _compiled_leaf(e, terms, types)
-        if side is None and isinstance(e, ast.BinOp) and e.op in RING:
-            a, b = _compiled_leaf(e.left, terms, types), _compiled_leaf(e.right, terms, types)
-            if a is not None and b is not None:
-                side = ("arith", e.op, a, b, a[-1] or b[-1])
-        if side is None:
-            return None
-        sides.append(side)
-    return (compare.op, *sides)
+    left = _compiled_operand(compare.left, terms, types)
+    right = None if left is None else _compiled_operand(compare.right, terms, types)
+    return None if right is None else (compare.op, left, right)
 
 
 class BetweenPlan:

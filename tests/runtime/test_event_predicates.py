@@ -102,7 +102,9 @@ def test_comparisons_arithmetic_and_next_between_bound_events(query, expected, b
 
 BIG_DECL = "CREATE STREAM S { EVENT A { v:int, w:double }, EVENT B { v:int, w:double } }"
 BIG = [("A", {"v": 2**61, "w": 0.1}), ("B", {"v": 3, "w": 0.2}), ("A", {"v": -2**62, "w": 1e308}),
-       ("B", {"v": 2**62, "w": -0.3}), ("A", {"v": None, "w": None}), ("B", {"v": -1, "w": 2.5})]
+       ("B", {"v": 2**62, "w": -0.3}), ("A", {"v": None, "w": None}), ("B", {"v": -1, "w": 2.5}),
+       ("A", {"v": -2**63, "w": 0.0}), ("B", {"v": 0, "w": -0.0}), ("A", {"v": -7, "w": -2.0}),
+       ("B", {"v": 5, "w": float("inf")})]
 
 
 @pytest.mark.parametrize("predicate", [
@@ -112,6 +114,12 @@ BIG = [("A", {"v": 2**61, "w": 0.1}), ("B", {"v": 3, "w": 0.2}), ("A", {"v": -2*
     # double arithmetic (an int beside a double is read as a double), inf and nulls
     "y.w > x.w * 2", "x.w + y.w > 0.25", "y.v * 0.5 >= x.w", "x.w * 10 > y.w - 1",
     "y.w * x.w > 0", "x.v - 2.5 < y.w",
+    # division and remainder (by zero: null; ints truncated toward zero, the remainder with
+    # the dividend's sign; INT64_MIN / -1 and -INT64_MIN overflow), unary minus, nesting
+    "(y.w - x.w) / x.w > 0.5", "y.v / x.v < 0", "x.v / y.v >= -1", "y.v % x.v = 0",
+    "x.v % y.v < 0", "x.v / -1 > y.v", "x.v % -1 = y.v", "-x.v > y.v", "-(x.w * 2) < y.w",
+    "x.w % y.w > 0", "y.w / x.w < 0", "x.w % 0.7 > y.w", "(x.v - y.v) * 2 / 3 > -1",
+    "x.v / 0 = y.v",
 ])
 def test_arithmetic_the_kernel_computes_means_what_python_does(predicate, backend):
     """+ - * between terms and numbers, computed by the compiled check (int64 exact up to
@@ -122,6 +130,15 @@ def test_arithmetic_the_kernel_computes_means_what_python_does(predicate, backen
     terms = list(dict.fromkeys(event_terms(compare)))
     types = {"v": AttrType.INT, "w": AttrType.DOUBLE}
     assert _compiled_form(compare, terms, types) is not None  # (the kernel's own path)
+
+
+def test_arithmetic_beyond_the_kernels_steps_is_computed_by_python(backend):
+    """More than ``MAX_STEPS`` steps on one side: the scalar closure, the same answer."""
+    query = "SELECT * FROM S WHERE A AS x ; B AS y FILTER (x.v - y.v) * 2 / 3 % 5 > -1"
+    agrees_with_oracle(query, BIG_DECL, BIG, backend)
+    compare = parser.parse_query(query).formula.filter.pred
+    terms = list(dict.fromkeys(event_terms(compare)))
+    assert _compiled_form(compare, terms, {"v": AttrType.INT}) is None
 
 
 def test_limit_and_strategies_see_only_complex_events_that_satisfy_them(backend):
