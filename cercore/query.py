@@ -13,6 +13,7 @@ from cercore.ceql.guards import format_guard
 from cercore.ceql.normal import format_normal
 from cercore.errors import CEQLSemanticError, ConfigError, UnknownOptionError, did_you_mean
 from cercore.input.options import EngineOptions
+from cercore.runtime.event_predicates import computed_by_kernel
 from cercore.runtime.intake import order_attribute
 from cercore.runtime.output import ComplexEvent
 from cercore.runtime.partitions import describe_keys
@@ -204,6 +205,13 @@ def _between_text(a, format_pred) -> str:
                    "(each key is evaluated apart): never checked")
     if checked:
         out.append(" AND ".join(map(format_pred, checked)) + _BETWEEN_TEXT)
+        types = a.schema.attribute_types()
+        slow = [p for p in checked if not computed_by_kernel(p, types)]
+        out[-1] += (". The compiled backend computes every comparison itself" if not slow else
+                    ". The compiled backend calls Python (with the GIL) for "
+                    + " AND ".join(map(format_pred, slow)) + ": only comparisons of numbers, "
+                    "numeric attributes and their arithmetic (+ - * / %, up to 8 steps a "
+                    "side), and string (in)equalities, run in its kernel")
     return "; ".join(out)
 
 

@@ -42,7 +42,7 @@ from cercore.runtime.term_values import TermValues
 from cercore.types import AttrType
 
 __all__ = ["AMBIGUOUS", "BetweenPlan", "EventPredicateCheck", "IncrementalCheck",
-           "between_events", "new_combinations_hold"]
+           "between_events", "computed_by_kernel", "new_combinations_hold"]
 
 MAX_LABELLED = 30  # variables a label can name (a bit each, in an int32)
 
@@ -185,6 +185,12 @@ def _compiled_operand(e, terms: list[ast.EventAttr], types: dict[str, AttrType])
     if is_double is None or len(steps) > MAX_STEPS:
         return None
     return ("expr", tuple(steps), is_double)
+
+
+def computed_by_kernel(compare: ast.Compare, types: dict[str, AttrType]) -> bool:
+    """Whether the Cython check computes ``compare`` itself (else it calls the scalar closure,
+    with the GIL, for each combination)."""
+    return _compiled_form(compare, list(dict.fromkeys(event_terms(compare))), types) is not None
 
 
 def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrType]):

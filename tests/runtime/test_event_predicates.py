@@ -169,6 +169,17 @@ def test_explain_says_where_they_run():
                            "FILTER s.price > b.price", STOCK_DECL).explain()
     line = next(x for x in text.splitlines() if x.startswith("predicates between events"))
     assert "s.price > b.price" in line and "each complex event" in line
+    assert "computes every comparison itself" in line
+
+
+def test_explain_names_what_the_kernel_hands_to_python():
+    line = next(x for x in cercore.compile(
+        "SELECT * FROM Stock WHERE BUY AS b ; SELL AS s FILTER s.name < b.name AND "
+        "(s.price - b.price) / b.price > 0.1", STOCK_DECL).explain().splitlines()
+        if x.startswith("predicates between events"))
+    assert line.endswith("calls Python (with the GIL) for s.name < b.name: only comparisons of "
+                         "numbers, numeric attributes and their arithmetic (+ - * / %, up to 8 "
+                         "steps a side), and string (in)equalities, run in its kernel")
 
 
 @pytest.mark.parametrize("query, message", [
