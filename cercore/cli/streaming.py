@@ -15,6 +15,7 @@ import argparse
 import os
 import stat
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,7 +44,6 @@ def add_options(run: argparse.ArgumentParser) -> None:
 
 
 PROGRESS_MIN_EVENTS = 200_000  # below this a file is done before a progress line helps
-PROGRESS_CHUNK = 65_536  # events evaluated between two updates of the progress line
 
 
 class Progress:
@@ -54,6 +54,15 @@ class Progress:
         self.total = total
         self.out = out if out is not None else sys.stderr
         self.shown = False
+        self.done = 0
+        self.lock = threading.Lock()  # (T-CER runs advance it from their threads)
+
+    def advance(self, events: int) -> None:
+        """``events`` more are done (at most the total: a table evaluated again by one worker
+        after its runs found it out of order counts twice)."""
+        with self.lock:
+            self.done = min(self.done + events, self.total)
+            self.update(self.done)
 
     def update(self, done: int) -> None:
         pct = 100 * done // self.total if self.total else 100
@@ -144,21 +153,20 @@ class EventSource:
                 return
             self.table = table
         n = self.table.num_rows
-        # the file cut in time (runtime/slices.py: the whole file, or the first of the chunks
-        # fed below), or a CEQL query's partitions split among threads
-        split = {"workers": workers}
+        # the file cut in time (runtime/slices.py), or a CEQL query's partitions split among
+        # threads; the input tells a progress display what it consumed, batch by batch (the
+        # T-CER runs' inputs too, from their threads)
         show = self.progress if self.progress is not None else \
             (n >= PROGRESS_MIN_EVENTS and sys.stderr.isatty())
         if not show:
-            yield from engine.process(self.table, **split)
+            yield from engine.process(self.table, workers=workers)
             return
-        # the same engine over consecutive slices: the same complex events, in the same order
         progress = Progress(n)
+        engine.input.progress = progress.advance
         try:
-            for offset in range(0, n, PROGRESS_CHUNK):
-                yield from engine.process(self.table.slice(offset, PROGRESS_CHUNK), **split)
-                progress.update(min(offset + PROGRESS_CHUNK, n))
+            yield from engine.process(self.table, workers=workers)
         finally:
+            engine.input.progress = None
             progress.close()
 
     @contextmanager

@@ -6,7 +6,7 @@ queries at once) reads its events through an ``EventInput``.
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -77,8 +77,14 @@ class EventInput:
         return TimeOrder(attribute, self.decoder.reject, None if carriers[:-1].all() else carriers,
                          self.schema.time_unit)
 
+    # told how many more events were consumed, batch by batch (a progress display: ``cercore
+    # run --progress``; T-CER runs pass it on for their own events), when set
+    progress: Callable[[int], None] | None = None
+
     def consumed(self, batch: Batch, n: int) -> None:
         """The engine evaluated the first ``n`` events of ``batch``."""
+        if self.progress is not None:
+            self.progress(batch.first_position + n - self.position)
         self.position = batch.first_position + n
 
     def consumed_one(self, position: int) -> None:

@@ -187,6 +187,8 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
     n = table.num_rows
     bounds = [n * p // k for p in range(k + 1)]
     runs = [hooks.fresh(engine) for _ in range(k)]
+    for run in runs:  # (each run reports its own events to a progress display)
+        run.input.progress = engine.input.progress
     with ThreadPoolExecutor(k, thread_name_prefix="cercore-slice") as pool:
         futures = [pool.submit(_run_from_prefix, runs[p], table, stream, bounds[p],
                                bounds[p + 1], reach, collect) for p in range(k)]
@@ -222,7 +224,9 @@ def _evaluate_run(run: Any, table, stream: str | None, first: int, start: int, s
     run.input.start_at(first)
     try:
         if start > first:  # the prefix: its complex events end before the run
+            progress, run.input.progress = run.input.progress, None  # (the run before's)
             collect(run, table.slice(first, start - first), stream)
+            run.input.progress = progress
             if run.input.skips.by_reason[TIME_BACKWARDS]:
                 return None
             run.input.decoder.skips = SkipLog()

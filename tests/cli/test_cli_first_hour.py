@@ -55,26 +55,34 @@ def test_a_table_of_several_queries_has_a_query_column(tmp_path, decl, capsys):
     assert rows[2][4] == "BUY(v=1, ts=5) ; BUY(v=2, ts=6)"
 
 
-def test_progress_on_a_file_read_whole_changes_no_output(capsys, monkeypatch):
-    """--progress evaluates the table in slices and reports each on stderr: the complex
-    events are those of one pass (--no-progress), in the same order."""
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_progress_on_a_file_read_whole_changes_no_output(capsys, monkeypatch, workers):
+    """--progress reports on stderr what the input consumed, batch by batch (with workers,
+    from each T-CER run's thread: the file is still cut in time): the complex events are
+    those of one pass (--no-progress), in the same order."""
     from pathlib import Path
 
-    from cercore.cli import streaming
+    from cercore.runtime import slices
 
     data = Path(__file__).resolve().parents[2] / "cercore" / "data"
     argv = ["run", "SELECT * FROM S WHERE BUY AS b ; SELL AS s PARTITION BY [name] "
             "WITHIN 2 SECONDS", "--schema", str(data / "stocks.decl"),
-            "--input", str(data / "stock_trace_prefix.csv")]
+            "--input", str(data / "stock_trace_prefix.csv"), "--workers", workers]
+    monkeypatch.setattr(slices, "MIN_EVENTS_PER_SLICE", 4000)
     assert main(argv + ["--no-progress"]) == 0
     plain = capsys.readouterr()
     assert "events (" not in plain.err
-    monkeypatch.setattr(streaming, "PROGRESS_CHUNK", 1000)
+    cut = []
+    original = slices.evaluate_in_slices
+    monkeypatch.setattr(slices, "evaluate_in_slices",
+                        lambda *a: cut.append(a[3]) or original(*a))
     assert main(argv + ["--progress"]) == 0
     shown = capsys.readouterr()
     assert shown.out == plain.out and shown.out.count("\n") > 1000
-    assert "1,000 / 24,887 events (4%)" in shown.err
-    assert "24,887 / 24,887 events (100%)" in shown.err
+    done = [int(x.split(" / ")[0].split()[-1].replace(",", "")) for x in shown.err.split("\r")
+            if " / 24,887 events" in x]
+    assert len(done) >= 2 and done == sorted(done) and done[-1] == 24_887
+    assert cut == ([] if workers == "1" else [3])
 
 
 def test_advance_takes_a_timestamp(tmp_path, capsys):
