@@ -452,6 +452,20 @@ def event_predicates(draw, schema: Schema, formula: ast.Formula, n: int) -> list
     return out
 
 
+@st.composite
+def times_moved(draw, events: list) -> list:
+    """``events``, or (one time in four) with one event's ``ts`` moved back or ahead, or
+    missing: a stream out of time order for what cuts a table in time."""
+    events = list(events)
+    if events and draw(st.integers(0, 3)) == 0:
+        i = draw(st.integers(0, len(events) - 1))
+        typ, attrs = events[i]
+        if "ts" in attrs:
+            events[i] = (typ, {**attrs, "ts": draw(st.sampled_from([None, 0, attrs["ts"] - 2,
+                                                                     attrs["ts"] + 6]))})
+    return events
+
+
 # patterns that bind events the way predicates between events are written over them: pairs,
 # chains, iterations (every pair, NEXT), contiguity, negation, and events that different runs
 # bind to different variables (the enumerator checks those paths whole at the bottom)

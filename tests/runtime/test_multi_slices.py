@@ -10,7 +10,15 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import bindable, deadline_queries, queries, queries_between_events, schemas, streams
+from strategies import (
+    bindable,
+    deadline_queries,
+    queries,
+    queries_between_events,
+    schemas,
+    streams,
+    times_moved,
+)
 from support import as_table, compiled_or_none, runs_spied
 from test_slices import DECL, QUERIES, slices_everywhere, trades
 
@@ -61,12 +69,7 @@ def multi_cases(draw, max_len: int = 16):
     assume(len(qs) == wanted)
     favour = set().union(*(bindable(q.formula) for q, _ in qs)) & set(schema.event_types)
     events = draw(streams(schema, max_len, favour=favour, tagged=False))
-    if events and draw(st.integers(0, 3)) == 0:  # out of order: a time back or ahead, or none
-        i = draw(st.integers(0, len(events) - 1))
-        typ, attrs = events[i]
-        if "ts" in attrs:
-            events[i] = (typ, {**attrs, "ts": draw(st.sampled_from([None, 0, attrs["ts"] - 2,
-                                                                     attrs["ts"] + 6]))})
+    events = draw(times_moved(events))
     return schema, [c for _, c in qs], events
 
 

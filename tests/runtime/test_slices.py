@@ -14,7 +14,15 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import bindable, deadline_queries, queries, queries_between_events, schemas, streams
+from strategies import (
+    bindable,
+    deadline_queries,
+    queries,
+    queries_between_events,
+    schemas,
+    streams,
+    times_moved,
+)
 from support import as_table, compiled_or_none, runs_spied
 
 import cercore
@@ -38,12 +46,7 @@ def windowed_cases(draw, max_len: int = 16):
         q = draw(deadline_queries(schema, partitioned=keyed, windowed=True))
     favour = set(bindable(q.formula)) & set(schema.event_types)
     events = draw(streams(schema, max_len, favour=favour, tagged=False))
-    if events and draw(st.integers(0, 3)) == 0:  # out of order: a time back or ahead, or none
-        i = draw(st.integers(0, len(events) - 1))
-        typ, attrs = events[i]
-        if "ts" in attrs:
-            events[i] = (typ, {**attrs, "ts": draw(st.sampled_from([None, 0, attrs["ts"] - 2,
-                                                                     attrs["ts"] + 6]))})
+    events = draw(times_moved(events))
     return schema, q, events
 
 
