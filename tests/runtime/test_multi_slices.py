@@ -171,3 +171,15 @@ def test_queries_ordered_by_different_attributes_are_not_cut():
                                    "WITHIN 5 [seq]"], decl)
     assert MultiSlices.reach(engine) == (None, "the queries are ordered by different "
                                                "attributes")
+
+
+def test_a_reorder_slack_or_a_started_engine_keeps_one_worker(short_slices):
+    table = trades(3 * slices.MIN_EVENTS_PER_SLICE)
+    slack = cercore.multi_engine(QUERIES[:2], DECL, reorder_slack=2)
+    assert workers_plan(slack, 3, table)[:2] == (1, 1)
+    started = cercore.multi_engine(QUERIES[:2], DECL)
+    list(started.process(table.slice(0, 10)))
+    assert "seen events" in workers_plan(started, 3, table)[2]
+    want = [(m.query, m.end) for m in cercore.multi_engine(QUERIES[:2], DECL).process(table)]
+    got = list(slack.process(table, workers=3)) + slack.flush()
+    assert [(m.query, m.end) for m in got] == want
