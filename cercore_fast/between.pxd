@@ -5,6 +5,8 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
+from cercore_fast.arithmetic cimport MAX_STEPS, Step
+
 
 # a term (an attribute of the event, or of the next one, bound to the check's k-th variable)
 # or a number
@@ -18,26 +20,14 @@ cdef struct Leaf:
     int64_t iconst
 
 
-# one operand of a compiled comparison: postfix steps over leaves (one step: a leaf alone)
-cdef enum:
-    STEP_LEAF = 0
-    STEP_ADD = 1
-    STEP_SUB = 2
-    STEP_MUL = 3
-    STEP_DIV = 4
-    STEP_MOD = 5
-    STEP_NEG = 6
-    MAX_STEPS = 8    # cercore.runtime.event_predicates.MAX_STEPS
-
-cdef struct Step:
-    int32_t op         # STEP_*
-    int32_t is_double  # its value is a double (one of its operands is)
-    Leaf leaf          # STEP_LEAF: the value it pushes
-
+# one operand of a compiled comparison: a leaf alone (``n`` = 1), or arithmetic over leaves
+# as postfix steps (cercore_fast/arithmetic.pxd), the k-th STEP_LEAF pushing ``leaves[k]``
 cdef struct Operand:
     int32_t n          # steps
     int32_t is_double  # the operand's value is a double: its last step's
     Step steps[MAX_STEPS]
+    Leaf leaves[MAX_STEPS]
+    int32_t nleaves
 
 
 cdef struct CheckSpec:

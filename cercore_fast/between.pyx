@@ -14,11 +14,13 @@ with the GIL, so it means what it means everywhere else.
 """
 
 cimport cython
-from libc.math cimport NAN, fmod, isinf
-from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
-from cercore_fast.comparisons cimport add_overflows, compare, mul_overflows, sub_overflows
+from cercore_fast.arithmetic cimport (MAX_STEPS, STEP_ADD, STEP_DIV, STEP_LEAF, STEP_MOD,
+                                      STEP_MUL, STEP_NEG, STEP_SUB, VALUE_OK, VALUE_OVERFLOW,
+                                      compute)
+from cercore_fast.comparisons cimport compare
 
 from cercore.predicates import COMPARISON_CODES
 from cercore.interface.constants import AMBIGUOUS
@@ -26,6 +28,7 @@ from cercore.interface.constants import AMBIGUOUS
 cdef int32_t C_AMBIGUOUS = AMBIGUOUS
 # a compiled check's outcome when int64 arithmetic overflowed: the scalar closure decides
 cdef int NOT_EXACT = 3
+MAX_OPERAND_STEPS = MAX_STEPS  # (tests pin event_predicates.MAX_STEPS to it)
 STEPS = {"+": STEP_ADD, "-": STEP_SUB, "*": STEP_MUL, "/": STEP_DIV, "%": STEP_MOD,
          "neg": STEP_NEG}
 
@@ -187,78 +190,23 @@ cdef class BetweenKernel:
                 return u == v
         return 0
 
-    @cython.cdivision(True)  # (C's integer division, whatever the build's directives)
     cdef int _value(self, Operand* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
                     double* d, int64_t* i) noexcept nogil:
         """An operand's value on a combination ((a0, a1): the first variable's event and next
         event, (b0, b1): the second's); 0 when null (a null leaf, or a division by zero),
         2 when its int64 arithmetic overflows (Python's exact ints would go on)."""
-        cdef double ds[MAX_STEPS]
-        cdef int64_t ns[MAX_STEPS]
-        cdef uint8_t dbl[MAX_STEPS]
-        cdef int32_t j, top = 0, l
-        cdef Step* s
-        cdef double x, y
-        cdef int64_t m, n
+        cdef double ld[MAX_STEPS]
+        cdef int64_t li[MAX_STEPS]
+        cdef int32_t k
         if o.n == 1:
-            return self._leaf(&o.steps[0].leaf, a0, a1, b0, b1, d, i)
-        for j in range(o.n):
-            s = &o.steps[j]
-            if s.op == STEP_LEAF:
-                if not self._leaf(&s.leaf, a0, a1, b0, b1, &ds[top], &ns[top]):
-                    return 0
-                dbl[top] = s.leaf.is_double
-                top += 1
-                continue
-            if s.op == STEP_NEG:
-                if s.is_double:
-                    ds[top - 1] = -ds[top - 1]
-                elif ns[top - 1] == INT64_MIN:
-                    return 2
-                else:
-                    ns[top - 1] = -ns[top - 1]
-                continue
-            top -= 1
-            l = top - 1
-            if s.is_double:  # (an int beside a double is read as a double; one step alone:
-                # no fused multiply-add, as Python computes it)
-                x = ds[l] if dbl[l] else <double>ns[l]
-                y = ds[top] if dbl[top] else <double>ns[top]
-                dbl[l] = 1
-                if s.op == STEP_ADD:
-                    ds[l] = x + y
-                elif s.op == STEP_SUB:
-                    ds[l] = x - y
-                elif s.op == STEP_MUL:
-                    ds[l] = x * y
-                elif y == 0:
-                    return 0
-                elif s.op == STEP_DIV:
-                    ds[l] = x / y
-                else:
-                    ds[l] = NAN if isinf(x) else fmod(x, y)
-                continue
-            m, n = ns[l], ns[top]
-            if s.op == STEP_ADD:
-                if add_overflows(m, n, &ns[l]):
-                    return 2
-            elif s.op == STEP_SUB:
-                if sub_overflows(m, n, &ns[l]):
-                    return 2
-            elif s.op == STEP_MUL:
-                if mul_overflows(m, n, &ns[l]):
-                    return 2
-            elif n == 0:
+            return self._leaf(&o.leaves[0], a0, a1, b0, b1, d, i)
+        for k in range(o.nleaves):
+            ld[k] = 0
+            li[k] = 0
+            if not self._leaf(&o.leaves[k], a0, a1, b0, b1, &ld[k], &li[k]):
                 return 0
-            elif m == INT64_MIN and n == -1:
-                return 2
-            elif s.op == STEP_DIV:
-                ns[l] = m // n  # (C's: truncated toward zero, as CEQL's)
-            else:
-                ns[l] = m % n   # (C's: the dividend's sign, as CEQL's)
-        d[0] = ds[0]
-        i[0] = ns[0]
-        return 1
+        k = compute(o.steps, o.n, ld, li, d, i)
+        return 1 if k == VALUE_OK else (2 if k == VALUE_OVERFLOW else 0)
 
     cdef int _leaf(self, Leaf* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
                    double* d, int64_t* i) noexcept nogil:
@@ -382,13 +330,16 @@ cdef void _operand(Operand* o, form, c, dict slots) except *:
     leaf, or ``("expr", steps, is_double)``."""
     cdef int32_t j
     steps = form[1] if form[0] == "expr" else (("leaf", form),)
+    if len(steps) > MAX_STEPS:  # (event_predicates.MAX_STEPS must not exceed the kernel's)
+        raise ValueError(f"an operand of {len(steps)} steps: the kernel computes {MAX_STEPS}")
     o.n = len(steps)
+    o.nleaves = 0
     for j, step in enumerate(steps):
-        _fill_leaf(&o.steps[j].leaf, ("const", 0, False), c, slots)
         if step[0] == "leaf":
             o.steps[j].op = STEP_LEAF
-            _fill_leaf(&o.steps[j].leaf, step[1], c, slots)
             o.steps[j].is_double = step[1][2]
+            _fill_leaf(&o.leaves[o.nleaves], step[1], c, slots)
+            o.nleaves += 1
         else:
             o.steps[j].op = STEPS[step[0]]
             o.steps[j].is_double = step[1]

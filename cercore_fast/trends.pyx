@@ -36,7 +36,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from cercore_fast.comparisons cimport add_overflows, compare, mul_overflows
+from cercore_fast.arithmetic cimport add_overflows, mul_overflows
+from cercore_fast.comparisons cimport compare
 
 import numpy as np
 

@@ -428,3 +428,12 @@ def test_the_kernel_numbers_the_comparisons_of_the_one_operator_table():
     assert list(COMPARISON_CODES.items()) == [("<", 0), ("<=", 1), (">", 2), (">=", 3),
                                               ("==", 4), ("!=", 5)]
     assert list(COMPARISONS) == list(COMPARISON_CODES)
+
+
+def test_the_kernel_computes_as_many_steps_as_the_compiler_emits():
+    """``_compiled_operand`` emits at most ``MAX_STEPS`` steps; the kernel's operands hold
+    that many (cercore_fast/arithmetic.pxd)."""
+    between = pytest.importorskip("cercore_fast.between")
+    from cercore.runtime import event_predicates
+
+    assert between.MAX_OPERAND_STEPS == event_predicates.MAX_STEPS == 8
