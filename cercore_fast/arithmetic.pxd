@@ -8,7 +8,6 @@ division by zero null, doubles one operation at a time (no fused multiply-add), 
 double read as a double. Declarations and inline functions only: no module is built from this
 file."""
 
-cimport cython
 from libc.math cimport NAN, fmod, isinf
 from libc.stdint cimport INT64_MIN, int32_t, int64_t, uint8_t
 
@@ -24,11 +23,18 @@ cdef extern from *:
     static inline int cercore_mul_ovf(int64_t a, int64_t b, int64_t *r) {
         return __builtin_mul_overflow(a, b, r);
     }
+    /* C's integer division and remainder (truncated toward zero, the remainder with the
+       dividend's sign, as CEQL's), whatever the build's cdivision directive */
+    static inline int64_t cercore_trunc_div(int64_t a, int64_t b) { return a / b; }
+    static inline int64_t cercore_trunc_mod(int64_t a, int64_t b) { return a % b; }
     """
     # ``*r = a op b``; true when the exact result does not fit int64 (``*r`` then wraps)
     bint add_overflows "cercore_add_ovf"(int64_t a, int64_t b, int64_t *r) nogil
     bint sub_overflows "cercore_sub_ovf"(int64_t a, int64_t b, int64_t *r) nogil
     bint mul_overflows "cercore_mul_ovf"(int64_t a, int64_t b, int64_t *r) nogil
+    # ``a / b`` and ``a % b`` in C (``b`` not 0, not INT64_MIN / -1)
+    int64_t trunc_div "cercore_trunc_div"(int64_t a, int64_t b) nogil
+    int64_t trunc_mod "cercore_trunc_mod"(int64_t a, int64_t b) nogil
 
 
 cdef enum:
@@ -53,7 +59,6 @@ cdef struct Step:
     int32_t is_double  # its value is a double (a leaf's own type; else one of its operands is)
 
 
-@cython.cdivision(True)  # (C's integer division, whatever the build's directives)
 cdef inline int compute(const Step* steps, int32_t n, const double* leaf_d,
                         const int64_t* leaf_i, double* d, int64_t* i) noexcept nogil:
     """The value of ``steps[:n]`` (into ``d`` when the last step's is a double, else ``i``),
@@ -115,9 +120,9 @@ cdef inline int compute(const Step* steps, int32_t n, const double* leaf_d,
         elif m == INT64_MIN and q == -1:
             return VALUE_OVERFLOW
         elif steps[j].op == STEP_DIV:
-            ns[l] = m // q  # (C's: truncated toward zero, as CEQL's)
+            ns[l] = trunc_div(m, q)
         else:
-            ns[l] = m % q   # (C's: the dividend's sign, as CEQL's)
+            ns[l] = trunc_mod(m, q)
     d[0] = ds[0]
     i[0] = ns[0]
     return VALUE_OK
