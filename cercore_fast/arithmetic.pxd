@@ -1,7 +1,8 @@
 # cython: language_level=3
 """CEQL arithmetic as the kernels compute it, one definition for the check of predicates
-between events (between.pyx) and trend conditions (trends.pyx): an operand compiled to postfix
-steps (``cercore.predicates.arithmetic_steps``) over leaf values the caller loads, computed as
+between events (between.pyx) and the overflow checks of trend aggregates (trends.pyx): an
+operand compiled to postfix steps (``cercore.runtime.event_predicates._compiled_operand``)
+over leaf values the caller loads, computed as
 the predicate layer computes it -- int64 exactly (an overflow is reported: Python's exact ints
 would go on), ints divided truncating toward zero with the dividend's remainder sign, a
 division by zero null, doubles one operation at a time (no fused multiply-add), an int beside a
@@ -45,7 +46,7 @@ cdef enum:
     STEP_DIV = 4
     STEP_MOD = 5
     STEP_NEG = 6
-    MAX_STEPS = 8      # cercore.predicates.MAX_STEPS
+    MAX_STEPS = 8      # cercore.runtime.event_predicates.MAX_STEPS (a test pins them equal)
 
 # what ``compute`` returns
 cdef enum:

@@ -4,9 +4,9 @@
 ``cercore.runtime.event_predicates.IncrementalCheck``, with the same rules (see that module).
 
 A comparison of two numeric operands -- each a term ``x.a`` / ``NEXT(x).a`` of one of at most
-two variables, a number, or ``+ - *`` between two of those -- runs here, without the GIL, over
-the typed term values (``TermValues.numbers``/``valid``): null is false; two ints compare (and
-add, subtract, multiply) as int64, otherwise both as doubles (an int beside a double is read as
+two variables, a number, or arithmetic over those (``cercore_fast/arithmetic.pxd``) -- runs
+here, without the GIL, over the typed term values (``TermValues.numbers``/``valid``): null is
+false; two ints compare as int64, otherwise both as doubles (an int beside a double is read as
 a double, as the predicate layer reads it); NaN compares false but for ``!=``. An int64
 result that overflows, which Python's exact ints would carry on with, and every other
 predicate call the predicate layer's scalar closure (``IncrementalCheck.new_combinations_hold``)
@@ -18,8 +18,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
 from cercore_fast.arithmetic cimport (MAX_STEPS, STEP_ADD, STEP_DIV, STEP_LEAF, STEP_MOD,
-                                      STEP_MUL, STEP_NEG, STEP_SUB, VALUE_OK, VALUE_OVERFLOW,
-                                      compute)
+                                      STEP_MUL, STEP_NEG, STEP_SUB, VALUE_NULL, VALUE_OK,
+                                      VALUE_OVERFLOW, compute)
 from cercore_fast.comparisons cimport compare
 
 from cercore.predicates import COMPARISON_CODES
@@ -193,8 +193,8 @@ cdef class BetweenKernel:
     cdef int _value(self, Operand* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
                     double* d, int64_t* i) noexcept nogil:
         """An operand's value on a combination ((a0, a1): the first variable's event and next
-        event, (b0, b1): the second's); 0 when null (a null leaf, or a division by zero),
-        2 when its int64 arithmetic overflows (Python's exact ints would go on)."""
+        event, (b0, b1): the second's): VALUE_OK, VALUE_NULL (a null leaf, or a division by
+        zero) or VALUE_OVERFLOW (Python's exact ints would go on)."""
         cdef double ld[MAX_STEPS]
         cdef int64_t li[MAX_STEPS]
         cdef int32_t k
@@ -204,30 +204,29 @@ cdef class BetweenKernel:
             ld[k] = 0
             li[k] = 0
             if not self._leaf(&o.leaves[k], a0, a1, b0, b1, &ld[k], &li[k]):
-                return 0
-        k = compute(o.steps, o.n, ld, li, d, i)
-        return 1 if k == VALUE_OK else (2 if k == VALUE_OVERFLOW else 0)
+                return VALUE_NULL
+        return compute(o.steps, o.n, ld, li, d, i)
 
     cdef int _leaf(self, Leaf* o, int64_t a0, int64_t a1, int64_t b0, int64_t b1,
                    double* d, int64_t* i) noexcept nogil:
-        """A leaf's value on a combination (see ``_value``); 0 when null."""
+        """A leaf's value on a combination (see ``_value``): VALUE_OK or VALUE_NULL."""
         cdef int64_t p, at
         if not o.is_term:
             d[0] = o.dconst
             i[0] = o.iconst
-            return 1
+            return VALUE_OK
         if o.k == 0:
             p = a1 if o.side else a0
         else:
             p = b1 if o.side else b0
         at = p - self.base
         if not self.valid[o.slot][at]:
-            return 0
+            return VALUE_NULL
         if o.is_double:
             d[0] = self.dvals[o.slot][at]
         else:
             i[0] = self.ivals[o.slot][at]
-        return 1
+        return VALUE_OK
 
     cdef int _holds(self, CheckSpec* s, int64_t a0, int64_t a1, int64_t b0,
                            int64_t b1) noexcept nogil:
@@ -235,11 +234,11 @@ cdef class BetweenKernel:
         cdef double ld = 0, rd = 0
         cdef int64_t li = 0, ri = 0
         cdef int rc = self._value(&s.left, a0, a1, b0, b1, &ld, &li)
-        if rc != 1:
-            return NOT_EXACT if rc == 2 else 0
+        if rc != VALUE_OK:
+            return NOT_EXACT if rc == VALUE_OVERFLOW else 0
         rc = self._value(&s.right, a0, a1, b0, b1, &rd, &ri)
-        if rc != 1:
-            return NOT_EXACT if rc == 2 else 0
+        if rc != VALUE_OK:
+            return NOT_EXACT if rc == VALUE_OVERFLOW else 0
         return _compare(s.op, &s.left, &s.right, ld, li, rd, ri)
 
     cdef int _compiled(self, CheckSpec* s, int64_t pos, int64_t mask) noexcept nogil:

@@ -26,4 +26,3 @@ cdef inline bint compare(int32_t op, number a, number b) noexcept nogil:
     if op == 4:
         return a == b
     return a != b
-

@@ -138,7 +138,7 @@ def _fast_form(form, terms: list[tuple[int, int, str]]):
     return compare
 
 
-# the most steps of an operand the kernel computes (``Operand.steps`` in between.pxd)
+# the most steps of an operand the kernel computes (``MAX_STEPS`` in cercore_fast/arithmetic.pxd)
 MAX_STEPS = 8
 
 
@@ -158,9 +158,6 @@ def _compiled_operand(e, terms: list[ast.EventAttr], types: dict[str, AttrType])
     minus -- as ``("expr", steps, is_double)``: its postfix steps, ``("leaf", leaf)`` or
     ``(operator, is_double)`` (``"neg"`` for unary minus), each step's value a double when
     one of its operands is (as the predicate layer computes it); None otherwise."""
-    leaf = _compiled_leaf(e, terms, types)
-    if leaf is not None:
-        return leaf
     steps: list[tuple] = []
 
     def walk(e) -> bool | None:
@@ -184,7 +181,7 @@ def _compiled_operand(e, terms: list[ast.EventAttr], types: dict[str, AttrType])
     is_double = walk(e)
     if is_double is None or len(steps) > MAX_STEPS:
         return None
-    return ("expr", tuple(steps), is_double)
+    return steps[0][1] if len(steps) == 1 else ("expr", tuple(steps), is_double)
 
 
 def computed_by_kernel(compare: ast.Compare, types: dict[str, AttrType]) -> bool:

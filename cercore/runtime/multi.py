@@ -212,7 +212,7 @@ class MultiEngine(AsyncInput):
 
     def _split(self, events: Any, workers: int | None) -> int:
         """How many T-CER runs evaluate ``events`` (``runtime/slices.py``; 1: none)."""
-        return slices.workers_plan(self, None if self.position else workers, events)[0]
+        return slices.workers_plan(self, workers, events)[0]  # (slices_for refuses a used one)
 
     def _feed(self, events: Any, stream: str | None) -> Iterator[QueryMatch]:
         if not in_hand(events):
