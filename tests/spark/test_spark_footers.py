@@ -1,7 +1,8 @@
 """``find(..., ordered=True)`` over plain Parquet files: the read layout from the footers
-(``cercore.spark.ceql.footers``), no Spark job before the user's own, the boundary stage on the
-driver; checked against Spark's own reading (rows per read partition), the local engine, and
-the shuffled plan's rows (partition text included); files changed after ``find`` are an error.
+(``cercore.spark.ceql.footers``), no Spark job before the user's own, each boundary evaluated
+by the worker of the run after it (on the driver when Spark reads the files); checked against
+Spark's own reading (rows per read partition), the local engine, and the shuffled plan's rows
+(partition text included); files changed after ``find`` are an error.
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def test_the_footers_say_what_spark_reads(split_reads, trades):
 def test_ordered_parquet_runs_in_place_without_a_job_first(split_reads, trades, query):
     """ordered=True, and the default, over plain Parquet in order: no Spark job inside find
     (layout from the footers -- the default reads every row's time there to prove the order
-    --, boundaries on the driver), and the same rows as the sorting plan, partition text
-    included."""
+    --), one stage whose workers read their runs and the boundary before each, and the same
+    rows as the sorting plan, partition text included."""
     spark = split_reads
     df = spark.read.parquet(str(trades[1]))
     want = rows_of(find(df, query, ordered=False))  # (and the session's one executor probe)
@@ -117,8 +118,28 @@ def test_ordered_parquet_runs_in_place_without_a_job_first(split_reads, trades, 
     for flag in (True, None):
         out, jobs = jobs_run_by(spark, lambda flag=flag: find(df, query, ordered=flag))
         assert jobs == [], flag
-        assert "FileScan" not in executed(out)  # the workers read the row groups
+        plan = executed(out)
+        assert "FileScan" not in plan  # the workers read the row groups
+        assert "Union" not in plan and "LocalTableScan" not in plan  # no boundary stage
         assert rows_of(out) == want, flag
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("query", [KEYED, TCER], ids=["keyed", "tcer"])
+@pytest.mark.parametrize("runs", [1, 3, 7])
+def test_each_worker_finds_what_crosses_the_boundary_before_its_run(spark, trades, query,
+                                                                    runs):
+    """The rows cut into 1, 3 or 7 runs (one per core): the complex events crossing the
+    boundaries between runs are found by the workers, none lost or repeated."""
+    df = spark.read.parquet(str(trades[1]))
+    want = rows_of(find(df, query, ordered=False))
+    spark.conf.set("spark.default.parallelism", str(runs))
+    try:
+        out = find(df, query, ordered=True)
+        assert "FileScan" not in executed(out)
+        assert rows_of(out) == want
+    finally:
+        spark.conf.unset("spark.default.parallelism")
 
 
 @pytest.mark.spark
@@ -126,13 +147,8 @@ def test_files_the_workers_cannot_read_as_spark_does_take_sparks_reader(spark, t
                                                                         tmp_path):
     """A column stored as INT96 (Spark reads it with its own calendar rules): the in-place
     plan reads through Spark's scan, with the same rows."""
-    table, folder = trades
-    for f in sorted(folder.iterdir()):
-        t = pq.read_table(f)
-        stamp = pa.compute.cast(t.column("stock_time"), pa.timestamp("ms"))
-        pq.write_table(t.append_column("stamp", stamp), tmp_path / f.name, row_group_size=256,
-                       use_deprecated_int96_timestamps=True)
-    df = spark.read.parquet(str(tmp_path))
+    folder = trades[1]
+    df = spark.read.parquet(str(int96_copy(folder, tmp_path)))
     out = find(df, KEYED, ordered=True)
     assert "FileScan" in executed(out)
     assert rows_of(out) == rows_of(find(spark.read.parquet(str(folder)), KEYED))
@@ -157,16 +173,32 @@ def test_parquet_out_of_order_is_sorted_by_default(spark, trades, tmp_path):
     assert rows_of(out) == rows_of(find(spark.read.parquet(str(folder)), KEYED))
 
 
+def int96_copy(folder, tmp_path):
+    """The files of ``folder`` again, with a ``stamp`` column stored as INT96 (which Spark
+    reads with its own calendar rules: the workers leave such files to Spark's reader)."""
+    for f in sorted(folder.iterdir()):
+        t = pq.read_table(f)
+        stamp = pa.compute.cast(t.column("stock_time"), pa.timestamp("ms"))
+        pq.write_table(t.append_column("stamp", stamp), tmp_path / f.name, row_group_size=256,
+                       use_deprecated_int96_timestamps=True)
+    return tmp_path
+
+
 @pytest.mark.spark
-def test_many_boundary_rows_take_a_spark_stage(spark, trades, monkeypatch):
-    """Beyond DRIVER_ROWS the boundary stage runs on Spark, with the same rows."""
-    monkeypatch.setattr(footers, "DRIVER_ROWS", 0)
+def test_many_boundary_rows_take_a_spark_stage(spark, trades, tmp_path, monkeypatch):
+    """Files Spark reads (INT96): the boundary stage runs on the driver from the footers,
+    and beyond DRIVER_ROWS as a Spark stage, with the same rows."""
+    df = spark.read.parquet(str(int96_copy(trades[1], tmp_path)))
+    want = rows_of(find(df, KEYED, ordered=False))
     spark.conf.set("spark.sql.files.openCostInBytes", str(1 << 30))
     try:
-        df = spark.read.parquet(str(trades[1]))
         out = find(df, KEYED, ordered=True)
-        assert "Exchange" in out._jdf.queryExecution().executedPlan().toString()
-        assert rows_of(out) == rows_of(find(df, KEYED, ordered=False))
+        assert "FileScan" in executed(out) and "Exchange" not in executed(out)
+        assert rows_of(out) == want
+        monkeypatch.setattr(footers, "DRIVER_ROWS", 0)
+        out = find(df, KEYED, ordered=True)
+        assert "Exchange" in executed(out)
+        assert rows_of(out) == want
     finally:
         spark.conf.unset("spark.sql.files.openCostInBytes")
 

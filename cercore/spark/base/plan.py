@@ -45,9 +45,10 @@ The others ("crossing") end within K after the boundary: a second, small stage r
 over each boundary's rows, times [a_p − K, b_{p−1} + K], and reports those that end in p. Exact
 under T-CER's conditions (WITHIN on the ordering time, no history dependence) and without a
 deadline (which looks past a complex event's end); partitions must be longer than K around each
-boundary, else the plan is the shuffled one. Over plain Parquet files the user says are in
-order, the layout comes from the footers and the boundary stage runs on the driver
-(``ceql.footers``): the plan is then the in-place stage alone.
+boundary, else the plan is the shuffled one. Over plain Parquet files in order, the layout
+comes from the footers (``ceql.footers``) and the plan is the in-place stage alone: its
+workers read their runs of row groups and each the rows of the boundary before its run (or,
+when Spark must read the files, the boundary stage runs on the driver).
 
 Streaming runs the same plans, with state per key (PARTITION BY key, T-CER slice, or one
 constant key), except T-CER by position (a stream has no global positions); T-CER by event time
@@ -127,8 +128,9 @@ class SparkPlan:
                          "first pass finds it so, with at least as many read partitions as "
                          "cores): one engine per read partition, no exchange; complex events "
                          f"ending within K = {self.in_place} after a partition's start come "
-                         "from a second stage over each boundary's rows (on the driver, "
-                         "from the footers, for ordered=True over plain Parquet files)")
+                         "from a second stage over each boundary's rows (over plain "
+                         "Parquet files, the worker of the run after each boundary reads "
+                         "them)")
         elif self.in_place_why_not is not None:
             lines.append(f"not in place: {self.in_place_why_not}")
         return "\n".join(lines)

@@ -368,13 +368,16 @@ def run_in_place(prep: Prepared, plan: SparkPlan, read: ReadLayout, out_struct, 
 
 def read_by_workers(prep: Prepared, plan: SparkPlan, read: ReadLayout, footers: FooterRows,
                     arrow_schema, out_struct, check: str | None | bool):
-    """The in-place plan with no Spark scan: the row groups the footers locate, cut into runs
-    of equal rows (one per core), each read by a worker with Arrow and evaluated there (the
-    hidden columns computed as the typed ``cer_find`` computes them); the boundary stage on the
-    driver. None when that cannot be (runs shorter than K, too many boundary rows).
+    """The in-place plan with no Spark scan and no second stage: the row groups the footers
+    locate, cut into runs of equal rows (one per core), each read by a worker with Arrow and
+    evaluated there (the hidden columns computed as the typed ``cer_find`` computes them);
+    the worker of each run but the first then reads the rows of the boundary before it and
+    reports the complex events crossing it. None when that cannot be (runs shorter than K).
 
     Measured: Spark's reader and its rows' way to Python cost the in-place plan about as much
-    as the engines; and Spark splits a file by bytes, here 5 : 3 between two cores."""
+    as the engines; Spark splits a file by bytes, here 5 : 3 between two cores; and the
+    boundary stage on the driver (its rows read there, its complex events a local relation
+    of its own tasks) kept the plan from speeding up from one core to two."""
     spark = prep.df.sparkSession
     n = max(1, session_parallelism(spark))
     footers, parts = footers.chunked(read.parts, n)
@@ -385,28 +388,32 @@ def read_by_workers(prep: Prepared, plan: SparkPlan, read: ReadLayout, footers: 
     bounds = laid[0]
     names = footers.prepared_names()
     wanted = worker_columns(prep, names, key_text=True) + ([SEQ] if check == SEQ else [])
-    edge_rows = footers.boundary_rows(parts, plan.in_place, wanted) if len(parts) > 1 else None
-    if len(parts) > 1 and edge_rows is None:
-        return None
     expected = {p: (footers.layout.rows(p), first, last) for p, _, first, last in parts}
     rule = ReadPartitions(plan.in_place, bounds, expected=expected)
-    in_place = spark.range(0, len(parts), 1, len(parts)).mapInArrow(
+    crossing = ReadPartitions(plan.in_place, bounds, crossing=True)
+    edges = {after[0]: (before, after) for before, after in zip(parts, parts[1:])}
+    return spark.range(0, len(parts), 1, len(parts)).mapInArrow(
         partial(run_footer_runs, footers=footers, starts=read.starts, wanted=wanted,
-                job=prep.job, slices=None, out_schema=arrow_schema, read_partitions=rule,
-                in_order=check), out_struct)
-    if edge_rows is None:
-        return in_place
-    crossing_rule = ReadPartitions(plan.in_place, bounds, crossing=True)
-    return with_crossing(in_place, edge_rows, prep, crossing_rule, arrow_schema, out_struct)
+                edges=edges, crossing=crossing, job=prep.job, slices=None,
+                out_schema=arrow_schema, read_partitions=rule, in_order=check), out_struct)
 
 
 def run_footer_runs(ids: Iterator[pa.RecordBatch], footers: FooterRows, starts: dict[int, int],
-                    wanted: list[str], **run) -> Iterator[pa.RecordBatch]:
+                    wanted: list[str], edges: dict[int, tuple], crossing: ReadPartitions,
+                    **run) -> Iterator[pa.RecordBatch]:
     """mapInArrow body of ``read_by_workers``: for each run index in ``ids``, its rows read
-    here and evaluated (``run_sorted_groups``)."""
+    here and evaluated (``run_sorted_groups``), then the rows of the boundary before it
+    (``edges``: run -> the runs beside it, as ``ReadLayout.parts``) for the complex events
+    that cross it (``crossing``)."""
     for rb in ids:
         for part in rb.column(0).to_pylist():
             yield from run_sorted_groups(footers.batches(part, starts[part], wanted), **run)
+            edge = footers.boundary(*edges[part], crossing.offset, wanted) \
+                if part in edges else None
+            if edge is not None:
+                yield from run_sorted_groups(
+                    iter(edge.to_batches()), job=run["job"], slices=None,
+                    out_schema=run["out_schema"], read_partitions=crossing)
 
 
 def with_crossing(in_place, edge_rows: pa.Table, prep: Prepared, crossing_rule, arrow_schema,

@@ -6,7 +6,8 @@ read partition each), and a range reads the row groups whose midpoint lies in it
 ``filterFileMetaDataByMidpoint``, the rule Spark's Parquet readers apply). So before any task
 runs, the driver knows each read partition's row groups in read order, hence its rows and its
 first global position; the first and last rows of those row groups give its first and last
-time, and the row groups beside each boundary hold the rows the boundary stage needs -- few
+time, and the row groups beside each boundary hold the rows the boundary stage needs
+(``boundary``): read by the worker of the run after it, or, when Spark reads the files, few
 enough (``DRIVER_ROWS``) to run that stage here, on the driver, with no second scan.
 
 What this takes on trust is checked where it matters: every in-place task compares its rows,
@@ -17,9 +18,9 @@ wrong answer.
 When every file holds the user's columns in types that cast to Spark's (``readable``), no Spark
 scan runs at all: the row groups, in event order, are cut into one run of about equal rows per
 core (``chunked``), and each worker reads its run with Arrow and computes the hidden columns
-as the typed ``cer_find`` does (``batches``) -- Spark's reader and the rows' way from the JVM
-to Python cost the plan about as much as the engines, and Spark splits a file by bytes, not
-by rows.
+as the typed ``cer_find`` does (``batches``), then the rows of the boundary before its run
+(``boundary``) -- Spark's reader and the rows' way from the JVM to Python cost the plan about
+as much as the engines, and Spark splits a file by bytes, not by rows.
 
 Without the user's word (``ordered=None``), the driver reads the time and sequence of every row
 (``FooterRows.summaries(full=True)``, up to ``DRIVER_ROWS``) and runs the statistics pass's own
@@ -308,28 +309,42 @@ class FooterRows:
     def boundary_rows(self, parts: tuple[tuple[int, int, int, int], ...], offset: int,
                       wanted: list[str]) -> pa.Table | None:
         """The boundary stage's input (``batch.run_in_place``) over read partitions in event
-        order (``ReadLayout.parts``) with K = ``offset``: for each boundary, the rows of the
-        partition before it with time >= the next one's first time - K, then the rows of the
-        one after it with time <= the previous one's last time + K, with GROUP = the partition
-        after and their POS; ``wanted`` columns. None when that means reading more than
-        ``DRIVER_ROWS`` rows."""
+        order (``ReadLayout.parts``) with K = ``offset``: every boundary's rows (``boundary``),
+        ``wanted`` columns. None when that means reading more than ``DRIVER_ROWS`` rows."""
         budget = DRIVER_ROWS
         pieces: list[pa.Table] = []
-        for (before, start_b, _, last_b), (after, start_a, first_a, _) in zip(parts, parts[1:]):
-            tail, budget = self._edge(before, start_b, first_a - offset, None, budget)
-            head, budget = self._edge(after, start_a, None, last_b + offset, budget)
-            if budget < 0:
+        for before, after in zip(parts, parts[1:]):
+            edge, left = self._boundary(before, after, offset, wanted, budget)
+            if left is None or left < 0:
                 return None
-            for piece in (tail + head):
-                pieces.append(piece.append_column(GROUP, pa.array(
-                    np.full(piece.num_rows, after, np.int64))).select(wanted))
+            budget = left
+            pieces += edge
         return pa.concat_tables(pieces) if pieces else None
 
+    def boundary(self, before: tuple[int, int, int, int], after: tuple[int, int, int, int],
+                 offset: int, wanted: list[str]) -> pa.Table | None:
+        """The rows of the boundary between read partitions ``before`` and ``after`` (as
+        ``ReadLayout.parts`` gives them) with K = ``offset``: the rows of ``before`` with time
+        >= ``after``'s first time - K, then those of ``after`` with time <= ``before``'s last
+        time + K, with GROUP = ``after`` and their POS; ``wanted`` columns. None: no rows."""
+        pieces, _ = self._boundary(before, after, offset, wanted, None)
+        return pa.concat_tables(pieces) if pieces else None
+
+    def _boundary(self, before: tuple[int, int, int, int], after: tuple[int, int, int, int],
+                  offset: int, wanted: list[str], budget: int | None
+                  ) -> tuple[list[pa.Table], int | None]:
+        """``boundary``'s pieces, and what is left of ``budget`` (None: no limit)."""
+        (part_b, start_b, _, last_b), (part_a, start_a, first_a, _) = before, after
+        tail, budget = self._edge(part_b, start_b, first_a - offset, None, budget)
+        head, budget = self._edge(part_a, start_a, None, last_b + offset, budget)
+        return [piece.append_column(GROUP, pa.array(np.full(piece.num_rows, part_a, np.int64)))
+                .select(wanted) for piece in tail + head], budget
+
     def _edge(self, part: int, start: int, at_least: int | None, at_most: int | None,
-              budget: int) -> tuple[list[pa.Table], int]:
+              budget: int | None) -> tuple[list[pa.Table], int | None]:
         """The rows of read partition ``part`` (first position ``start``) with time >=
         ``at_least`` (its last row groups, read backwards) or <= ``at_most`` (its first row
-        groups), in read order, with POS; and what is left of ``budget``."""
+        groups), in read order, with POS; and what is left of ``budget`` (None: no limit)."""
         groups = self.layout.parts[part]
         firsts = np.cumsum([0, *(g.rows for g in groups)])[:-1] + start
         order = range(len(groups) - 1, -1, -1) if at_least is not None else range(len(groups))
@@ -337,9 +352,10 @@ class FooterRows:
         for i in order:
             if not groups[i].rows:
                 continue
-            budget -= groups[i].rows
-            if budget < 0:
-                return [], budget
+            if budget is not None:
+                budget -= groups[i].rows
+                if budget < 0:
+                    return [], budget
             t = self.prepared(groups[i], order_only=True).column(TIME).to_numpy()
             # in order, the rows kept are a stretch at the row group's end (start)
             lo, hi = ((int(np.searchsorted(t, at_least, "left")), len(t)) if at_least is not None
