@@ -298,21 +298,27 @@ def _json_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def _wall_time_instant(wall: pa.Array, time_zone: str) -> pa.Array:
+    """The instants of the wall times ``wall`` in ``time_zone``, as Spark's ``CAST(ntz AS
+    TIMESTAMP)`` (java.time) gives them: a wall time the clocks pass twice is the earlier
+    instant, and one they skip is read with the offset from before the skip (02:30 on a
+    spring-forward night in New York is 07:30 UTC). That is E + (wall - local(E)), with E the
+    earliest instant Arrow gives (for a skipped time, the last one before the skip), which is
+    the wall time's own instant everywhere else."""
+    earliest = pc.assume_timezone(wall, time_zone, ambiguous="earliest", nonexistent="earliest")
+    return pc.add(earliest, pc.subtract(wall, pc.local_timestamp(earliest)))
+
+
 def _integer_time_arrow(col: pa.Array, dt, unit: str, time_zone: str) -> pa.Array:
     """``_integer_time`` in Arrow: integers kept (as int64); a timestamp as its instant in
     ``unit`` (``unix_seconds`` and ``unix_millis`` floor); a ``timestamp_ntz`` read in the
-    session's ``time_zone``, as ``CAST(... AS TIMESTAMP)`` reads it (a wall time the zone
-    skips raises)."""
+    session's ``time_zone`` as ``CAST(... AS TIMESTAMP)`` reads it (``_wall_time_instant``)."""
     if not is_timestamp(dt):
         return col.cast(pa.int64())
     if not pa.types.is_timestamp(col.type):
         raise CercoreError(f"a timestamp column arrived as {col.type}")
     if col.type.tz is None:
-        try:
-            col = pc.assume_timezone(col, time_zone, ambiguous="earliest", nonexistent="raise")
-        except pa.ArrowInvalid as e:
-            raise CercoreError(f"a timestamp_ntz time is no instant in the session time zone "
-                               f"{time_zone}: {e}") from None
+        col = _wall_time_instant(col, time_zone)
     micros = col.cast(pa.timestamp("us", col.type.tz)).cast(pa.int64())
     if unit == "us":
         return micros
