@@ -2,8 +2,9 @@
 generated stock stream (50 companies in 5 sectors, a price random walk per company):
 
 * q3-like queries at each granularity: type-grained (ANY, no adjacent predicate), mixed
-  (ANY with ``S.price > NEXT(S).price``), exact skip-till-next-match with that predicate
-  (waiting set), contiguous -- sliding windows of 20 ticks, slide 10;
+  (ANY with ``S.price > NEXT(S).price``, and with arithmetic on both sides), exact
+  skip-till-next-match with that predicate (waiting set), contiguous -- sliding windows of
+  20 ticks, slide 10;
 * type-grained under windows of 20 .. 320 ticks (slide = size / 2): the per-event cost
   does not depend on the window, only on ``size / slide``.
 
@@ -28,6 +29,8 @@ QUERY = ("RETURN sector, COUNT(*), SUM(S.price) PATTERN Stock S+ SEMANTICS {sema
 GRANULARITIES = {
     "type-grained": ("skip-till-any-match", ""),
     "mixed": ("skip-till-any-match", "AND S.price > NEXT(S).price"),
+    # arithmetic on the sides: computed by the compiled kernel too (it ran on the reference)
+    "mixed, arithmetic": ("skip-till-any-match", "AND S.price * 1.001 > NEXT(S).price + 0.05"),
     "next-waiting-set": ("skip-till-next-match", "AND S.price > NEXT(S).price"),
     "contiguous": ("contiguous", "AND S.price > NEXT(S).price"),
 }

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """CEQL arithmetic as the kernels compute it, one definition for the check of predicates
 between events (between.pyx) and the overflow checks of trend aggregates (trends.pyx): an
-operand compiled to postfix steps (``cercore.runtime.event_predicates._compiled_operand``)
+operand compiled to postfix steps (``cercore.runtime.event_predicates.compiled_operand``)
 over leaf values the caller loads, computed as
 the predicate layer computes it -- int64 exactly (an overflow is reported: Python's exact ints
 would go on), ints divided truncating toward zero with the dividend's remainder sign, a
@@ -58,6 +58,28 @@ cdef enum:
 cdef struct Step:
     int32_t op         # STEP_*
     int32_t is_double  # its value is a double (a leaf's own type; else one of its operands is)
+
+
+cdef inline list load_steps(Step* steps, int32_t* n, object form):
+    """``steps[:n]`` from a compiled operand (``compiled_operand``: a leaf, or ``("expr",
+    steps, is_double)``); returns its leaves' forms, in the order its STEP_LEAFs push them
+    (the caller loads their values)."""
+    cdef int32_t j
+    seq = form[1] if form[0] == "expr" else (("leaf", form),)
+    if len(seq) > MAX_STEPS:  # (event_predicates.MAX_STEPS must not exceed the kernel's)
+        raise ValueError(f"an operand of {len(seq)} steps: the kernel computes {MAX_STEPS}")
+    leaves = []
+    for j, step in enumerate(seq):
+        if step[0] == "leaf":
+            steps[j].op = STEP_LEAF
+            steps[j].is_double = step[1][2]
+            leaves.append(step[1])
+        else:
+            steps[j].op = {"+": STEP_ADD, "-": STEP_SUB, "*": STEP_MUL, "/": STEP_DIV,
+                           "%": STEP_MOD, "neg": STEP_NEG}[step[0]]
+            steps[j].is_double = step[1]
+    n[0] = len(seq)
+    return leaves
 
 
 cdef inline int compute(const Step* steps, int32_t n, const double* leaf_d,

@@ -17,9 +17,8 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t
 from libcpp.vector cimport vector
 
-from cercore_fast.arithmetic cimport (MAX_STEPS, STEP_ADD, STEP_DIV, STEP_LEAF, STEP_MOD,
-                                      STEP_MUL, STEP_NEG, STEP_SUB, VALUE_NULL, VALUE_OK,
-                                      VALUE_OVERFLOW, compute)
+from cercore_fast.arithmetic cimport (MAX_STEPS, VALUE_NULL, VALUE_OK, VALUE_OVERFLOW,
+                                      compute, load_steps)
 from cercore_fast.comparisons cimport compare
 
 from cercore.predicates import COMPARISON_CODES
@@ -29,8 +28,6 @@ cdef int32_t C_AMBIGUOUS = AMBIGUOUS
 # a compiled check's outcome when int64 arithmetic overflowed: the scalar closure decides
 cdef int NOT_EXACT = 3
 MAX_OPERAND_STEPS = MAX_STEPS  # (tests pin event_predicates.MAX_STEPS to it)
-STEPS = {"+": STEP_ADD, "-": STEP_SUB, "*": STEP_MUL, "/": STEP_DIV, "%": STEP_MOD,
-         "neg": STEP_NEG}
 
 
 cdef inline int _compare(int32_t op, Operand* l, Operand* r, double ld, int64_t li,
@@ -327,21 +324,11 @@ cdef class BetweenKernel:
 cdef void _operand(Operand* o, form, c, dict slots) except *:
     """Fill ``o`` from a compiled form's operand (``cercore.runtime.event_predicates``): a
     leaf, or ``("expr", steps, is_double)``."""
-    cdef int32_t j
-    steps = form[1] if form[0] == "expr" else (("leaf", form),)
-    if len(steps) > MAX_STEPS:  # (event_predicates.MAX_STEPS must not exceed the kernel's)
-        raise ValueError(f"an operand of {len(steps)} steps: the kernel computes {MAX_STEPS}")
-    o.n = len(steps)
-    o.nleaves = 0
-    for j, step in enumerate(steps):
-        if step[0] == "leaf":
-            o.steps[j].op = STEP_LEAF
-            o.steps[j].is_double = step[1][2]
-            _fill_leaf(&o.leaves[o.nleaves], step[1], c, slots)
-            o.nleaves += 1
-        else:
-            o.steps[j].op = STEPS[step[0]]
-            o.steps[j].is_double = step[1]
+    cdef int32_t q
+    leaves = load_steps(o.steps, &o.n, form)
+    o.nleaves = len(leaves)
+    for q in range(o.nleaves):
+        _fill_leaf(&o.leaves[q], leaves[q], c, slots)
     o.is_double = o.steps[o.n - 1].is_double
 
 

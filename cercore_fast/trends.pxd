@@ -11,7 +11,9 @@ sum holds a float -- the reference's sum is the int 0 until then). Vectors are s
 Every C array of this module is (re)allocated by ``safe_realloc``.
 """
 
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
+
+from cercore_fast.arithmetic cimport MAX_STEPS, Step
 
 
 # what a slot aggregates (slot 0 of a vector is the trend count, SLOT_COUNT)
@@ -40,11 +42,24 @@ cdef enum:
     MAX_VARS = 62   # variables are bits of a uint64_t mask
 
 
-# ---- predicates on adjacent events: P.a op NEXT(S).b ---------------------------------------
+# ---- predicates on adjacent events: f(P) op g(NEXT(S)) --------------------------------------
+# one side: numbers and arithmetic over one event's value attributes, as postfix steps
+# (cercore_fast/arithmetic.pxd), the q-th STEP_LEAF pushing value attribute ``leaf_attr[q]``
+# of the event, or (-1) the number ``leaf_d[q]`` / ``leaf_i[q]``
+cdef struct Side:
+    int32_t n
+    Step steps[MAX_STEPS]
+    int32_t nleaves
+    int32_t leaf_attr[MAX_STEPS]
+    double leaf_d[MAX_STEPS]
+    int64_t leaf_i[MAX_STEPS]
+
 cdef struct Clause:
     int pred_var    # P
     int succ_var    # S
     int op          # cercore.predicates.COMPARISON_CODES (cercore_fast/comparisons.pxd)
+    Side pred       # f, over P's attributes
+    Side succ       # g, over NEXT(S)'s
 
 
 # ---- one reallocation helper (scikit-learn's safe_realloc): every C array of the module ----
@@ -113,10 +128,9 @@ cdef class Kernel:
     cdef int *preds                    # nvars x (nvars + 1): predecessors, -1 terminated,
                                        # in the reference's iteration order
     cdef Clause *clauses               # nclauses (at least one allocated)
-    cdef int *clause_attrs             # nclauses x 2: value attribute of P.a, of NEXT(S).b
     cdef unsigned char *attr_is_int    # nattrs: the value attribute is an INT (else DOUBLE)
     cdef readonly list attrs           # the value attributes (runner.value_attributes)
-    cdef object clause_list            # (pred var, succ var, op, pred attr, succ attr) each
+    cdef object clause_list            # (op, pred side, succ side): AdjacentPredicate.operands
     # scratch of one update: the vectors of the group's nodes, and which nodes got one
     cdef VectorArena group_vectors
     cdef unsigned char *group_counted  # node j is in some trend (count > 0): vector j is set
@@ -135,10 +149,11 @@ cdef class _Group:
     cdef bint theta_exact              # every compared value is exact as a double
     cdef Py_ssize_t nnodes, n_events, capacity, events_capacity
     cdef int *node_var                 # nnodes
+    cdef int64_t *node_event           # nnodes: the node's event (its index in the group)
     cdef int64_t *value_ints           # nnodes x nslots: the node's aggregated values
     cdef double *value_reals
-    cdef double *pred_side             # nnodes x nclauses: values of each clause's P.a
-    cdef double *succ_side             # ... and of its NEXT(S).b
+    cdef double *pred_side             # nnodes x nclauses: values of each clause's f(P)
+    cdef double *succ_side             # ... and of its g(NEXT(S))
     cdef unsigned char *pred_known     # the node has that value
     cdef unsigned char *succ_known
     # the group's events, for the reference (``raw``): their variables and value attributes
@@ -168,6 +183,11 @@ cdef class _Window:
     cdef unsigned char *node_state     # NodeState
     cdef double *node_pred_side        # capacity x nclauses, as _Group.pred_side
     cdef unsigned char *node_pred_known
+    # capacity x nattrs: the node's event's value attributes (what the reference reads of a
+    # stored node when the window is handed over)
+    cdef int64_t *node_ints
+    cdef double *node_reals
+    cdef unsigned char *node_known
 
     cdef int _grow(self, Py_ssize_t need) except -1
     cdef void _push(self, _Group g, Py_ssize_t j, Vector vec, object vec_object)
@@ -190,6 +210,7 @@ cdef class _Window:
     cdef object _row(self, Py_ssize_t r)
     cdef object _node(self, Py_ssize_t x)
     cdef object _node_attrs(self, Py_ssize_t x)
+    cdef object _node_value(self, Py_ssize_t x, int a)
     cdef void _to_objects(self)
     cdef void _hand_over(self)
     cdef void _import(self, list rows, list nodes) except *

@@ -23,12 +23,15 @@ Counts and integer sums are int64 with checked arithmetic (``__builtin_*_overflo
 update would overflow, the window restores its state from before the update and goes on in
 *object mode*: its vectors become Python lists of exact numbers in the reference's format,
 updated by the same compiled loop with Python arithmetic (never a silent wrap, never a replay).
-Adjacent predicates compare as doubles (CEQL's meaning: an int beside a double is read as a
-double); a group whose compared integers are beyond 2^53 (not exact as doubles) hands the
-window to the Python reference itself. Double sums use the reference's operation order, so they
-are equal to the bit. Shapes the kernel does not compile (predicates on adjacent events other
-than ``P.a op NEXT(S).b`` over numbers, more than 62 variables, and the paper's compatibility
-mode for skip-till-next-match) run the Python runner.
+Adjacent predicates ``f(P) op g(NEXT(S))`` compute each side from one event's attributes with
+CEQL's arithmetic (``arithmetic.pxd``: int64 exactly, truncating division, a division by zero
+null) and compare the sides as doubles (CEQL's meaning: an int beside a double is read as a
+double); a group whose side overflows int64 or is an integer beyond 2^53 (not exact as a double)
+hands the window to the Python reference itself, which reads the stored nodes' events' own
+values. Double sums use the reference's operation order, so they are equal to the bit. Shapes
+the kernel does not compile (predicates on adjacent events whose sides are not numbers and
+arithmetic over numeric attributes of P alone and of NEXT(S) alone, more than 62 variables,
+and the paper's compatibility mode for skip-till-next-match) run the Python runner.
 """
 
 cimport cython
@@ -36,14 +39,13 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy, memset
 
-from cercore_fast.arithmetic cimport add_overflows, mul_overflows
+from cercore_fast.arithmetic cimport (MAX_STEPS, VALUE_OK, VALUE_OVERFLOW, add_overflows,
+                                      compute, load_steps, mul_overflows)
 from cercore_fast.comparisons cimport compare
 
 import numpy as np
 
-from cercore.ceql import ast as ceql
 from cercore.predicates import COMPARISON_CODES as _OPS
-from cercore.predicates import MIRRORED as _FLIP
 from cercore.interface.constants import INT64_MAX as _INT64_MAX
 from cercore.interface.constants import INT64_MIN as _INT64_MIN
 from cercore.interface.constants import NO_PARTITION as _NO_PARTITION
@@ -80,30 +82,66 @@ cdef extern from *:
     bint trends_window_ends_by(int64_t k, int64_t size, int64_t slide, int64_t t) nogil
 
 _MAX_EXACT = 2 ** 53
+cdef int64_t MAX_EXACT = 9007199254740992  # 2^53: larger integers are not exact as doubles
 
 
-def _clause(plan, adj):
-    """(pred var, succ var, op, pred attr, succ attr) of ``P.a op NEXT(S).b``, or None."""
-    c = adj.cond
-    if not isinstance(c, ceql.Compare):
-        return None
-    left, right, op = c.left, c.right, c.op
-    if not (isinstance(left, ceql.EventAttr) and isinstance(right, ceql.EventAttr)):
-        return None
-    if left.next and not right.next:
-        left, right, op = right, left, _FLIP[op]
-    if left.next or not right.next:
-        return None
-    types = plan.schema.attribute_types()
-    if not (types[left.attr].is_numeric and types[right.attr].is_numeric):
-        return None
-    return (adj.pred_var, adj.succ_var, _OPS[op], left.attr, right.attr)
+cdef void _side(Side *o, form, tuple attrs, dict index) except *:
+    """Fill ``o`` from one side of ``AdjacentPredicate.operands``: a compiled operand
+    (``cercore.runtime.event_predicates.compiled_operand``) whose terms read ``attrs``."""
+    cdef int32_t q
+    leaves = load_steps(o.steps, &o.n, form)
+    o.nleaves = len(leaves)
+    for q, (kind, value, is_double) in enumerate(leaves):
+        o.leaf_attr[q] = index[attrs[value]] if kind == "term" else -1
+        o.leaf_d[q] = 0.0 if kind == "term" else <double>value
+        o.leaf_i[q] = 0 if kind == "term" or is_double else <int64_t>value
+
+
+cdef inline bint _side_value(const Side *s, const int64_t *ints, const double *reals,
+                             const unsigned char *known, const unsigned char *attr_is_int,
+                             double *out, unsigned char *has) noexcept nogil:
+    """A side's value on one event's value attributes, as a double (how the clause is
+    compared), into ``out``; ``has`` 0 when it is null (an attribute without a value, a
+    division by zero: the clause does not hold). False when it is not exact: int64 overflow,
+    or an integer beyond 2^53 (only the reference's exact ints decide)."""
+    cdef double ld[MAX_STEPS]
+    cdef int64_t li[MAX_STEPS]
+    cdef double d = 0.0
+    cdef int64_t i = 0
+    cdef int32_t q, a, code
+    has[0] = 0
+    out[0] = 0.0
+    for q in range(s.nleaves):
+        a = s.leaf_attr[q]
+        if a < 0:
+            ld[q] = s.leaf_d[q]
+            li[q] = s.leaf_i[q]
+        elif not known[a]:
+            return True
+        elif attr_is_int[a]:
+            li[q] = ints[a]
+            ld[q] = <double>ints[a]
+        else:
+            ld[q] = reals[a]
+            li[q] = 0
+    code = compute(s.steps, s.n, ld, li, &d, &i)
+    if code != VALUE_OK:
+        return code != VALUE_OVERFLOW
+    if s.steps[s.n - 1].is_double:
+        out[0] = d
+    elif i > MAX_EXACT or i < -MAX_EXACT:
+        return False
+    else:
+        out[0] = <double>i
+    has[0] = 1
+    return True
 
 
 def uncompiled_reason(plan):
     """Why the kernel does not compile ``plan`` (the reference then runs it), or None."""
-    if any(_clause(plan, a) is None for a in plan.adjacent):
-        return ("a predicate on adjacent events other than P.a op NEXT(S).b over numbers")
+    if any(a.operands is None for a in plan.adjacent):
+        return ("a predicate on adjacent events other than a comparison between numbers and "
+                "arithmetic over P's numeric attributes on one side and NEXT(S)'s on the other")
     if len(plan.vars) > MAX_VARS:
         return f"more than {MAX_VARS} variables"
     if plan.semantics == "next" and plan.next_algorithm == "paper":
@@ -115,11 +153,10 @@ def make_aggregators(plan, reference_cls):
     """The compiled ``Kernel`` of the plan; only for plans ``uncompiled_reason`` accepts.
     ``reference_cls``: the reference aggregator class of the plan, the kernel's hand-over
     (given by the caller: the kernels depend on the trend interface, not on its reference)."""
-    return Kernel(plan, [_clause(plan, a) for a in plan.adjacent], reference_cls)
+    return Kernel(plan, [a.operands for a in plan.adjacent], reference_cls)
 
 
 cdef int64_t INT64_MAX_ = 9223372036854775807
-cdef int64_t MAX_EXACT = 9007199254740992  # 2^53: larger integers are not exact as doubles
 
 
 # ---- memory ----------------------------------------------------------------------------------
@@ -316,12 +353,12 @@ cdef class Kernel:
         self.clause_list = clauses
         self.nclauses = len(clauses)
         safe_realloc(&self.clauses, max(self.nclauses, 1))
-        safe_realloc(&self.clause_attrs, max(2 * self.nclauses, 1))
-        for k in range(self.nclauses):
-            (self.clauses[k].pred_var, self.clauses[k].succ_var,
-             self.clauses[k].op) = clauses[k][:3]
-            self.clause_attrs[2 * k] = index[clauses[k][3]]
-            self.clause_attrs[2 * k + 1] = index[clauses[k][4]]
+        for k, adj in enumerate(plan.adjacent):
+            op, pred_side, succ_side = clauses[k]
+            self.clauses[k].pred_var, self.clauses[k].succ_var = adj.pred_var, adj.succ_var
+            self.clauses[k].op = _OPS[op]
+            _side(&self.clauses[k].pred, pred_side[0], pred_side[1], index)
+            _side(&self.clauses[k].succ, succ_side[0], succ_side[1], index)
 
     def __dealloc__(self):
         PyMem_Free(self.slot_kinds)
@@ -329,7 +366,6 @@ cdef class Kernel:
         PyMem_Free(self.slot_attr)
         PyMem_Free(self.preds)
         PyMem_Free(self.clauses)
-        PyMem_Free(self.clause_attrs)
         PyMem_Free(self.attr_is_int)
         vectors_free(&self.group_vectors)
         PyMem_Free(self.group_counted)
@@ -422,6 +458,7 @@ cdef class _Group:
 
     def __dealloc__(self):
         PyMem_Free(self.node_var)
+        PyMem_Free(self.node_event)
         PyMem_Free(self.value_ints)
         PyMem_Free(self.value_reals)
         PyMem_Free(self.pred_side)
@@ -440,7 +477,6 @@ cdef class _Group:
         cdef Py_ssize_t i, j = 0, e, nnodes = 0, cap
         cdef int ns = k.nslots, nc = k.nclauses, na = k.nattrs, s, c, a, v, kind
         cdef uint64_t mask
-        cdef int64_t x
         for i in range(n):
             mask = r.pending_vars[events[i]]
             while mask:
@@ -449,6 +485,7 @@ cdef class _Group:
         if nnodes > self.capacity:
             cap = max(nnodes, 2 * self.capacity, 4)
             safe_realloc(&self.node_var, cap)
+            safe_realloc(&self.node_event, cap)
             safe_realloc(&self.value_ints, cap * ns)
             safe_realloc(&self.value_reals, cap * ns)
             safe_realloc(&self.pred_side, cap * max(nc, 1))
@@ -496,32 +533,21 @@ cdef class _Group:
                         else:
                             self.value_reals[j * ns + s] = r.pending_reals[e * na + a]
                     for c in range(nc):
-                        self.pred_known[j * nc + c] = 0
-                        self.succ_known[j * nc + c] = 0
-                        self.pred_side[j * nc + c] = 0.0
-                        self.succ_side[j * nc + c] = 0.0
-                        if v == k.clauses[c].pred_var:
-                            a = k.clause_attrs[2 * c]
-                            if r.pending_known[e * na + a]:
-                                self.pred_known[j * nc + c] = 1
-                                if k.attr_is_int[a]:
-                                    x = r.pending_ints[e * na + a]
-                                    self.pred_side[j * nc + c] = <double>x
-                                    if x > MAX_EXACT or x < -MAX_EXACT:
-                                        self.theta_exact = False
-                                else:
-                                    self.pred_side[j * nc + c] = r.pending_reals[e * na + a]
-                        if v == k.clauses[c].succ_var:
-                            a = k.clause_attrs[2 * c + 1]
-                            if r.pending_known[e * na + a]:
-                                self.succ_known[j * nc + c] = 1
-                                if k.attr_is_int[a]:
-                                    x = r.pending_ints[e * na + a]
-                                    self.succ_side[j * nc + c] = <double>x
-                                    if x > MAX_EXACT or x < -MAX_EXACT:
-                                        self.theta_exact = False
-                                else:
-                                    self.succ_side[j * nc + c] = r.pending_reals[e * na + a]
+                        self.pred_known[j * nc + c] = self.succ_known[j * nc + c] = 0
+                        self.pred_side[j * nc + c] = self.succ_side[j * nc + c] = 0.0
+                        if v == k.clauses[c].pred_var and not _side_value(
+                                &k.clauses[c].pred, r.pending_ints + e * na,
+                                r.pending_reals + e * na, r.pending_known + e * na,
+                                k.attr_is_int, &self.pred_side[j * nc + c],
+                                &self.pred_known[j * nc + c]):
+                            self.theta_exact = False
+                        if v == k.clauses[c].succ_var and not _side_value(
+                                &k.clauses[c].succ, r.pending_ints + e * na,
+                                r.pending_reals + e * na, r.pending_known + e * na,
+                                k.attr_is_int, &self.succ_side[j * nc + c],
+                                &self.succ_known[j * nc + c]):
+                            self.theta_exact = False
+                    self.node_event[j] = i
                     j += 1
                 mask >>= 1
                 v += 1
@@ -588,19 +614,25 @@ cdef class _Window:
         PyMem_Free(self.node_state)
         PyMem_Free(self.node_pred_side)
         PyMem_Free(self.node_pred_known)
+        PyMem_Free(self.node_ints)
+        PyMem_Free(self.node_reals)
+        PyMem_Free(self.node_known)
 
     cdef int _grow(self, Py_ssize_t need) except -1:
         """Room for ``need`` nodes in the arena (doubling)."""
         if need <= self.capacity:
             return 0
         cdef Py_ssize_t cap = max(need, 2 * self.capacity, 4)
-        cdef Py_ssize_t nc = max(self.k.nclauses, 1)
+        cdef Py_ssize_t nc = max(self.k.nclauses, 1), na = max(self.k.nattrs, 1)
         if not self.object_mode:
             vectors_reserve(&self.node_vectors, cap)
         safe_realloc(&self.node_var, cap)
         safe_realloc(&self.node_state, cap)
         safe_realloc(&self.node_pred_side, cap * nc)
         safe_realloc(&self.node_pred_known, cap * nc)
+        safe_realloc(&self.node_ints, cap * na)
+        safe_realloc(&self.node_reals, cap * na)
+        safe_realloc(&self.node_known, cap * na)
         self.capacity = cap
         return 0
 
@@ -608,8 +640,8 @@ cdef class _Window:
         """Append node j of g to the arena with its vector (``vec_object`` in object mode,
         else the C vector ``vec``); capacity is reserved by the caller."""
         cdef Kernel k = self.k
-        cdef int nc = k.nclauses
-        cdef Py_ssize_t q = self.nnodes
+        cdef int nc = k.nclauses, na = k.nattrs
+        cdef Py_ssize_t q = self.nnodes, e = g.node_event[j]
         if self.object_mode:
             self.node_objects.append(vec_object)
         else:
@@ -619,6 +651,10 @@ cdef class _Window:
         if nc:
             memcpy(self.node_pred_side + q * nc, g.pred_side + j * nc, nc * sizeof(double))
             memcpy(self.node_pred_known + q * nc, g.pred_known + j * nc, nc)
+            if na:
+                memcpy(self.node_ints + q * na, g.event_ints + e * na, na * sizeof(int64_t))
+                memcpy(self.node_reals + q * na, g.event_reals + e * na, na * sizeof(double))
+                memcpy(self.node_known + q * na, g.event_known + e * na, na)
         self.nnodes = q + 1
 
     def update(self, _Group g):
@@ -782,7 +818,7 @@ cdef class _Window:
     cdef void _compact(self):
         """Drop the dead nodes of the waiting set (NEXT), keeping the live ones in order."""
         cdef Kernel k = self.k
-        cdef int ns = k.nslots, nc = k.nclauses
+        cdef int ns = k.nslots, nc = k.nclauses, na = k.nattrs
         cdef Py_ssize_t x, q = 0
         keep_vectors = []
         for x in range(self.first_live, self.nnodes):
@@ -797,6 +833,12 @@ cdef class _Window:
                     memcpy(self.node_pred_side + q * nc, self.node_pred_side + x * nc,
                            nc * sizeof(double))
                     memcpy(self.node_pred_known + q * nc, self.node_pred_known + x * nc, nc)
+                    if na:
+                        memcpy(self.node_ints + q * na, self.node_ints + x * na,
+                               na * sizeof(int64_t))
+                        memcpy(self.node_reals + q * na, self.node_reals + x * na,
+                               na * sizeof(double))
+                        memcpy(self.node_known + q * na, self.node_known + x * na, na)
             if self.object_mode:
                 keep_vectors.append(self.node_objects[x])
             q += 1
@@ -835,23 +877,28 @@ cdef class _Window:
         return self._vector(vector_at(&self.node_vectors, x))
 
     cdef object _node_attrs(self, Py_ssize_t x):
-        """What the reference needs of a stored node: the attributes its adjacent predicates
-        compare (exact: a stored node's integers are within 2^53, else it would have been
-        handed over with its group)."""
+        """What the reference needs of a stored node: the attributes of its event that the
+        predecessor sides of its adjacent predicates read."""
         cdef Kernel k = self.k
-        cdef int c, a, nc = k.nclauses
+        cdef int c, q, a, na = k.nattrs
+        cdef Side *side
         attrs = {}
-        for c in range(nc):
+        for c in range(k.nclauses):
             if k.clauses[c].pred_var != self.node_var[x]:
                 continue
-            a = k.clause_attrs[2 * c]
-            if not self.node_pred_known[x * nc + c]:
-                attrs[k.attrs[a]] = None
-            elif k.attr_is_int[a]:
-                attrs[k.attrs[a]] = <int64_t>self.node_pred_side[x * nc + c]
-            else:
-                attrs[k.attrs[a]] = self.node_pred_side[x * nc + c]
+            side = &k.clauses[c].pred
+            for q in range(side.nleaves):
+                a = side.leaf_attr[q]
+                if a >= 0:
+                    attrs[k.attrs[a]] = self._node_value(x, a)
         return attrs
+
+    cdef object _node_value(self, Py_ssize_t x, int a):
+        """Value attribute ``a`` of stored node ``x``'s event (None: it has none)."""
+        cdef int na = self.k.nattrs
+        if not self.node_known[x * na + a]:
+            return None
+        return self.node_ints[x * na + a] if self.k.attr_is_int[a] else self.node_reals[x * na + a]
 
     cdef void _to_objects(self):
         """int64 mode -> object mode: the vectors as Python lists of exact numbers."""
@@ -886,22 +933,25 @@ cdef class _Window:
     # ---- pickling: the state in the reference's vector format, whatever the mode ----------
     def __reduce__(self):
         cdef Py_ssize_t x
-        cdef int c, nc = self.k.nclauses
+        cdef int c, a, nc = self.k.nclauses, na = self.k.nattrs if nc else 0
         if self.reference is not None:
             return (_restore_window, (self.k, ("reference", self.reference)))
         rows = [self._row(r) for r in range(self.k.nvars + 2)]
         nodes = [(self.node_var[x],
                   tuple(self.node_pred_side[x * nc + c] if self.node_pred_known[x * nc + c]
                         else None for c in range(nc)),
-                  self._node(x))
+                  self._node(x),
+                  tuple(self._node_value(x, a) for a in range(na)))
                  for x in range(self.first_live, self.nnodes) if self.node_state[x] != DEAD]
         return (_restore_window, (self.k, ("vectors", rows, nodes)))
 
     cdef void _import(self, list rows, list nodes) except *:
         """Set the state from reference-format vectors (nodes: (variable, compared values,
-        vector)): int64 mode when every number fits, else object mode."""
+        vector, its event's value attributes)): int64 mode when every number fits, else
+        object mode. (A node pickled before the values were kept, without them, takes them
+        from its compared values: then each clause's side was the attribute itself.)"""
         cdef Kernel k = self.k
-        cdef int nc = k.nclauses, c
+        cdef int nc = k.nclauses, na = k.nattrs, c, a
         cdef Py_ssize_t r, q
         fits = all(_fits(k, vec) for vec in rows) and all(_fits(k, n[2]) for n in nodes)
         if not fits:
@@ -913,7 +963,16 @@ cdef class _Window:
                 _store(k, rows[r], vector_at(&self.rows, r))
         self._grow(len(nodes))
         for q in range(len(nodes)):
-            var, sides, vec = nodes[q]
+            var, sides, vec = nodes[q][:3]
+            if len(nodes[q]) > 3:
+                values = nodes[q][3]
+            else:
+                values = [None] * na
+                for c in range(nc):
+                    if k.clauses[c].pred_var == var and k.clauses[c].pred.nleaves == 1:
+                        a = k.clauses[c].pred.leaf_attr[0]
+                        if a >= 0 and sides[c] is not None:
+                            values[a] = int(sides[c]) if k.attr_is_int[a] else sides[c]
             if self.object_mode:
                 self.node_objects.append(list(vec))
             else:
@@ -923,6 +982,15 @@ cdef class _Window:
             for c in range(nc):
                 self.node_pred_known[q * nc + c] = sides[c] is not None
                 self.node_pred_side[q * nc + c] = 0.0 if sides[c] is None else sides[c]
+            for a in range(na if nc else 0):
+                self.node_known[q * na + a] = values[a] is not None
+                self.node_ints[q * na + a] = 0
+                self.node_reals[q * na + a] = 0.0
+                if values[a] is not None:
+                    if k.attr_is_int[a]:
+                        self.node_ints[q * na + a] = values[a]
+                    else:
+                        self.node_reals[q * na + a] = values[a]
         self.nnodes = len(nodes)
 
     def result(self):

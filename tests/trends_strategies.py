@@ -10,6 +10,11 @@ SCHEMA = "CREATE STREAM S { " + ", ".join(
     f"EVENT {t} {{ v:int, g:int, h:int, t:primary_time }}" for t in "ABCD") + " }"
 SMALL_VALUES = st.integers(0, 3)
 CMP = ["<", "<=", ">", ">=", "=", "!="]
+# sides of a predicate on adjacent events with arithmetic ({} is the event: x or NEXT(y)),
+# as the compiled kernel computes them: int64 (overflowing on 2^62-sized values), truncating
+# division, a division by zero (null: the predicate fails), doubles
+ARITHMETIC_SIDES = ["{}.v", "{}.v", "{}.v * 2", "({}.v + 1) * 3", "-{}.v", "{}.v / 2",
+                    "{}.v % 3", "{}.v * 1.5", "{}.v - 0.5", "{}.v / 0", "-({}.v - 2) % 2"]
 
 
 @st.composite
@@ -47,10 +52,11 @@ def ceql_text(p):
 
 
 @st.composite
-def cases(draw, max_events: int = 8, values=SMALL_VALUES):
+def cases(draw, max_events: int = 8, values=SMALL_VALUES, arithmetic: bool = False):
     """A random trend query (pattern, predicates, semantics, partitions, groups, window,
     query form) and a stream of up to ``max_events`` events with ``v`` drawn from
-    ``values``."""
+    ``values``. ``arithmetic``: the sides of a predicate on adjacent events may compute
+    (``ARITHMETIC_SIDES``; the brute-force oracle compares attributes only)."""
     pattern = name_vars(draw(patterns()), [])
     atoms = oracle.atoms(pattern)
     if len(atoms) > 4:
@@ -76,7 +82,8 @@ def cases(draw, max_events: int = 8, values=SMALL_VALUES):
         local.append((draw(st.sampled_from(var_names)), "v", op, const))
     if preds in ("adjacent", "both") and follow:
         u, v = draw(st.sampled_from(sorted(follow)))
-        theta.append((u, "v", draw(st.sampled_from(CMP)), v, "v"))
+        sides = st.sampled_from(ARITHMETIC_SIDES if arithmetic else ["v"])
+        theta.append((u, draw(sides), draw(st.sampled_from(CMP)), v, draw(sides)))
     target = draw(st.sampled_from(var_names + ["A"]))
     if target == "A" and not any(a[2] == "A" for a in atoms):
         target = var_names[0]
@@ -99,9 +106,15 @@ SEM = {"any": "skip-till-any-match", "next": "skip-till-next-match",
        "contiguous": "contiguous"}
 
 
+def side(attr: str, event: str) -> str:
+    """One side of a predicate on adjacent events: the attribute ``attr`` of ``event``, or an
+    ``ARITHMETIC_SIDES`` template over it."""
+    return attr.format(event) if "{}" in attr else f"{event}.{attr}"
+
+
 def query_text(c) -> str:
     conds = [f"{v}.{a} {op} {literal(k)}" for v, a, op, k in c["local"]]
-    conds += [f"{u}.{a} {op} NEXT({v}).{b}" for u, a, op, v, b in c["theta"]]
+    conds += [f"{side(a, u)} {op} {side(b, f'NEXT({v})')}" for u, a, op, v, b in c["theta"]]
     group = "g, " if c["group"] else ""
     aggs = AGGS.format(x=c["target"])
     if c["form"] == "cogra":

@@ -153,9 +153,11 @@ def _compiled_leaf(e, terms: list[ast.EventAttr], types: dict[str, AttrType]):
     return None
 
 
-def _compiled_operand(e, terms: list[ast.EventAttr], types: dict[str, AttrType]):
-    """A leaf (``_compiled_leaf``), or arithmetic over leaves -- ``+ - * / %`` and unary
-    minus -- as ``("expr", steps, is_double)``: its postfix steps, ``("leaf", leaf)`` or
+def compiled_operand(e, terms: list[ast.EventAttr], types: dict[str, AttrType]):
+    """An operand as the kernels compute it (cercore_fast/arithmetic.pxd, for the check
+    between events and the trend kernel's predicates on adjacent events): a leaf
+    (``_compiled_leaf``), or arithmetic over leaves -- ``+ - * / %`` and unary minus -- as
+    ``("expr", steps, is_double)``: its postfix steps, ``("leaf", leaf)`` or
     ``(operator, is_double)`` (``"neg"`` for unary minus), each step's value a double when
     one of its operands is (as the predicate layer computes it); None otherwise."""
     steps: list[tuple] = []
@@ -192,7 +194,7 @@ def computed_by_kernel(compare: ast.Compare, types: dict[str, AttrType]) -> bool
 
 def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrType]):
     """(operator, left, right) for the Cython kernel when ``compare`` compares two numeric
-    operands (``_compiled_operand``: terms, numbers and arithmetic over them, computed in
+    operands (``compiled_operand``: terms, numbers and arithmetic over them, computed in
     int64 or double as the predicate layer computes them; an int64 overflow asks the scalar
     closure), or two string terms for (in)equality (read as their codes); None otherwise
     (the kernel calls the scalar closure)."""
@@ -204,8 +206,8 @@ def _compiled_form(compare, terms: list[ast.EventAttr], types: dict[str, AttrTyp
         # two strings: equal exactly when their codes are (TermValues interns them)
         return (compare.op, ("term", terms.index(compare.left), False),
                 ("term", terms.index(compare.right), False))
-    left = _compiled_operand(compare.left, terms, types)
-    right = None if left is None else _compiled_operand(compare.right, terms, types)
+    left = compiled_operand(compare.left, terms, types)
+    right = None if left is None else compiled_operand(compare.right, terms, types)
     return None if right is None else (compare.op, left, right)
 
 

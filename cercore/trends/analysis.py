@@ -21,7 +21,8 @@ from cercore.ceql.guards import TRUE_GUARD, Guard, guard_and, guard_of
 from cercore.ceql.regex import regex_problem
 from cercore.ceql.terms import event_terms, rename_terms
 from cercore.errors import CEQLSemanticError, did_you_mean
-from cercore.predicates import scalar_pred
+from cercore.predicates import COMPARISONS, MIRRORED, scalar_pred
+from cercore.runtime.event_predicates import compiled_operand
 from cercore.schema import Schema
 from cercore.trends import ast
 from cercore.trends.ast import condition_text
@@ -53,9 +54,36 @@ class AdjacentPredicate:
     succ_var: int
     cond: Any
     test: Callable[[tuple[dict, dict]], bool]
+    # (operator, predecessor side, successor side) as the compiled trend kernel computes the
+    # condition (``kernel_operands``), or None: the kernel leaves the plan to the reference
+    operands: tuple | None = None
 
     def holds(self, pred_attrs: dict, succ_attrs: dict) -> bool:
         return self.test((pred_attrs, succ_attrs))
+
+
+def kernel_operands(cond: Any, types: dict[str, AttrType]) -> tuple | None:
+    """``cond`` as the compiled trend kernel computes it: a comparison whose one side reads
+    only the predecessor (``x.a`` terms) and the other only its successor (``NEXT(y).b``),
+    each side numbers and arithmetic over numeric attributes (``compiled_operand``: int64
+    exactly, an overflow left to the reference's exact ints, doubles one operation at a
+    time). Returns (operator, predecessor side, successor side), a side being (its compiled
+    operand, the attributes its terms read in order); None otherwise."""
+    if not isinstance(cond, ceql.Compare) or cond.op not in COMPARISONS:
+        return None
+    left, right, op = cond.left, cond.right, cond.op
+    if all(t.next for t in event_terms(left)):
+        left, right, op = right, left, MIRRORED[op]
+    sides = []
+    for side, successor in ((left, False), (right, True)):
+        terms = list(dict.fromkeys(event_terms(side)))
+        if any(t.next != successor for t in terms):
+            return None
+        form = compiled_operand(side, terms, types)
+        if form is None:
+            return None
+        sides.append((form, tuple(t.attr for t in terms)))
+    return (op, *sides)
 
 
 @dataclass(frozen=True)
@@ -375,7 +403,8 @@ class _Analyser:
                 raise self.error(
                     f"{s.name} never directly follows {p.name} in the pattern, so "
                     f"{condition_text(c)} can never apply", c)
-            adjacent.append(AdjacentPredicate(p.id, s.id, c, scalar_pred(c)))
+            adjacent.append(AdjacentPredicate(p.id, s.id, c, scalar_pred(c), kernel_operands(
+                c, self.schema.attribute_types())))
 
         types = frozenset(v.type for v in self.vars)
         for group in q.partition_by:

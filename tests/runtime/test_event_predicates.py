@@ -431,7 +431,7 @@ def test_the_kernel_numbers_the_comparisons_of_the_one_operator_table():
 
 
 def test_the_kernel_computes_as_many_steps_as_the_compiler_emits():
-    """``_compiled_operand`` emits at most ``MAX_STEPS`` steps; the kernel's operands hold
+    """``compiled_operand`` emits at most ``MAX_STEPS`` steps; the kernel's operands hold
     that many (cercore_fast/arithmetic.pxd)."""
     between = pytest.importorskip("cercore_fast.between")
     from cercore.runtime import event_predicates

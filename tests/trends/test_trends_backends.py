@@ -34,6 +34,20 @@ def test_cython_equals_python_on_long_streams(c):
     assert [repr(r) for r in cy] == [repr(r) for r in py], query_text(c)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(c=cases(max_events=90, values=st.one_of(st.integers(-4, 4), st.integers(-BIG, BIG)),
+               arithmetic=True))
+def test_cython_computes_arithmetic_between_adjacent_events_as_python(c):
+    """Predicates on adjacent events with arithmetic on either side (int64 overflow handed
+    to the reference's exact ints, truncating division, division by zero, doubles): the
+    compiled kernel runs them itself and gives the reference's rows."""
+    text = query_text(c)
+    q = compile_trend(text, SCHEMA)
+    assert fast.uncompiled_reason(q.plan) is None, text
+    py, cy = run_both(text, as_events(c))
+    assert [repr(r) for r in cy] == [repr(r) for r in py], text
+
+
 def test_count_overflow_promotes_the_window_and_stays_exact():
     n = 70
     events = [("A", {"v": 1, "g": 0, "h": 0, "t": t}) for t in range(n)]

@@ -272,9 +272,15 @@ def test_explain_names_granularity_and_reason():
 
 @pytest.mark.parametrize("where, compiled", [("", True), ("WHERE B.x < NEXT(A).y", True),
                                              ("WHERE NEXT(A).y > B.x", True),
-                                             ("WHERE B.x + 1 < NEXT(A).y", False)])
-def test_cython_kernel_compiles_simple_adjacent_predicates(where, compiled):
-    """What the kernel does not compile runs on the reference, and says so."""
+                                             ("WHERE B.x + 1 < NEXT(A).y", True),
+                                             ("WHERE -(NEXT(A).y * 2) / 3 >= B.x % 4", True),
+                                             ("WHERE B.x * 1.5 < NEXT(A).y", True),
+                                             ("WHERE B.x + NEXT(A).y < 3", False),
+                                             ("WHERE B.x < NEXT(A).y + B.x", False)])
+def test_cython_kernel_compiles_adjacent_predicates(where, compiled):
+    """The kernel compiles a comparison of arithmetic over the predecessor's attributes with
+    arithmetic over its successor's; what it does not compile runs on the reference, and
+    says so."""
     fast = pytest.importorskip("cercore_fast.trends")
     q = compile_trend(f"RETURN COUNT(*) PATTERN {PAT} {where}", SCHEMA)
     assert (fast.uncompiled_reason(q.plan) is None) == compiled
