@@ -157,10 +157,12 @@ class ReadPartitions:
 class InOrder:
     """Checks that a read partition's rows come in event order (``ordered=True`` is the
     user's word; a row out of order is an error, never a wrong answer): (TIME, ``sequence``)
-    never decreases."""
+    never decreases. ``footers``: the layout came from the Parquet footers, so a row out of
+    order may also be a file rewritten since ``find`` read them, and the error says so."""
 
-    def __init__(self, sequence: str | None) -> None:
+    def __init__(self, sequence: str | None, footers: bool = False) -> None:
         self.sequence = sequence
+        self.footers = footers
         self.last: tuple[int, int] | None = None
 
     def check(self, rows: pa.RecordBatch) -> None:
@@ -180,10 +182,12 @@ class InOrder:
         if back.any():
             i = int(np.flatnonzero(back)[0])
             pos = rows.column(POS)[i - (self.last is not None) + 1].as_py()
+            changed = (", or the files changed since find read their footers (then call "
+                       "find again)" if self.footers else "")
             raise EventError(f"ordered=True, but the input is not in event order: the row at "
                              f"position {pos} has time {int(t[i + 1])}, before the row read "
-                             f"just before it (time {int(t[i])}); drop ordered=True and find "
-                             "sorts the events", field=TIME)
+                             f"just before it (time {int(t[i])}){changed}; drop ordered=True "
+                             "and find sorts the events", field=TIME)
         self.last = (int(t[-1]), 0 if s is None else int(s[-1]))
 
 
@@ -224,7 +228,7 @@ def run_sorted_groups(batches: Iterator[pa.RecordBatch], job: EngineJob,
                     yield out
             run = GroupRun(job, g, slices, out_schema, None if starts is None else starts[g],
                            read_partitions)
-            order = None if in_order is False else InOrder(in_order)
+            order = None if in_order is False else InOrder(in_order, tally is not None)
         if order is not None:
             order.check(rows)
         if tally is not None:
