@@ -4,6 +4,7 @@ windows whose int64 counts or sums overflow and are promoted to exact Python int
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -139,3 +140,32 @@ def test_double_sums_are_equal_to_the_bit():
     py, cy = run_both("RETURN SUM(A.x), MIN(A.x) PATTERN A+ WITHIN 20 SLIDE 7", events,
                       schema)
     assert [repr(r) for r in cy] == [repr(r) for r in py]
+
+
+DOUBLES = ("CREATE STREAM S { EVENT A { v:int, x:double, t:primary_time }, "
+           "EVENT B { v:int, x:double, t:primary_time } }")
+SPECIAL = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.5, -2.5, 1e308, -1e308, 3.0,
+           2.0 ** 60, None]
+
+
+@settings(max_examples=60, deadline=None)
+@given(cond=st.sampled_from(["A.x % 2 < NEXT(A).x", "A.x * 0 <= NEXT(A).x / 0",
+                             "-A.x != NEXT(A).x % -1.5", "A.x + A.v > NEXT(A).x - NEXT(A).v",
+                             "A.v % 3 = NEXT(A).v / -2", "A.x / A.v >= NEXT(A).x * 1e300"]),
+       semantics=st.sampled_from(["skip-till-any-match", "skip-till-next-match",
+                                  "contiguous"]),
+       rows=st.lists(st.tuples(st.sampled_from("AAB"), st.sampled_from([0, 1, 1, 2]),
+                               st.sampled_from([1, -3, 0, 2 ** 62, -2 ** 63]),
+                               st.sampled_from(SPECIAL)), max_size=60))
+def test_adjacent_arithmetic_on_special_doubles_is_the_references(cond, semantics, rows):
+    """NaN, infinities, -0.0, overflowing doubles and missing values through arithmetic
+    between adjacent events: the compiled kernel's rows are the reference's."""
+    t, events = 0, []
+    for typ, dt, v, x in rows:
+        t += dt
+        events.append((typ, {"v": v, "x": x, "t": t}))
+    text = (f"RETURN COUNT(*), MAX(A.v) PATTERN SEQ(A+, B) SEMANTICS {semantics} "
+            f"WHERE {cond} WITHIN 10 SLIDE 5")
+    assert fast.uncompiled_reason(compile_trend(text, DOUBLES).plan) is None
+    py, cy = run_both(text, events, DOUBLES)
+    assert [repr(r) for r in cy] == [repr(r) for r in py], text
