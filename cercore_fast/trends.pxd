@@ -130,7 +130,6 @@ cdef class Kernel:
     cdef Clause *clauses               # nclauses (at least one allocated)
     cdef unsigned char *attr_is_int    # nattrs: the value attribute is an INT (else DOUBLE)
     cdef readonly list attrs           # the value attributes (runner.value_attributes)
-    cdef object clause_list            # (op, pred side, succ side): AdjacentPredicate.operands
     # scratch of one update: the vectors of the group's nodes, and which nodes got one
     cdef VectorArena group_vectors
     cdef unsigned char *group_counted  # node j is in some trend (count > 0): vector j is set

@@ -9,7 +9,7 @@ below.
 (event times, partition ids, variable masks, and the columns of the attributes that are
 aggregated or compared) in one loop, keeps the current timestamp's events in C arrays, and
 applies each partition's group to its windows' aggregators -- no Python object per event.
-``Kernel(plan, clauses, reference_cls)`` holds the plan's constants; ``Kernel.new()`` starts a window aggregator of
+``Kernel(plan, reference_cls)`` holds the plan's constants; ``Kernel.new()`` starts a window aggregator of
 the plan's semantics (``_AnyWindow``, ``_NextWindow``, ``_ContiguousWindow``, the twins of the
 reference's classes), whose ``update(group)`` / ``result()`` / ``stored_events()`` mirror the
 reference's.
@@ -153,7 +153,7 @@ def make_aggregators(plan, reference_cls):
     """The compiled ``Kernel`` of the plan; only for plans ``uncompiled_reason`` accepts.
     ``reference_cls``: the reference aggregator class of the plan, the kernel's hand-over
     (given by the caller: the kernels depend on the trend interface, not on its reference)."""
-    return Kernel(plan, [a.operands for a in plan.adjacent], reference_cls)
+    return Kernel(plan, reference_cls)
 
 
 cdef int64_t INT64_MAX_ = 9223372036854775807
@@ -299,7 +299,7 @@ cdef class Kernel:
     """The compiled aggregators of one plan: constants, and the scratch space of one update
     (one thread at a time). Declared in trends.pxd."""
 
-    def __init__(self, plan, clauses, reference_cls):
+    def __init__(self, plan, reference_cls):
         cdef int v, k, s
         self.plan = plan
         self.reference_cls = reference_cls
@@ -350,11 +350,10 @@ cdef class Kernel:
         for v in plan.event_grained:
             event_grained |= 1 << v
         self.event_grained = event_grained
-        self.clause_list = clauses
-        self.nclauses = len(clauses)
+        self.nclauses = len(plan.adjacent)
         safe_realloc(&self.clauses, max(self.nclauses, 1))
         for k, adj in enumerate(plan.adjacent):
-            op, pred_side, succ_side = clauses[k]
+            op, pred_side, succ_side = adj.operands
             self.clauses[k].pred_var, self.clauses[k].succ_var = adj.pred_var, adj.succ_var
             self.clauses[k].op = _OPS[op]
             _side(&self.clauses[k].pred, pred_side[0], pred_side[1], index)
