@@ -4,6 +4,7 @@ loaded last)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -86,7 +87,9 @@ def as_table(schema, events: list[tuple]) -> pa.Table:
 def runs_spied() -> Iterator[list[tuple[int, int, int]]]:
     """Inside: the (first, start, stop) of every T-CER run ``runtime/slices.py`` evaluates
     (its prefix from ``first``, its own events [start, stop)), in run order once the block
-    ends (the runs' threads record them as they start)."""
+    ends (the runs' threads record them as they start). Runs that go to worker processes
+    (``runtime/processes.py``) run in threads instead inside: a process's calls cannot be
+    spied on from here (``tests/trends/test_trends_processes.py`` tests the processes)."""
     from cercore.runtime import slices
 
     runs: list[tuple[int, int, int]] = []
@@ -98,7 +101,19 @@ def runs_spied() -> Iterator[list[tuple[int, int, int]]]:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(slices, "_evaluate_run", spied)
+        patch.setattr(slices, "_in_processes", slices._in_threads)
         try:
             yield runs
         finally:
             runs.sort(key=lambda run: run[1])
+
+
+def exit_at_once(*args) -> None:
+    """Stands for a T-CER run in a worker process that dies (``os._exit``, as a kill would
+    end it): importable by the worker, unlike a local function."""
+    os._exit(3)
+
+
+def raise_in_worker(*args) -> None:
+    """Stands for a T-CER run in a worker process that raises."""
+    raise ValueError("a run that fails in its worker")

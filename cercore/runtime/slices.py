@@ -43,6 +43,7 @@ from cercore.errors import EventError
 from cercore.input.skips import MAX_EXAMPLES, TIME_BACKWARDS, SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
 from cercore.runtime.pipeline import TABLE_BATCHES
+from cercore.runtime.processes import read_shared, run_elsewhere, shared_table
 from cercore.runtime.shards import shards_for
 
 __all__ = ["MIN_EVENTS_BY_DEFAULT", "MIN_EVENTS_PER_SLICE", "arrays_of", "complex_events_of",
@@ -133,6 +134,9 @@ class SliceHooks:
 
     # ``workers=None`` slices a large table over the machine's cores (else only when asked)
     by_default = True
+    # the runs after the first in worker processes (``runtime/processes.py``), not threads:
+    # for an engine kind whose evaluation holds the GIL
+    in_processes = False
 
 
 def default_workers() -> int:
@@ -171,8 +175,11 @@ def slices_for(engine: Any, workers: int | None, events: Any) -> tuple[int, str]
     k = min(workers, len(events) // MIN_EVENTS_PER_SLICE)
     if k <= 1:
         return 1, f"not in time slices: fewer than {MIN_EVENTS_PER_SLICE} events per worker"
-    return k, (f"{k} workers: T-CER slices -- {k} runs of the table in event order, each also "
-               f"evaluating the {reach} time units before it and reporting what ends in it")
+    where = f" (this thread and {k - 1} worker processes)" if engine.slicing.in_processes \
+        else ""
+    return k, (f"{k} workers{where}: T-CER slices -- {k} runs of the table in event order, "
+               f"each also evaluating the {reach} time units before it and reporting what "
+               "ends in it")
 
 
 def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
@@ -189,13 +196,10 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
     runs = [hooks.fresh(engine) for _ in range(k)]
     for run in runs:  # (each run reports its own events to a progress display)
         run.input.progress = engine.input.progress
-    with ThreadPoolExecutor(k, thread_name_prefix="cercore-slice") as pool:
-        futures = [pool.submit(_run_from_prefix, runs[p], table, stream, bounds[p],
-                               bounds[p + 1], reach, collect) for p in range(k)]
-        results = [f.result() for f in futures]
-    if any(r is None for r in results):
+    where = _in_processes if hooks.in_processes else _in_threads
+    results, last = where(runs, table, stream, bounds, reach, collect)
+    if results is None or any(r is None for r in results):
         return None
-    last = runs[-1]
     skips = SkipLog()
     for _, log, _ in results:
         skips.count += log.count
@@ -205,6 +209,49 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
     hooks.set_counts(last, tuple(map(sum, zip(*(r[2] for r in results)))))
     hooks.become(engine, last)
     return [r[0] for r in results]
+
+
+def _in_threads(runs: list, table, stream: str | None, bounds: list[int], reach: int,
+                collect: Callable) -> tuple[list, Any]:
+    """The runs' results, each evaluated in its own thread, and the last run's engine."""
+    with ThreadPoolExecutor(len(runs), thread_name_prefix="cercore-slice") as pool:
+        futures = [pool.submit(_run_from_prefix, run, table, stream, bounds[p], bounds[p + 1],
+                               reach, collect) for p, run in enumerate(runs)]
+        return [f.result() for f in futures], runs[-1]
+
+
+def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reach: int,
+                  collect: Callable) -> tuple[list | None, Any]:
+    """The runs' results (as ``_in_threads`` gives them) and the last run's engine, the first run
+    evaluated in the caller's thread and the others in worker processes
+    (``runtime/processes.py``); (None, None) when a worker died."""
+    k, progress = len(runs), runs[0].input.progress
+    path = shared_table(table)
+    try:
+        for run in runs[1:]:  # (a worker reports its run's events once done, below)
+            run.input.progress = None
+        out = run_elsewhere(
+            _run_on_shared,
+            [(runs[p], path, stream, bounds[p], bounds[p + 1], reach, collect, p == k - 1)
+             for p in range(1, k)],
+            lambda: _run_from_prefix(runs[0], table, stream, 0, bounds[1], reach, collect))
+    finally:
+        os.unlink(path)
+    if out is None:
+        return None, None
+    results = [out[0]] + [result for result, _ in out[1:]]
+    if progress is not None:
+        for p in range(1, k):
+            progress(bounds[p + 1] - bounds[p])
+    return results, out[-1][1] if k > 1 else runs[0]
+
+
+def _run_on_shared(run: Any, path: str, stream: str | None, start: int, stop: int, reach: int,
+                   collect: Callable, last: bool) -> tuple[tuple | None, Any]:
+    """A run in a worker process, over the table ``shared_table`` wrote: ``_run_from_prefix``'s
+    result, and the run's engine when it is the last run (the caller goes on as it)."""
+    result = _run_from_prefix(run, read_shared(path), stream, start, stop, reach, collect)
+    return result, (run if last and result is not None else None)
 
 
 def _run_from_prefix(run: Any, table, stream: str | None, start: int, stop: int, reach: int,

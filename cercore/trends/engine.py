@@ -179,9 +179,11 @@ class TrendSlices(SliceHooks):
     def become(engine: Any, run: Any) -> None:
         engine.__dict__.update(run.__dict__)
 
-    # the runner and the rows hold the GIL: two threads measured 0.73-0.99x one
-    # (docs/performance.md), so a trend query is sliced only when workers are asked for
+    # the runner and the rows hold the GIL: two threads measured 0.73-1.14x one, so the runs
+    # after the first go to worker processes (started once, about 0.3 s: a trend query is
+    # sliced only when workers are asked for)
     by_default = False
+    in_processes = True
 
 
 SMALL_BATCH = 16  # batches of at most this many events run event by event (_run_events)
@@ -259,9 +261,10 @@ class TrendEngine(StreamEngine):
 
         A list, a tuple or a table is evaluated in batches; any other iterable one event at
         a time: a window's rows are yielded before the event after the one that closed it is
-        asked for. ``workers``: threads evaluating a table of a windowed query in T-CER
-        slices (``runtime/slices.py``), the same rows (not faster yet: the runner holds the
-        GIL); None: one. A fresh engine splits on its first call only."""
+        asked for. ``workers``: evaluating a table of a windowed query in T-CER
+        slices (``runtime/slices.py``), the first run in this thread and the others in worker
+        processes (``runtime/processes.py``: the runner holds the GIL), the same rows;
+        None: one. A fresh engine splits on its first call only."""
         runs = workers_plan(self, workers, events)[0]  # (slices_for refuses a used engine)
         return sliced_feed(self, events, stream, runs) if runs > 1 else self._feed(
             events, stream)

@@ -1,0 +1,116 @@
+"""A trend query's T-CER runs after the first go to worker processes (``runtime/processes.py``):
+the workers' rows are one engine's, the workers are kept for the next call, a worker that dies
+leaves the table to one worker (a warning, the same rows), a worker's error is raised in the
+caller, and the workers' protocol answers every request."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import pytest
+import support
+from test_trends_slices import GROUPED, long_table
+from trends_strategies import SCHEMA
+
+from cercore.runtime import processes, slices
+from cercore.trends import compile_trend
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The (function, start, stop, last) of every call sent to a worker process."""
+    calls = []
+    original = processes.RunInProcess.start
+
+    def spied(self, i, function, args):
+        calls.append((function.__name__, args[3], args[4], args[7]))
+        return original(self, i, function, args)
+
+    monkeypatch.setattr(processes.RunInProcess, "start", spied)
+    return calls
+
+
+def one_engines(q, backend, data):
+    one = q.engine(backend)
+    return one.run(data, workers=1), one
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_the_runs_after_the_first_go_to_worker_processes(backend, started, workers):
+    q = compile_trend(GROUPED.format("any"), SCHEMA)
+    n = workers * slices.MIN_EVENTS_PER_SLICE + 5
+    data = long_table(n)
+    engine = q.engine(backend)
+    assert "worker processes" in slices.workers_plan(engine, workers, data)[2]
+    got = engine.run(data, workers=workers)
+    want, one = one_engines(q, backend, data)
+    bounds = [n * p // workers for p in range(workers + 1)]
+    assert started == [("_run_on_shared", bounds[p], bounds[p + 1], p == workers - 1)
+                       for p in range(1, workers)]
+    assert len(want) > 1000 and got == want
+    assert engine.stats == one.stats and engine.events_read == one.events_read
+    # the workers are kept: the next call takes the same processes
+    kept = {w.process.pid for w in processes._POOL.idle}
+    assert len(kept) >= workers - 1
+    assert q.engine(backend).run(data, workers=workers) == want
+    assert {w.process.pid for w in processes._POOL.idle} == kept
+
+
+def test_a_worker_that_dies_leaves_the_table_to_one_worker(backend, monkeypatch):
+    q = compile_trend(GROUPED.format("next"), SCHEMA)
+    data = long_table(2 * slices.MIN_EVENTS_PER_SLICE + 5)
+    monkeypatch.setattr(slices, "_run_on_shared", support.exit_at_once)
+    engine = q.engine(backend)
+    with pytest.warns(RuntimeWarning, match=r"worker process ended \(exit code 3\).*one worker"):
+        got = engine.run(data, workers=2)
+    want, one = one_engines(q, backend, data)
+    assert got == want and engine.stats == one.stats
+    assert all(w.process.poll() is None for w in processes._POOL.idle)  # (the dead one dropped)
+    monkeypatch.undo()
+    assert q.engine(backend).run(data, workers=2) == want  # (a new worker started)
+
+
+def test_an_idle_worker_that_ended_is_replaced(backend):
+    q = compile_trend(GROUPED.format("any"), SCHEMA)
+    data = long_table(2 * slices.MIN_EVENTS_PER_SLICE + 5)
+    want, _ = one_engines(q, backend, data)
+    assert q.engine(backend).run(data, workers=2) == want
+    for w in processes._POOL.idle:
+        w.kill()
+    assert q.engine(backend).run(data, workers=2) == want
+
+
+def test_a_workers_error_is_raised_in_the_caller(backend, monkeypatch):
+    q = compile_trend(GROUPED.format("any"), SCHEMA)
+    data = long_table(2 * slices.MIN_EVENTS_PER_SLICE + 5)
+    monkeypatch.setattr(slices, "_run_on_shared", support.raise_in_worker)
+    with pytest.raises(ValueError, match="fails in its worker") as raised:
+        q.engine(backend).run(data, workers=2)
+    assert "raised in a cercore worker process" in "".join(raised.value.__notes__)
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith("cercore-")] \
+        if os.path.isdir("/dev/shm") else True  # (the shared table removed)
+
+
+def _echo(x):
+    return x
+
+
+def _unpicklable():
+    return lambda: None
+
+
+def test_the_worker_loop_answers_each_request_until_the_end_of_its_input():
+    requests = io.BytesIO()
+    for request in [(_echo, (41,)), (int, ("not a number",)), (_unpicklable, ())]:
+        processes._send(requests, request)
+    requests.seek(0)
+    answers = io.BytesIO()
+    processes.serve(requests, answers)
+    answers.seek(0)
+    got = [processes._receive(answers) for _ in range(3)]
+    assert got[0] == ("ok", 41)
+    assert got[1][0] == "error" and isinstance(got[1][1], ValueError) and "int()" in got[1][2]
+    assert got[2][0] == "error" and "does not pickle" in str(got[2][1])
+    with pytest.raises(EOFError):
+        processes._receive(answers)
