@@ -95,9 +95,9 @@ def runs_spied() -> Iterator[list[tuple[int, int, int]]]:
     runs: list[tuple[int, int, int]] = []
     original = slices._evaluate_run
 
-    def spied(run, table, stream, first, start, stop, collect):
+    def spied(run, table, stream, first, start, stop, collect, base=0):
         runs.append((first, start, stop))
-        return original(run, table, stream, first, start, stop, collect)
+        return original(run, table, stream, first, start, stop, collect, base)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(slices, "_evaluate_run", spied)

@@ -225,8 +225,8 @@ def _run_workers(args) -> int:
     rows = scaling.workers_sweep(table, args.workers, args.repeat)
     print(f"cercore {cercore.__version__}: workers over one Arrow table (the stock trace x"
           f"{args.replay}), process_arrays(table, workers=w), backend {cercore.BACKEND}; "
-          f"best wall time of {args.repeat}, its CPU time (all threads); {os.cpu_count()} "
-          f"CPUs, {platform.processor() or platform.machine()}")
+          f"best wall time of {args.repeat}, its CPU time (all threads and worker "
+          f"processes); {os.cpu_count()} CPUs, {platform.processor() or platform.machine()}")
     print(scaling.format_workers(rows))
     if args.out:
         _write(rows, Path(args.out), "scaling")

@@ -224,17 +224,22 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
                   collect: Callable) -> tuple[list | None, Any]:
     """The runs' results (as ``_in_threads`` gives them) and the last run's engine, the first run
     evaluated in the caller's thread and the others in worker processes
-    (``runtime/processes.py``); (None, None) when a worker died."""
+    (``runtime/processes.py``); (None, None) when a worker died. The prefixes are searched
+    here (a few batches decoded), so that the table is shared from the second run's prefix on
+    only."""
     k, progress = len(runs), runs[0].input.progress
-    path = shared_table(table)
+    firsts = [0] + [_prefix_start(runs[p].slicing.fresh(runs[p]), table, stream, bounds[p],
+                                  reach) for p in range(1, k)]
+    base = firsts[1] if k > 1 else 0
+    path = shared_table(table.slice(base))
     try:
         for run in runs[1:]:  # (a worker reports its run's events once done, below)
             run.input.progress = None
         out = run_elsewhere(
             _run_on_shared,
-            [(runs[p], path, stream, bounds[p], bounds[p + 1], reach, collect, p == k - 1)
-             for p in range(1, k)],
-            lambda: _run_from_prefix(runs[0], table, stream, 0, bounds[1], reach, collect))
+            [(runs[p], path, base, stream, firsts[p], bounds[p], bounds[p + 1], collect,
+              p == k - 1) for p in range(1, k)],
+            lambda: _evaluate_run(runs[0], table, stream, 0, 0, bounds[1], collect))
     finally:
         os.unlink(path)
     if out is None:
@@ -246,11 +251,12 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
     return results, out[-1][1] if k > 1 else runs[0]
 
 
-def _run_on_shared(run: Any, path: str, stream: str | None, start: int, stop: int, reach: int,
-                   collect: Callable, last: bool) -> tuple[tuple | None, Any]:
-    """A run in a worker process, over the table ``shared_table`` wrote: ``_run_from_prefix``'s
-    result, and the run's engine when it is the last run (the caller goes on as it)."""
-    result = _run_from_prefix(run, read_shared(path), stream, start, stop, reach, collect)
+def _run_on_shared(run: Any, path: str, base: int, stream: str | None, first: int, start: int,
+                   stop: int, collect: Callable, last: bool) -> tuple[tuple | None, Any]:
+    """A run in a worker process, over the table ``shared_table`` wrote from event ``base``
+    on: ``_evaluate_run``'s result, and the run's engine when it is the last run (the caller
+    goes on as it)."""
+    result = _evaluate_run(run, read_shared(path), stream, first, start, stop, collect, base)
     return result, (run if last and result is not None else None)
 
 
@@ -264,21 +270,21 @@ def _run_from_prefix(run: Any, table, stream: str | None, start: int, stop: int,
 
 
 def _evaluate_run(run: Any, table, stream: str | None, first: int, start: int, stop: int,
-                  collect: Callable) -> tuple | None:
-    """(outputs, skip log, counts: ``SliceHooks.counts``) of run [start, stop) of ``table``,
-    evaluated by the fresh engine ``run`` from ``first``; None when the run is out of time
-    order or raises (see the module doc)."""
+                  collect: Callable, base: int = 0) -> tuple | None:
+    """(outputs, skip log, counts: ``SliceHooks.counts``) of run [start, stop) of the events,
+    evaluated by the fresh engine ``run`` from ``first``; ``table`` holds the events from
+    ``base`` on. None when the run is out of time order or raises (see the module doc)."""
     run.input.start_at(first)
     try:
         if start > first:  # the prefix: its complex events end before the run
             progress, run.input.progress = run.input.progress, None  # (the run before's)
-            collect(run, table.slice(first, start - first), stream)
+            collect(run, table.slice(first - base, start - first), stream)
             run.input.progress = progress
             if run.input.skips.by_reason[TIME_BACKWARDS]:
                 return None
             run.input.decoder.skips = SkipLog()
         before = run.slicing.counts(run)
-        found = collect(run, table.slice(start, stop - start), stream)
+        found = collect(run, table.slice(start - base, stop - start), stream)
     except EventError:
         return None
     log = run.input.skips

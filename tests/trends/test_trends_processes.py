@@ -24,7 +24,7 @@ def started(monkeypatch):
     original = processes.RunInProcess.start
 
     def spied(self, i, function, args):
-        calls.append((function.__name__, args[3], args[4], args[7]))
+        calls.append((function.__name__, args[5], args[6], args[8]))
         return original(self, i, function, args)
 
     monkeypatch.setattr(processes.RunInProcess, "start", spied)
