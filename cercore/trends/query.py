@@ -92,8 +92,9 @@ class CompiledTrendQuery:
             f"window: {window}",
             "workers (a table in hand): " + (
                 f"workers=N cuts it in time into N runs (T-CER slices), each also evaluating "
-                f"the {reach} time units before it; the same rows (not faster on two cores "
-                "yet: the runner holds the GIL)" if reach is not None else f"one worker: {why}"),
+                f"the {reach} time units before it, the first in this thread and the others "
+                "in worker processes (the runner holds the GIL); the same rows"
+                if reach is not None else f"one worker: {why}"),
             "aggregates: " + ", ".join(str(a) for a, _, _ in p.aggregates),
             f"granularity: {p.granularity}",
             f"  why: {p.reason}",

@@ -71,13 +71,17 @@ def test_a_worker_that_dies_leaves_the_table_to_one_worker(backend, monkeypatch)
     assert q.engine(backend).run(data, workers=2) == want  # (a new worker started)
 
 
-def test_an_idle_worker_that_ended_is_replaced(backend):
+def test_an_idle_worker_that_ended_is_replaced_and_idle_workers_can_be_stopped(backend):
     q = compile_trend(GROUPED.format("any"), SCHEMA)
     data = long_table(2 * slices.MIN_EVENTS_PER_SLICE + 5)
     want, _ = one_engines(q, backend, data)
     assert q.engine(backend).run(data, workers=2) == want
     for w in processes._POOL.idle:
         w.kill()
+    assert q.engine(backend).run(data, workers=2) == want
+    stopped = list(processes._POOL.idle)
+    processes.stop_workers()
+    assert not processes._POOL.idle and all(w.process.poll() == 0 for w in stopped)
     assert q.engine(backend).run(data, workers=2) == want
 
 
