@@ -95,6 +95,8 @@ class _Worker:
     """One worker process and its two pipes."""
 
     def __init__(self) -> None:
+        if not sys.executable:
+            raise OSError("sys.executable does not name this Python")
         env = dict(os.environ)
         # the caller's import path, so the worker imports the same cercore
         env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
@@ -257,8 +259,14 @@ def run_elsewhere(function: Callable, args_of: list[tuple], here: Callable[[], A
                   ) -> list | None:
     """``function(*args)`` for each of ``args_of`` in worker processes while ``here()`` runs
     in the caller's thread: [here's result, then theirs]. None when a worker died (with a
-    ``RuntimeWarning``: the caller does the work another way)."""
-    calls = RunInProcess(len(args_of))
+    ``RuntimeWarning``: the caller does the work another way), or none could be started
+    (an interpreter embedded where ``sys.executable`` is no Python, a process limit)."""
+    try:
+        calls = RunInProcess(len(args_of))
+    except OSError as e:
+        warnings.warn(f"cannot start a cercore worker process ({e}): the table is evaluated "
+                      "by one worker", RuntimeWarning, stacklevel=3)
+        return None
     try:
         for i, args in enumerate(args_of):
             calls.start(i, function, args)

@@ -71,6 +71,16 @@ def test_a_worker_that_dies_leaves_the_table_to_one_worker(backend, monkeypatch)
     assert q.engine(backend).run(data, workers=2) == want  # (a new worker started)
 
 
+def test_without_a_python_to_start_the_table_goes_to_one_worker(backend, monkeypatch):
+    q = compile_trend(GROUPED.format("any"), SCHEMA)
+    data = long_table(2 * slices.MIN_EVENTS_PER_SLICE + 5)
+    want, _ = one_engines(q, backend, data)
+    processes.stop_workers()
+    monkeypatch.setattr(processes.sys, "executable", "")
+    with pytest.warns(RuntimeWarning, match="cannot start a cercore worker process"):
+        assert q.engine(backend).run(data, workers=2) == want
+
+
 def test_an_idle_worker_that_ended_is_replaced_and_idle_workers_can_be_stopped(backend):
     q = compile_trend(GROUPED.format("any"), SCHEMA)
     data = long_table(2 * slices.MIN_EVENTS_PER_SLICE + 5)
