@@ -30,6 +30,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import signal
 import struct
 import subprocess
 import sys
@@ -58,6 +59,8 @@ def _send(stream: BinaryIO, obj: Any) -> None:
 
 
 def _receive(stream: BinaryIO) -> Any:
+    """The next message (EOFError at the end of the stream). A message read whole that does
+    not unpickle raises a RuntimeError, and the stream is still at a message's start."""
     head = stream.read(_LENGTH.size)
     if len(head) < _LENGTH.size:
         raise EOFError
@@ -65,7 +68,10 @@ def _receive(stream: BinaryIO) -> Any:
     data = stream.read(size)
     if len(data) < size:
         raise EOFError
-    return pickle.loads(data)
+    try:
+        return pickle.loads(data)
+    except Exception as e:
+        raise RuntimeError(f"a cercore worker's message does not unpickle here: {e!r}") from e
 
 
 def serve(requests: BinaryIO | None = None, answers: BinaryIO | None = None) -> None:
@@ -74,7 +80,9 @@ def serve(requests: BinaryIO | None = None, answers: BinaryIO | None = None) -> 
     caller's process closed its end, or ended)."""
     requests = requests or sys.stdin.buffer
     answers = answers or sys.stdout.buffer
-    sys.stdout = sys.stderr  # (a print in the work must not corrupt the answers)
+    if requests is sys.stdin.buffer:  # (a worker process, not a test calling it in place)
+        sys.stdout = sys.stderr  # (a print in the work must not corrupt the answers)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the caller decides, and kills)
     while True:
         try:
             function, args = _receive(requests)
@@ -102,7 +110,8 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p or os.getcwd() for p in sys.path)
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from cercore.runtime.processes import serve; serve()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+            start_new_session=os.name == "posix")  # (a terminal's Ctrl-C is the caller's)
         self.owner = os.getpid()
 
     def start(self, function: Callable, args: tuple) -> None:
@@ -208,15 +217,21 @@ class RunInProcess:
         worker that died) is raised once every worker answered or ended: the others go back
         to the pool, a dead one is dropped."""
         out, error, healthy = [], None, []
-        for w in self.workers:
+        for i, w in enumerate(self.workers):
             try:
                 out.append(w.result())
                 healthy.append(w)
             except WorkerDied as e:
                 error = error or e
-            except BaseException as e:  # noqa: BLE001  (raised below, the others collected)
+            except Exception as e:  # (raised below, once the others answered)
                 error = error or e
                 healthy.append(w)
+            except BaseException:  # (an interrupt: the workers still at work are killed)
+                for busy in self.workers[i:]:
+                    busy.kill()
+                _POOL.give_back(healthy)
+                self.workers = []
+                raise
         _POOL.give_back(healthy)
         self.workers = []
         if error is not None:

@@ -128,3 +128,22 @@ def test_the_worker_loop_answers_each_request_until_the_end_of_its_input():
     assert got[2][0] == "error" and "does not pickle" in str(got[2][1])
     with pytest.raises(EOFError):
         processes._receive(answers)
+
+
+def _refuse():
+    raise ValueError("not here")
+
+
+class _Unloadable:
+    def __reduce__(self):
+        return _refuse, ()
+
+
+def test_a_message_that_does_not_unpickle_is_an_error_and_the_next_one_reads():
+    stream = io.BytesIO()
+    processes._send(stream, _Unloadable())
+    processes._send(stream, ("ok", 7))
+    stream.seek(0)
+    with pytest.raises(RuntimeError, match="does not unpickle"):
+        processes._receive(stream)
+    assert processes._receive(stream) == ("ok", 7)
