@@ -5,12 +5,14 @@ objects, so its T-CER runs (``runtime/slices.py``) in threads take turns on the 
 threads measured 0.92-1.14x one. Processes do not share a GIL. So the caller's thread
 evaluates the first run while ``k - 1`` worker processes evaluate the others:
 
-* the table is written once as an Arrow IPC file, in shared memory where the system has it
-  (``/dev/shm``), which every worker memory-maps (no copy, no pickled rows);
-* a worker receives its run's fresh engine pickled (a few KB: the compiled plan and options)
-  and the run's bounds, evaluates the run from its prefix exactly as a thread does
-  (``slices.run_from_prefix``), and sends back what a thread returns: the run's output, its
-  skip log and counts -- and, for the last run, its engine, which the caller goes on as;
+* the table, from the second run's prefix on, is written once as an Arrow IPC file, in shared
+  memory where the system has it (``/dev/shm``), which every worker memory-maps (no pickled
+  rows);
+* a worker receives its run's fresh engine pickled (under 1 KB: the compiled plan and
+  options) and the run's bounds, its prefix searched by the caller, evaluates the run exactly
+  as a thread does (``slices._evaluate_run``), and sends back what a thread returns: the
+  run's output, its skip log and counts -- and, for the last run, its engine, which the
+  caller goes on as;
 * the workers are started once, ``python -c`` running ``serve`` (a fresh interpreter: not a
   fork of this process and its threads, and the user's ``__main__`` is not imported again),
   and kept for later calls: about 0.3 s to start and import, paid on the first call only.
@@ -20,9 +22,9 @@ evaluated by one worker in the caller's thread (``evaluate_in_slices`` returns N
 ``RuntimeWarning``; the pool starts a new worker next time. An exception raised in a worker
 is raised in the caller, with the worker's traceback as a note.
 
-Measured (2026-11-29, the stock trace x40, 995,480 events, an idle 2-core VM): a trend query
-with GROUP BY, 1.64-1.70x one worker with a warm pool (0.29 s against 0.49 s), the first call
-with a cold pool 0.62 s.
+Measured (2026-11-29, the stock trace x40, 995,480 events, a 2-core VM; docs/performance.md):
+a trend query with GROUP BY on two workers 1.48-1.66x one with a warm pool (0.345 s against
+0.573 s); the first call, starting the pool, 0.87-0.92 s against 0.56-0.59 s.
 """
 
 from __future__ import annotations

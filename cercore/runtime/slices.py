@@ -21,6 +21,10 @@ left out; the live partitions, tECS, automaton and work counters are the last ru
 After the table the engine goes on as the last run's engine (it holds every partial match
 still open).
 
+An engine kind whose evaluation holds the GIL (a trend query's runner) evaluates the runs after
+the first in worker processes instead (``runtime/processes.py``), their prefixes searched by
+the caller; the results are the same.
+
 The prefix is found, in the run's thread, from the times of events the query reads
 (``_prefix_start``), which assumes the table is in time order. A run that finds it is not -- a
 time going backwards, raised or skipped -- or raises any error, and the table is evaluated again
@@ -230,7 +234,7 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
     k, progress = len(runs), runs[0].input.progress
     firsts = [0] + [_prefix_start(runs[p].slicing.fresh(runs[p]), table, stream, bounds[p],
                                   reach) for p in range(1, k)]
-    base = firsts[1] if k > 1 else 0
+    base = firsts[1]  # (k >= 2)
     path = shared_table(table.slice(base))
     try:
         for run in runs[1:]:  # (a worker reports its run's events once done, below)
@@ -248,7 +252,7 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
     if progress is not None:
         for p in range(1, k):
             progress(bounds[p + 1] - bounds[p])
-    return results, out[-1][1] if k > 1 else runs[0]
+    return results, out[-1][1]
 
 
 def _run_on_shared(run: Any, path: str, base: int, stream: str | None, first: int, start: int,
