@@ -88,10 +88,9 @@ def serve(requests: BinaryIO | None = None, answers: BinaryIO | None = None) -> 
     while True:
         try:
             function, args = _receive(requests)
+            answer = ("ok", function(*args))
         except EOFError:
             return
-        try:
-            answer = ("ok", function(*args))
         except BaseException as e:  # noqa: BLE001  (every error goes back to the caller)
             answer = ("error", e, traceback.format_exc())
         try:

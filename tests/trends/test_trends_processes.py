@@ -116,16 +116,19 @@ def _unpicklable():
 
 def test_the_worker_loop_answers_each_request_until_the_end_of_its_input():
     requests = io.BytesIO()
-    for request in [(_echo, (41,)), (int, ("not a number",)), (_unpicklable, ())]:
+    for request in [(_echo, (41,)), (int, ("not a number",)), (_unpicklable, ()),
+                    _Unloadable(), (_echo, (42,))]:
         processes._send(requests, request)
     requests.seek(0)
     answers = io.BytesIO()
     processes.serve(requests, answers)
     answers.seek(0)
-    got = [processes._receive(answers) for _ in range(3)]
+    got = [processes._receive(answers) for _ in range(5)]
     assert got[0] == ("ok", 41)
     assert got[1][0] == "error" and isinstance(got[1][1], ValueError) and "int()" in got[1][2]
     assert got[2][0] == "error" and "does not pickle" in str(got[2][1])
+    assert got[3][0] == "error" and "does not unpickle" in str(got[3][1])
+    assert got[4] == ("ok", 42)
     with pytest.raises(EOFError):
         processes._receive(answers)
 
