@@ -81,8 +81,9 @@ def add_subcommands(sub) -> None:
     run.add_argument("--stats", action="store_true", help="print engine counters on stderr")
     run.add_argument("--workers", type=int, default=None, metavar="N",
                      help="threads over a file read whole: a windowed query's file cut in "
-                          "time (T-CER slices), else a keyed query's partitions split among "
-                          "them; the same output (default: the machine's cores where the file "
+                          "time (T-CER slices; a trend query's runs but the first go to worker "
+                          "processes), else a keyed query's partitions split among them; the "
+                          "same output (default: the machine's cores where a CEQL query's file "
                           "is cut in time, else one)")
     run.set_defaults(func=cmd_run)
 
