@@ -5,9 +5,9 @@ objects, so its T-CER runs (``runtime/slices.py``) in threads take turns on the 
 threads measured 0.92-1.14x one. Processes do not share a GIL. So the caller's thread
 evaluates the first run while ``k - 1`` worker processes evaluate the others:
 
-* the table, from the second run's prefix on, is written once as an Arrow IPC file, in shared
-  memory where the system has it (``/dev/shm``), which every worker memory-maps (no pickled
-  rows);
+* the table, from the second run's prefix on, is written once as an Arrow IPC file in memory
+  (``SharedTable``: an anonymous memory file on Linux), which every worker memory-maps (no
+  pickled rows), while the caller's thread starts its run;
 * a worker receives its run's fresh engine pickled (under 1 KB: the compiled plan and
   options) and the run's bounds, its prefix searched by the caller, evaluates the run exactly
   as a thread does (``slices._evaluate_run``), and sends back what a thread returns: the
@@ -41,10 +41,11 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, BinaryIO
 
-__all__ = ["RunInProcess", "WorkerDied", "read_shared", "run_elsewhere", "serve",
-           "shared_table", "stop_workers", "workers_cpu_seconds"]
+__all__ = ["RunInProcess", "SharedTable", "WorkerDied", "read_shared", "run_elsewhere", "serve",
+           "stop_workers", "workers_cpu_seconds"]
 
 _LENGTH = struct.Struct("<Q")  # a message: its length, then its pickle
 
@@ -247,49 +248,75 @@ class RunInProcess:
         self.workers = []
 
 
-def shared_table(table) -> str:
-    """``table`` written as an Arrow IPC file in shared memory (``/dev/shm``) where the
-    system has it, else the temporary directory; its path (the caller removes it)."""
-    import pyarrow as pa
+class SharedTable:
+    """A table written once as an Arrow IPC file that worker processes memory-map by
+    ``path``; ``close`` when they are done. On Linux an anonymous memory file
+    (``memfd_create``) that the workers open through ``/proc``: nothing is left behind when
+    this process is killed, and a container's small ``/dev/shm`` does not limit it.
+    Elsewhere a file in the temporary directory, removed by ``close``."""
 
-    folder = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) \
-        else None
-    fd, path = tempfile.mkstemp(prefix="cercore-", suffix=".arrow", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f, pa.ipc.new_file(f, table.schema) as writer:
-            writer.write_table(table)
-    except BaseException:
-        os.unlink(path)
-        raise
-    return path
+    def __init__(self, table) -> None:
+        import pyarrow as pa
+
+        self.fd: int | None = None
+        if hasattr(os, "memfd_create") and os.path.isdir(f"/proc/{os.getpid()}/fd"):
+            self.fd = os.memfd_create("cercore-table", os.MFD_CLOEXEC)
+            self.path = f"/proc/{os.getpid()}/fd/{self.fd}"
+            sink = os.fdopen(self.fd, "wb", closefd=False)
+        else:
+            fd, self.path = tempfile.mkstemp(prefix="cercore-", suffix=".arrow")
+            sink = os.fdopen(fd, "wb")
+        try:
+            with sink, pa.ipc.new_file(sink, table.schema) as writer:
+                writer.write_table(table)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Free the table (the workers' maps keep it until they end)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        elif os.path.exists(self.path):
+            os.unlink(self.path)
 
 
 def read_shared(path: str):
-    """The table ``shared_table`` wrote, memory-mapped (no copy)."""
+    """The table a ``SharedTable`` wrote, memory-mapped (no copy)."""
     import pyarrow as pa
 
     return pa.ipc.open_file(pa.memory_map(path)).read_all()
 
 
-def run_elsewhere(function: Callable, args_of: list[tuple], here: Callable[[], Any]
-                  ) -> list | None:
-    """``function(*args)`` for each of ``args_of`` in worker processes while ``here()`` runs
-    in the caller's thread: [here's result, then theirs]. None when a worker died (with a
+def run_elsewhere(function: Callable, n: int, args_of: Callable[[], list[tuple]],
+                  here: Callable[[], Any]) -> list | None:
+    """``function(*args)`` for each of the ``n`` argument tuples ``args_of()`` gives, in
+    worker processes, while ``here()`` runs in the caller's thread: [here's result, then
+    theirs]. ``args_of`` runs in a helper thread, beside ``here`` (writing the shared table
+    releases the GIL: the caller does not wait for it). None when a worker died (with a
     ``RuntimeWarning``: the caller does the work another way), or none could be started
     (an interpreter embedded where ``sys.executable`` is no Python, a process limit)."""
     try:
-        calls = RunInProcess(len(args_of))
+        calls = RunInProcess(n)
     except OSError as e:
         warnings.warn(f"cannot start a cercore worker process ({e}): the table is evaluated "
                       "by one worker", RuntimeWarning, stacklevel=3)
         return None
-    try:
-        for i, args in enumerate(args_of):
+
+    def send() -> None:
+        for i, args in enumerate(args_of()):
             calls.start(i, function, args)
-        first = here()
-    except BaseException:
-        calls.abandon()
-        raise
+
+    with ThreadPoolExecutor(1, thread_name_prefix="cercore-send") as sender:
+        sent = sender.submit(send)
+        try:
+            first = here()
+            sent.result()
+        except BaseException:
+            wait([sent])
+            calls.abandon()
+            raise
     try:
         return [first] + calls.results()
     except WorkerDied as e:

@@ -47,7 +47,7 @@ from cercore.errors import EventError
 from cercore.input.skips import MAX_EXAMPLES, TIME_BACKWARDS, SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
 from cercore.runtime.pipeline import TABLE_BATCHES
-from cercore.runtime.processes import read_shared, run_elsewhere, shared_table
+from cercore.runtime.processes import SharedTable, read_shared, run_elsewhere
 from cercore.runtime.shards import shards_for
 
 __all__ = ["MIN_EVENTS_BY_DEFAULT", "MIN_EVENTS_PER_SLICE", "arrays_of", "complex_events_of",
@@ -235,17 +235,22 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
     firsts = [0] + [_prefix_start(runs[p].slicing.fresh(runs[p]), table, stream, bounds[p],
                                   reach) for p in range(1, k)]
     base = firsts[1]  # (k >= 2)
-    path = shared_table(table.slice(base))
+    for run in runs[1:]:  # (a worker reports its run's events once done, below)
+        run.input.progress = None
+    shared: list[SharedTable] = []  # the table the workers read, once written
+
+    def args_of() -> list[tuple]:  # (beside the first run, in a helper thread)
+        shared.append(SharedTable(table.slice(base)))
+        return [(runs[p], shared[0].path, base, stream, firsts[p], bounds[p], bounds[p + 1],
+                 collect, p == k - 1) for p in range(1, k)]
+
     try:
-        for run in runs[1:]:  # (a worker reports its run's events once done, below)
-            run.input.progress = None
-        out = run_elsewhere(
-            _run_on_shared,
-            [(runs[p], path, base, stream, firsts[p], bounds[p], bounds[p + 1], collect,
-              p == k - 1) for p in range(1, k)],
-            lambda: _evaluate_run(runs[0], table, stream, 0, 0, bounds[1], collect))
+        out = run_elsewhere(_run_on_shared, k - 1, args_of,
+                            lambda: _evaluate_run(runs[0], table, stream, 0, 0, bounds[1],
+                                                  collect))
     finally:
-        os.unlink(path)
+        for table_ in shared:
+            table_.close()
     if out is None:
         return None, None
     results = [out[0]] + [result for result, _ in out[1:]]
@@ -257,7 +262,7 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
 
 def _run_on_shared(run: Any, path: str, base: int, stream: str | None, first: int, start: int,
                    stop: int, collect: Callable, last: bool) -> tuple[tuple | None, Any]:
-    """A run in a worker process, over the table ``shared_table`` wrote from event ``base``
+    """A run in a worker process, over the table a ``SharedTable`` holds from event ``base``
     on: ``_evaluate_run``'s result, and the run's engine when it is the last run (the caller
     goes on as it)."""
     result = _evaluate_run(run, read_shared(path), stream, first, start, stop, collect, base)

@@ -102,8 +102,20 @@ def test_a_workers_error_is_raised_in_the_caller(backend, monkeypatch):
     with pytest.raises(ValueError, match="fails in its worker") as raised:
         q.engine(backend).run(data, workers=2)
     assert "raised in a cercore worker process" in "".join(raised.value.__notes__)
-    assert not [f for f in os.listdir("/dev/shm") if f.startswith("cercore-")] \
-        if os.path.isdir("/dev/shm") else True  # (the shared table removed)
+
+
+@pytest.mark.parametrize("anonymous", [True, False])
+def test_the_shared_table_reads_back_and_is_freed(monkeypatch, anonymous):
+    if not anonymous:
+        monkeypatch.delattr(os, "memfd_create", raising=False)
+    elif not hasattr(os, "memfd_create"):
+        pytest.skip("no memfd_create here")
+    table = long_table(1000)
+    shared = processes.SharedTable(table)
+    assert processes.read_shared(shared.path).equals(table)
+    assert anonymous == shared.path.startswith("/proc/")
+    shared.close()
+    assert not os.path.exists(shared.path)
 
 
 def _echo(x):
