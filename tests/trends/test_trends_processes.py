@@ -45,7 +45,8 @@ def test_the_runs_after_the_first_go_to_worker_processes(backend, started, worke
     assert "worker processes" in slices.workers_plan(engine, workers, data)[2]
     got = engine.run(data, workers=workers)
     want, one = one_engines(q, backend, data)
-    bounds = [n * p // workers for p in range(workers + 1)]
+    bounds = slices.run_bounds(n, workers, in_processes=True)
+    assert bounds[1] > n // workers  # (the caller's run is the longest)
     assert started == [("_run_on_shared", bounds[p], bounds[p + 1], p == workers - 1)
                        for p in range(1, workers)]
     assert len(want) > 1000 and got == want
@@ -116,6 +117,16 @@ def test_the_shared_table_reads_back_and_is_freed(monkeypatch, anonymous):
     assert anonymous == shared.path.startswith("/proc/")
     shared.close()
     assert not os.path.exists(shared.path)
+
+
+def test_the_runs_cover_the_table_in_order_each_of_one_event_at_least():
+    for n in range(1, 60):
+        for k in range(1, min(n, 9) + 1):
+            for in_processes in (False, True):
+                b = slices.run_bounds(n, k, in_processes)
+                assert b[0] == 0 and b[-1] == n and len(b) == k + 1
+                assert all(lo < hi for lo, hi in zip(b, b[1:])), (n, k, b)
+    assert slices.run_bounds(100, 4) == [0, 25, 50, 75, 100]
 
 
 def _echo(x):
