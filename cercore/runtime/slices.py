@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -253,12 +254,14 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
     base = firsts[1]  # (k >= 2)
     for run in runs[1:]:  # (a worker reports its run's events once done, below)
         run.input.progress = None
+    # (pickled here, before the first run starts: nothing it changes is read while pickling)
+    pickled = [pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL) for run in runs[1:]]
     shared: list[SharedTable] = []  # the table the workers read, once written
 
     def args_of() -> list[tuple]:  # (beside the first run, in a helper thread)
         shared.append(SharedTable(table.slice(base)))
-        return [(runs[p], shared[0].path, base, stream, firsts[p], bounds[p], bounds[p + 1],
-                 collect, p == k - 1) for p in range(1, k)]
+        return [(pickled[p - 1], shared[0].path, base, stream, firsts[p], bounds[p],
+                 bounds[p + 1], collect, p == k - 1) for p in range(1, k)]
 
     try:
         out = run_elsewhere(_run_on_shared, k - 1, args_of,
@@ -276,11 +279,13 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
     return results, out[-1][1]
 
 
-def _run_on_shared(run: Any, path: str, base: int, stream: str | None, first: int, start: int,
-                   stop: int, collect: Callable, last: bool) -> tuple[tuple | None, Any]:
-    """A run in a worker process, over the table a ``SharedTable`` holds from event ``base``
-    on: ``_evaluate_run``'s result, and the run's engine when it is the last run (the caller
-    goes on as it)."""
+def _run_on_shared(pickled: bytes, path: str, base: int, stream: str | None, first: int,
+                   start: int, stop: int, collect: Callable, last: bool
+                   ) -> tuple[tuple | None, Any]:
+    """A run in a worker process (its engine ``pickled``), over the table a ``SharedTable``
+    holds from event ``base`` on: ``_evaluate_run``'s result, and the run's engine when it is
+    the last run (the caller goes on as it)."""
+    run = pickle.loads(pickled)
     result = _evaluate_run(run, read_shared(path), stream, first, start, stop, collect, base)
     return result, (run if last and result is not None else None)
 
