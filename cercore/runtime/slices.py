@@ -249,8 +249,7 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
     here (a few batches decoded), so that the table is shared from the second run's prefix on
     only."""
     k, progress = len(runs), runs[0].input.progress
-    firsts = [0] + [_prefix_start(runs[p].slicing.fresh(runs[p]), table, stream, bounds[p],
-                                  reach) for p in range(1, k)]
+    firsts = [_prefix_of(runs[p], table, stream, bounds[p], reach) for p in range(k)]
     base = firsts[1]  # (k >= 2)
     for run in runs[1:]:  # (a worker reports its run's events once done, below)
         run.input.progress = None
@@ -292,11 +291,16 @@ def _run_on_shared(pickled: bytes, path: str, base: int, stream: str | None, fir
 
 def _run_from_prefix(run: Any, table, stream: str | None, start: int, stop: int, reach: int,
                      collect: Callable) -> tuple | None:
-    """``_evaluate_run`` from the run's prefix, searched in the run's own thread (by a
-    throwaway engine: the search decodes)."""
-    first = 0 if start == 0 else _prefix_start(run.slicing.fresh(run), table, stream, start,
-                                               reach)
+    """``_evaluate_run`` from the run's prefix, searched in the run's own thread."""
+    first = _prefix_of(run, table, stream, start, reach)
     return _evaluate_run(run, table, stream, first, start, stop, collect)
+
+
+def _prefix_of(run: Any, table, stream: str | None, start: int, reach: int) -> int:
+    """Where the run starting at ``start`` begins evaluating (``_prefix_start``, by a
+    throwaway engine of the run's kind: the search decodes; 0 for the first run)."""
+    return 0 if start == 0 else _prefix_start(run.slicing.fresh(run), table, stream, start,
+                                              reach)
 
 
 def _evaluate_run(run: Any, table, stream: str | None, first: int, start: int, stop: int,
