@@ -745,7 +745,7 @@ cdef class CythonEvaluator:
             for i in range(w):
                 lists.push_back(&tbl.lists[i])
             inc(it)
-        if compact(&self.arena, lists, tau) < 0:
+        if compact(&self.arena, lists, tau, self.min_compaction) < 0:
             return -1
         self.compact_at = max(self.min_compaction, 2 * self.arena.size)
         self.reclaimed = True

@@ -36,7 +36,7 @@ ctypedef vector[int64_t] UList
 
 cdef int arena_reserve(Arena* a, int64_t extra) noexcept nogil
 cdef void arena_free(Arena* a) noexcept nogil
-cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau) noexcept nogil
+cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau, int64_t keep) noexcept nogil
 cdef object arena_to_array(Arena* a)
 cdef int arena_from_array(Arena* a, object nodes) except -1
 

@@ -50,11 +50,15 @@ cdef void arena_free(Arena* a) noexcept nogil:
     a.capacity = 0
 
 
-cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau) noexcept nogil:
+cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau, int64_t keep) noexcept nogil:
     """Keep only nodes reachable from ``lists`` (left children always, right children only when
     their max-start is >= tau), renumber them in creation order, cut right children below tau,
-    and rewrite the lists. Same rule as the reference ``NodeArena.compact``. -1 when out of memory.
-    """
+    and rewrite the lists. Same rule as the reference ``NodeArena.compact``. The memory left
+    over goes back to the system, down to room for ``keep`` nodes: what the arena grows back
+    to before its next compaction (shrinking and regrowing the same memory every compaction
+    costs page faults and, while other threads of the process run, a TLB shootdown on each
+    of their cores per realloc: measured 27 us a realloc on two threads, 4 us on one). -1
+    when out of memory."""
     cdef int64_t n = a.size
     cdef int64_t i, j, x, r, cnt = 0
     cdef size_t li, e
@@ -105,9 +109,10 @@ cdef int compact(Arena* a, vector[UList*]& lists, int64_t tau) noexcept nogil:
             ul[0][e] = remap[ul[0][e]]
     free(remap)
     # give memory back after a large shrink
-    if a.capacity > MIN_CAPACITY and a.capacity > 8 * cnt:
+    keep = max(keep, cnt)
+    if a.capacity > MIN_CAPACITY and a.capacity > 8 * keep:
         i = a.capacity
-        while i > MIN_CAPACITY and i > 4 * cnt:
+        while i > MIN_CAPACITY and i > 4 * keep:
             i //= 2
         p = <Node*>realloc(a.nodes, <size_t>i * sizeof(Node))
         if p != NULL:
@@ -198,7 +203,7 @@ cdef class NodeArena:
             cl.push_back(_to_ulist(ul))
         for i in range(cl.size()):
             ptrs.push_back(&cl[i])
-        if compact(&self.arena, ptrs, tau) < 0:
+        if compact(&self.arena, ptrs, tau, 0) < 0:
             raise MemoryError("tECS arena")
         for i in range(cl.size()):
             lists[i][:] = cl[i]

@@ -144,7 +144,7 @@ class Engine(StreamEngine, DecodedInput):
                                                           slices.arrays_of)):
             return MatchArrays.concat([part for run in out for part in run], threads=runs)
         if isinstance(self.evaluator, ShardedEvaluator) and not self.post.spans:
-            return MatchArrays.concat(list(pipelined(self, events, stream)))
+            return MatchArrays.concat(pipelined(self, events, stream))
         return MatchArrays.concat([self._run_arrays(b)
                                    for b in self.input.batches(events, stream)])
 

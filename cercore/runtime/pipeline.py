@@ -21,6 +21,7 @@ from concurrent.futures import wait
 from typing import Any
 
 from cercore.input.tabular import is_tabular
+from cercore.runtime.memory import kept_blocks
 
 __all__ = ["TABLE_BATCHES", "pipelined"]
 
@@ -33,10 +34,16 @@ __all__ = ["TABLE_BATCHES", "pipelined"]
 TABLE_BATCHES = 4
 
 
-def pipelined(engine: Any, events: Any, stream: str | None) -> Iterator:
+def pipelined(engine: Any, events: Any, stream: str | None) -> list:
     """The complex events of each batch of ``events`` through ``engine`` (an ``Engine`` over
     a ``ShardedEvaluator``, no absence span), each batch's ``ShardedArrays``, the intake of
-    the next batch prepared while the shards step one (see the module doc)."""
+    the next batch prepared while the shards step one (see the module doc); numpy's blocks
+    kept for reuse meanwhile (``runtime/memory.py``)."""
+    with kept_blocks():
+        return list(_pipelined(engine, events, stream))
+
+
+def _pipelined(engine: Any, events: Any, stream: str | None) -> Iterator:
     intake, post, evaluator = engine.intake, engine.post, engine.evaluator
     kernel, (limit, consume) = engine.kernels.letters, engine._step[2:]
     pending: tuple[Any, Any, Callable[[], Any]] | None = None  # (batch, error, its results)

@@ -44,6 +44,7 @@ import numpy as np
 from cercore.errors import ConfigError
 from cercore.interface.complex_event import ComplexEvent
 from cercore.interface.evaluator import Evaluator, EvaluatorInput
+from cercore.runtime.memory import kept_blocks
 
 __all__ = ["MIN_EVENTS_PER_SHARD", "ShardedArrays", "ShardedEvaluator", "checked_workers",
            "shards_for"]
@@ -157,10 +158,11 @@ class ShardedEvaluator:
         k = len(self.shards)
 
         def shard(i: int) -> tuple:
-            active = batch.active
-            part = batch._replace(active=active[batch.pids[active] % k == i])
-            found = self.shards[i].run_arrays(part)
-            return found if then is None else then(found)
+            with kept_blocks():
+                active = batch.active
+                part = batch._replace(active=active[batch.pids[active] % k == i])
+                found = self.shards[i].run_arrays(part)
+                return found if then is None else then(found)
 
         if len(batch.active) < MIN_EVENTS_PER_SHARD * k:
             found = [shard(i) for i in range(k)]

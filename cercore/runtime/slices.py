@@ -39,7 +39,7 @@ import itertools
 import os
 import pickle
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -47,8 +47,9 @@ import numpy as np
 from cercore.errors import EventError
 from cercore.input.skips import MAX_EXAMPLES, TIME_BACKWARDS, SkipLog
 from cercore.input.tabular import is_tabular, to_arrow
+from cercore.runtime.memory import kept_blocks
 from cercore.runtime.pipeline import TABLE_BATCHES
-from cercore.runtime.processes import SharedTable, read_shared, run_elsewhere
+from cercore.runtime.processes import read_shared, run_elsewhere, shared_table
 from cercore.runtime.shards import shards_for
 
 __all__ = ["CALLER_WEIGHT", "MIN_EVENTS_BY_DEFAULT", "MIN_EVENTS_PER_SLICE", "arrays_of",
@@ -65,12 +66,13 @@ MIN_EVENTS_BY_DEFAULT = 1 << 17
 # the first stretch searched back for a run's prefix, doubled until the prefix is found
 PROBE_EVENTS = 1024
 # with the runs after the first in worker processes (``_in_processes``), the caller's run is
-# this many times a worker's: a worker also waits for the shared table and sends its output
-# back, which the caller unpickles. Measured (2 cores, a trend query, 1 M events, 99,655
-# rows): at equal runs the worker answered 60-150 ms after the caller's run ended (of
-# 0.21-0.23 s runs), at 1.17 (54 % / 46 %) 20-35 ms after, and the call took 0.25-0.29 s
-# instead of 0.29-0.35 s
-CALLER_WEIGHT = 1.17
+# this many times a worker's: a worker also unpickles its engine, maps the shared table and
+# sends its output back, which the caller unpickles. Measured (2 cores, a trend query, 1 M
+# events, 99,655 rows, the table written before the runs start): at 1.17 the worker's
+# answer was there 11-15 ms (its unpickling) after the caller's run ended: the worker finished
+# first. Best of eight calls, twice each: 1.0 0.301 and 0.313 s, 1.08 0.269 and 0.286 s, 1.17
+# 0.292 and 0.297 s
+CALLER_WEIGHT = 1.1
 
 
 def history_dependence(analysed) -> str | None:
@@ -209,7 +211,8 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
     for run in runs:  # (each run reports its own events to a progress display)
         run.input.progress = engine.input.progress
     where = _in_processes if hooks.in_processes else _in_threads
-    results, last = where(runs, table, stream, bounds, reach, collect)
+    with kept_blocks():
+        results, last = where(runs, table, stream, bounds, reach, collect)
     if results is None or any(r is None for r in results):
         return None
     skips = SkipLog()
@@ -234,11 +237,17 @@ def run_bounds(n: int, k: int, in_processes: bool = False) -> list[int]:
 
 def _in_threads(runs: list, table, stream: str | None, bounds: list[int], reach: int,
                 collect: Callable) -> tuple[list, Any]:
-    """The runs' results, each evaluated in its own thread, and the last run's engine."""
-    with ThreadPoolExecutor(len(runs), thread_name_prefix="cercore-slice") as pool:
+    """The runs' results and the last run's engine: the first run evaluated in the caller's
+    thread, each other one in a thread of its own (the caller's thread does not sit idle,
+    and its memory comes from the main heap, which glibc keeps better than a thread's)."""
+    with ThreadPoolExecutor(len(runs) - 1, thread_name_prefix="cercore-slice") as pool:
         futures = [pool.submit(_run_from_prefix, run, table, stream, bounds[p], bounds[p + 1],
-                               reach, collect) for p, run in enumerate(runs)]
-        return [f.result() for f in futures], runs[-1]
+                               reach, collect) for p, run in enumerate(runs) if p]
+        try:
+            first = _run_from_prefix(runs[0], table, stream, 0, bounds[1], reach, collect)
+        finally:
+            wait(futures)
+        return [first] + [f.result() for f in futures], runs[-1]
 
 
 def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reach: int,
@@ -255,20 +264,13 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
         run.input.progress = None
     # (pickled here, before the first run starts: nothing it changes is read while pickling)
     pickled = [pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL) for run in runs[1:]]
-    shared: list[SharedTable] = []  # the table the workers read, once written
-
-    def args_of() -> list[tuple]:  # (beside the first run, in a helper thread)
-        shared.append(SharedTable(table.slice(base)))
-        return [(pickled[p - 1], shared[0].path, base, stream, firsts[p], bounds[p],
-                 bounds[p + 1], collect, p == k - 1) for p in range(1, k)]
-
-    try:
-        out = run_elsewhere(_run_on_shared, k - 1, args_of,
-                            lambda: _evaluate_run(runs[0], table, stream, 0, 0, bounds[1],
-                                                  collect))
-    finally:
-        for table_ in shared:
-            table_.close()
+    with shared_table() as shared:  # (the workers read it, from the second run's prefix on)
+        length = shared.write(table.slice(base))
+        out = run_elsewhere(
+            _run_on_shared,
+            [(pickled[p - 1], shared.path, length, base, stream, firsts[p], bounds[p],
+              bounds[p + 1], collect, p == k - 1) for p in range(1, k)],
+            lambda: _evaluate_run(runs[0], table, stream, 0, 0, bounds[1], collect))
     if out is None:
         return None, None
     results = [out[0]] + [result for result, _ in out[1:]]
@@ -278,22 +280,24 @@ def _in_processes(runs: list, table, stream: str | None, bounds: list[int], reac
     return results, out[-1][1]
 
 
-def _run_on_shared(pickled: bytes, path: str, base: int, stream: str | None, first: int,
-                   start: int, stop: int, collect: Callable, last: bool
+def _run_on_shared(pickled: bytes, path: str, length: int, base: int, stream: str | None,
+                   first: int, start: int, stop: int, collect: Callable, last: bool
                    ) -> tuple[tuple | None, Any]:
     """A run in a worker process (its engine ``pickled``), over the table a ``SharedTable``
-    holds from event ``base`` on: ``_evaluate_run``'s result, and the run's engine when it is
-    the last run (the caller goes on as it)."""
+    holds (``length`` bytes) from event ``base`` on: ``_evaluate_run``'s result, and the
+    run's engine when it is the last run (the caller goes on as it)."""
     run = pickle.loads(pickled)
-    result = _evaluate_run(run, read_shared(path), stream, first, start, stop, collect, base)
+    result = _evaluate_run(run, read_shared(path, length), stream, first, start, stop, collect,
+                           base)
     return result, (run if last and result is not None else None)
 
 
 def _run_from_prefix(run: Any, table, stream: str | None, start: int, stop: int, reach: int,
                      collect: Callable) -> tuple | None:
     """``_evaluate_run`` from the run's prefix, searched in the run's own thread."""
-    first = _prefix_of(run, table, stream, start, reach)
-    return _evaluate_run(run, table, stream, first, start, stop, collect)
+    with kept_blocks():
+        first = _prefix_of(run, table, stream, start, reach)
+        return _evaluate_run(run, table, stream, first, start, stop, collect)
 
 
 def _prefix_of(run: Any, table, stream: str | None, start: int, reach: int) -> int:

@@ -197,20 +197,32 @@ class StoreView:
 
     def times(self, positions: np.ndarray) -> np.ndarray:
         """Vectorised ``time`` (int64; positions must be stored; no time attribute: zeros)."""
-        out = np.zeros(len(positions), dtype=np.int64)
         if self.time_attribute is None or not len(positions):
-            return out
-        starts = np.asarray(self.starts)
-        first, last = (np.searchsorted(starts, [positions.min(), positions.max()], "right")
-                       - 1).tolist()
+            return np.zeros(len(positions), dtype=np.int64)
+        attribute = self.time_attribute
+        lo, hi = int(positions.min()), int(positions.max())
+        first, last = (np.searchsorted(self.starts, [lo, hi], "right") - 1).tolist()
         if first == last:  # (the usual case: one entry holds them all, no mask)
-            return self.entries[first].times_at(positions, self.time_attribute).astype(
-                np.int64, copy=False)
-        which = np.searchsorted(starts, positions, side="right") - 1
+            return self.entries[first].times_at(positions, attribute).astype(np.int64,
+                                                                             copy=False)
+        entries = self.entries[first:last + 1]
+        if all(isinstance(e, BatchEntry) for e in entries):
+            # batches: their times over [lo, hi] side by side, then one gather (not a pass
+            # over every position per entry: the complex events of a large batch are
+            # memory-bound)
+            spread = np.zeros(hi - lo + 1, dtype=np.int64)
+            for e in entries:
+                values = e.batch.columns.values[attribute]
+                a, b = max(e.first, lo), min(e.first + len(values), hi + 1)
+                if a < b:
+                    spread[a - lo:b - lo] = values[a - e.first:b - e.first]
+            return spread[positions - lo]
+        out = np.zeros(len(positions), dtype=np.int64)
+        which = np.searchsorted(self.starts, positions, side="right") - 1
         for i in range(first, last + 1):
             sel = which == i
             if sel.any():
-                out[sel] = self.entries[i].times_at(positions[sel], self.time_attribute)
+                out[sel] = self.entries[i].times_at(positions[sel], attribute)
         return out
 
     def span(self, start: int, end: int) -> list[tuple[int, int, int]]:

@@ -4,6 +4,7 @@ experiment's stream in T-CER slices, sampled per worker. Small sizes; no timing 
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from support import BACKENDS
@@ -17,12 +18,13 @@ EVERY = 10_000
 def test_each_worker_is_sampled_over_its_own_run():
     n, k = 300_000, 3
     runs = scaling.memory_per_worker(n, k, BACKENDS[-1], every=EVERY)
-    # k runs, each in its own thread, in run order
+    # k runs, each in its own thread (the first in the caller's), in run order
     assert len(runs) == k
     assert [{s.worker for s in run} for run in runs] == [{p} for p in range(k)]
     threads = [{s.thread for s in run} for run in runs]
     assert all(len(t) == 1 for t in threads) and len(set().union(*threads)) == k
-    assert all(t.startswith("cercore-slice") for ts in threads for t in ts)
+    assert threads[0] == {threading.current_thread().name}
+    assert all(t.startswith("cercore-slice") for ts in threads[1:] for t in ts)
     # the runs cut the table as process_arrays(workers=k) does: [n p / k, n (p+1) / k)
     assert [run[-1].run_events for run in runs] == [n * (p + 1) // k - n * p // k
                                                     for p in range(k)]

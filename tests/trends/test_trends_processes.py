@@ -24,7 +24,7 @@ def started(monkeypatch):
     original = processes.RunInProcess.start
 
     def spied(self, i, function, args):
-        calls.append((function.__name__, args[5], args[6], args[8]))
+        calls.append((function.__name__, args[6], args[7], args[9]))
         return original(self, i, function, args)
 
     monkeypatch.setattr(processes.RunInProcess, "start", spied)
@@ -106,17 +106,40 @@ def test_a_workers_error_is_raised_in_the_caller(backend, monkeypatch):
 
 
 @pytest.mark.parametrize("anonymous", [True, False])
-def test_the_shared_table_reads_back_and_is_freed(monkeypatch, anonymous):
+def test_the_shared_table_reads_back_is_rewritten_in_place_and_is_freed(monkeypatch, anonymous):
     if not anonymous:
         monkeypatch.delattr(os, "memfd_create", raising=False)
     elif not hasattr(os, "memfd_create"):
         pytest.skip("no memfd_create here")
-    table = long_table(1000)
-    shared = processes.SharedTable(table)
-    assert processes.read_shared(shared.path).equals(table)
+    small, large = long_table(1000), long_table(5000)
+    shared = processes.SharedTable()
     assert anonymous == shared.path.startswith("/proc/")
+    length = shared.write(large)
+    assert processes.read_shared(shared.path, length).equals(large)
+    assert shared.capacity == length
+    # a smaller table next: written over the larger one, read back by its own length
+    length = shared.write(small)
+    assert length < shared.capacity and processes.read_shared(shared.path, length).equals(small)
     shared.close()
     assert not os.path.exists(shared.path)
+
+
+def test_a_calls_shared_table_is_kept_for_the_next_unless_too_large(monkeypatch):
+    processes.stop_workers()
+    with processes.shared_table() as first:
+        first.write(long_table(1000))
+    assert processes._POOL.tables == [first]
+    with processes.shared_table() as second:
+        assert second is first and not processes._POOL.tables
+    monkeypatch.setattr(processes, "KEPT_TABLE_BYTES", 100)
+    with processes.shared_table() as third:
+        assert third is first
+    assert not processes._POOL.tables and not os.path.exists(first.path)
+    monkeypatch.undo()
+    with processes.shared_table() as fourth:
+        assert fourth is not first
+    processes.stop_workers()
+    assert not processes._POOL.tables and not os.path.exists(fourth.path)
 
 
 def test_the_runs_cover_the_table_in_order_each_of_one_event_at_least():
