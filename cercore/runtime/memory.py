@@ -28,8 +28,8 @@ def kept_blocks() -> Iterator[None]:
     if _memory is None:
         yield
         return
-    _memory.open_cache()
     previous = _memory.use(_memory.HANDLER)
+    _memory.open_cache()
     try:
         yield
     finally:

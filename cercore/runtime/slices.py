@@ -393,9 +393,10 @@ def workers_plan(engine: Any, workers: int | None, events: Any = None) -> tuple[
     time), else key shards (``runtime/shards.py``) where the query is keyed, else one worker.
     ``workers=None``: time slices over the machine's cores (``default_workers``) where they
     apply and the engine kind gains from them (``SliceHooks.by_default``), else one worker.
-    Measured on two cores: slices 1.7-2.0x one worker on every CEQL query shape of
-    ``cercore-bench scaling``, key shards 1.2-1.7x, so shards run only when asked for (they
-    also serve live input, which slices do not cut)."""
+    Measured on two cores: slices 1.7-1.9x one worker on the CEQL query shapes of
+    ``cercore-bench scaling`` (1.2-1.8x on those writing millions of complex events: memory
+    bound), key shards 1.2-1.7x, so shards run only when asked for (they also serve live
+    input, which slices do not cut)."""
     k, by_keys = engine.slicing.shards(engine, workers)  # (checks ``workers`` too)
     if workers == 1 or (workers is None and not engine.slicing.by_default):
         return 1, 1, by_keys
