@@ -15,9 +15,11 @@ not a library's to change.)
 
 The blocks: a request of ``MIN_KEPT_BYTES`` bytes or more gets a block of the next power of two
 (its untouched tail is never faulted in, so the rounding costs address space, not memory),
-from the blocks kept for that size if there is one. A freed block is kept while the cache is
-open (``open_cache``; ``close_cache`` when the last user leaves frees every kept block) and
-the blocks kept hold at most ``MAX_KEPT_BYTES``; else it goes back to the system. Smaller
+from the blocks kept for that size if there is one. A freed block is kept from the start of
+a call (``open_cache``) until ``release``, which frees them all once no call uses them
+(``cercore.runtime.memory`` releases them a few seconds after the last call ends: the next
+call, and the arrays a call frees just after it ends, find them), while the blocks kept hold
+at most ``MAX_KEPT_BYTES``; else it goes back to the system. Smaller
 requests go to ``malloc``. Each block starts with a header (its size and the size asked), so
 ``realloc`` and ``free`` of an array made here work wherever the array is freed, after the
 cache closed included. A lock guards the kept blocks (numpy allocates with the GIL held; the
@@ -70,6 +72,7 @@ cdef void* blocks_kept[LARGEST + 1][PER_SIZE]
 cdef int n_kept[LARGEST + 1]
 cdef size_t kept_bytes = 0
 cdef long users = 0      # calls with the cache open
+cdef bint keeping = False  # freed blocks are kept: from a call's start to the next release
 cdef PyThread_type_lock lock = PyThread_allocate_lock()
 cdef PyDataMem_Handler handler
 
@@ -124,7 +127,7 @@ cdef void give_back(void* data) noexcept nogil:
     if capacity:
         k = size_class(capacity)
         PyThread_acquire_lock(lock, 1)
-        if users > 0 and n_kept[k] < PER_SIZE and kept_bytes + capacity <= MAX_KEPT:
+        if keeping and n_kept[k] < PER_SIZE and kept_bytes + capacity <= MAX_KEPT:
             blocks_kept[k][n_kept[k]] = block
             n_kept[k] += 1
             kept_bytes += capacity
@@ -169,30 +172,45 @@ cdef void numpy_free(void* ctx, void* data, size_t size) noexcept nogil:
 
 def open_cache() -> None:
     """A call starts using the kept blocks (freed blocks are kept from now on)."""
-    global users
+    global users, keeping
     PyThread_acquire_lock(lock, 1)
     users += 1
+    keeping = True
     PyThread_release_lock(lock)
 
 
-def close_cache() -> None:
-    """A call is done with the kept blocks: the last one out frees them all."""
-    global users, kept_bytes
+def close_cache() -> int:
+    """A call is done with the kept blocks; how many calls still use them (the blocks stay
+    until ``release``)."""
+    global users
+    PyThread_acquire_lock(lock, 1)
+    users -= 1
+    left = users
+    PyThread_release_lock(lock)
+    return left
+
+
+def release() -> bool:
+    """Free every kept block and keep none from now on, unless a call uses them (False)."""
+    global kept_bytes, keeping
     cdef int k, i
     cdef void* blocks[(LARGEST + 1) * PER_SIZE]
     cdef int n = 0
     PyThread_acquire_lock(lock, 1)
-    users -= 1
-    if users == 0:
-        for k in range(LARGEST + 1):
-            for i in range(n_kept[k]):
-                blocks[n] = blocks_kept[k][i]
-                n += 1
-            n_kept[k] = 0
-        kept_bytes = 0
+    if users > 0:
+        PyThread_release_lock(lock)
+        return False
+    keeping = False
+    for k in range(LARGEST + 1):
+        for i in range(n_kept[k]):
+            blocks[n] = blocks_kept[k][i]
+            n += 1
+        n_kept[k] = 0
+    kept_bytes = 0
     PyThread_release_lock(lock)
     for i in range(n):
         free(blocks[i])
+    return True
 
 
 def kept_blocks() -> tuple:

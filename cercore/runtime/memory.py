@@ -1,30 +1,41 @@
-"""Numpy memory for a call on several workers: freed blocks kept for reuse while the call
-runs (``cercore_fast/memory.pyx`` says why: with several threads, glibc hands each batch's
-temporaries back to the system and faults them in again), where the compiled extension is
-built and ``CERCORE_PURE_PYTHON`` is not set. What is computed is the same either way."""
+"""Numpy memory for a call on several workers: freed blocks kept for reuse (``cercore_fast/
+memory.pyx`` says why: with several threads, glibc hands each batch's temporaries back to the
+system and faults them in again), where the compiled extension is built and
+``CERCORE_PURE_PYTHON`` is not set. What is computed is the same either way.
+
+The blocks are kept from a call's start until ``RELEASE_AFTER`` seconds after the last call
+ends (a timer thread then frees them; ``release_memory()`` frees them at once): calls that
+follow each other reuse them, as glibc's heap serves one thread's calls again, and the arrays a
+call frees as it returns (its batches' parts, once joined) are kept for the next."""
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 
 from cercore.runtime.backend import CYTHON_AVAILABLE
 
-__all__ = ["kept_blocks"]
+__all__ = ["RELEASE_AFTER", "kept_blocks", "release_memory"]
 
 if CYTHON_AVAILABLE:
     from cercore_fast import memory as _memory
 else:  # (pure Python: numpy's own allocator)
     _memory = None
 
+RELEASE_AFTER = 5.0  # seconds after the last call on several workers
+
+_timer_lock = threading.Lock()
+_timer: threading.Timer | None = None
+
 
 @contextlib.contextmanager
 def kept_blocks() -> Iterator[None]:
     """Inside: the arrays numpy makes in this thread come from blocks kept for reuse, and the
-    blocks freed (by any thread) are kept while some thread is inside; the last one out frees
-    them. Each thread of a call enters on its own (a thread starts with numpy's allocator);
-    the call's own thread stays inside for the whole call, so that the blocks outlive each
-    batch."""
+    blocks freed (by any thread) are kept. Each thread of a call enters on its own (a thread
+    starts with numpy's allocator); the call's own thread stays inside for the whole call.
+    When the last thread leaves, the blocks are released ``RELEASE_AFTER`` seconds later
+    unless a call uses them again."""
     if _memory is None:
         yield
         return
@@ -34,4 +45,24 @@ def kept_blocks() -> Iterator[None]:
         yield
     finally:
         _memory.use(previous)
-        _memory.close_cache()
+        if _memory.close_cache() == 0:
+            _release_later()
+
+
+def release_memory() -> None:
+    """Free the numpy blocks kept since the last call on several workers now (unless a call
+    is using them), rather than ``RELEASE_AFTER`` seconds after it."""
+    if _memory is not None:
+        _memory.release()
+
+
+def _release_later() -> None:
+    """One timer for the whole process: each call's end starts it again."""
+    global _timer
+    with _timer_lock:
+        if _timer is not None:
+            _timer.cancel()
+        _timer = threading.Timer(RELEASE_AFTER, _memory.release)
+        _timer.daemon = True  # (never keeps the process from ending)
+        _timer.name = "cercore-release-memory"
+        _timer.start()

@@ -211,8 +211,7 @@ def evaluate_in_slices(engine: Any, events: Any, stream: str | None, k: int,
     for run in runs:  # (each run reports its own events to a progress display)
         run.input.progress = engine.input.progress
     where = _in_processes if hooks.in_processes else _in_threads
-    with kept_blocks():
-        results, last = where(runs, table, stream, bounds, reach, collect)
+    results, last = where(runs, table, stream, bounds, reach, collect)
     if results is None or any(r is None for r in results):
         return None
     skips = SkipLog()
@@ -240,7 +239,8 @@ def _in_threads(runs: list, table, stream: str | None, bounds: list[int], reach:
     """The runs' results and the last run's engine: the first run evaluated in the caller's
     thread, each other one in a thread of its own (the caller's thread does not sit idle,
     and its memory comes from the main heap, which glibc keeps better than a thread's)."""
-    with ThreadPoolExecutor(len(runs) - 1, thread_name_prefix="cercore-slice") as pool:
+    with kept_blocks(), ThreadPoolExecutor(len(runs) - 1,
+                                           thread_name_prefix="cercore-slice") as pool:
         futures = [pool.submit(_run_from_prefix, run, table, stream, bounds[p], bounds[p + 1],
                                reach, collect) for p, run in enumerate(runs) if p]
         try:

@@ -1,12 +1,14 @@
-"""numpy memory kept for reuse during a call on several workers (``cercore_fast/memory.pyx``,
+"""numpy memory kept for reuse by calls on several workers (``cercore_fast/memory.pyx``,
 ``cercore/runtime/memory.py``): arrays made from kept blocks hold what numpy promises (zeros
 from ``np.zeros`` however dirty the block, data kept by a resize), blocks freed by any thread
-are reused while the call runs and all freed when it ends, arrays outliving the call are
-freed normally, and the blocks kept stay under their bound."""
+are reused, kept after a call until released (by the timer or at once), never released under
+a running call, arrays freed after the release go back to the system, and the blocks kept
+stay under their bound."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -19,6 +21,13 @@ pytestmark = pytest.mark.skipif(memory._memory is None, reason="the compiled bac
 SIZE = 300_000  # (int64s: 2.4 MB, a block of 4 MB)
 
 
+@pytest.fixture(autouse=True)
+def released():
+    memory.release_memory()
+    yield
+    memory.release_memory()
+
+
 def handler_name() -> str:
     core = getattr(np, "_core", None) or np.core  # (numpy 1.x: np.core)
     return core.multiarray.get_handler_name()
@@ -29,7 +38,6 @@ def test_inside_numpy_allocates_from_the_kept_blocks_and_outside_as_before():
     with memory.kept_blocks():
         assert handler_name() == "cercore_kept_blocks"
     assert handler_name() == before
-    assert fast.kept_blocks() == (0, 0)
 
 
 def test_a_freed_block_is_reused_and_np_zeros_from_a_dirty_block_is_zeros():
@@ -43,6 +51,10 @@ def test_a_freed_block_is_reused_and_np_zeros_from_a_dirty_block_is_zeros():
         again = np.empty(SIZE // 2 + 1000, dtype=np.int64)  # (a smaller block's size)
         again[:] = 3
         assert (again == 3).all()
+    del clean, again
+    # (kept for the next call: both blocks, and the comparison's temporary)
+    assert fast.kept_blocks()[1] >= (4 << 20) + (2 << 20)
+    memory.release_memory()
     assert fast.kept_blocks() == (0, 0)
 
 
@@ -57,12 +69,30 @@ def test_a_resize_keeps_the_data_growing_and_shrinking():
         assert a[:10].tolist() == list(range(10))
 
 
-def test_arrays_that_outlive_the_call_are_freed_after_it_and_nothing_is_kept():
+def test_blocks_are_kept_after_the_call_until_released_and_then_go_to_the_system():
     with memory.kept_blocks():
         kept = [np.full(SIZE, i, dtype=np.int64) for i in range(3)]
-    assert fast.kept_blocks() == (0, 0)
     assert [int(a[-1]) for a in kept] == [0, 1, 2]
-    del kept  # (freed to the system: no call is running)
+    del kept[0]  # (freed just after the call: kept for the next one)
+    assert fast.kept_blocks() == (1, 4 << 20)
+    memory.release_memory()
+    assert fast.kept_blocks() == (0, 0)
+    del kept  # (freed after the release: to the system)
+    assert fast.kept_blocks() == (0, 0)
+
+
+def test_the_timer_releases_the_blocks_after_the_last_call_and_never_under_one(monkeypatch):
+    monkeypatch.setattr(memory, "RELEASE_AFTER", 0.05)
+    with memory.kept_blocks():
+        del_me = np.ones(SIZE)
+        del del_me
+        with memory.kept_blocks():  # (a second thread of the call leaving: no release)
+            pass
+        assert not fast.release()  # (a call uses them)
+        assert fast.kept_blocks() == (1, 4 << 20)
+    deadline = time.monotonic() + 10
+    while fast.kept_blocks() != (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert fast.kept_blocks() == (0, 0)
 
 
@@ -93,7 +123,7 @@ def test_threads_allocating_and_freeing_at_once_keep_their_data():
         for t in threads:
             t.join()
         assert fast.kept_blocks()[0] > 0
-    assert not errors and fast.kept_blocks() == (0, 0)
+    assert not errors
 
 
 def test_without_the_compiled_backend_nothing_changes(monkeypatch):
