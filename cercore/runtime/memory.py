@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 
 from cercore.runtime.backend import CYTHON_AVAILABLE
@@ -26,7 +27,8 @@ else:  # (pure Python: numpy's own allocator)
 RELEASE_AFTER = 5.0  # seconds after the last call on several workers
 
 _timer_lock = threading.Lock()
-_timer: threading.Timer | None = None
+_timer: threading.Timer | None = None  # (at most one: calls in a row do not start threads)
+_last_end = 0.0  # time.monotonic() of the last call's end
 
 
 @contextlib.contextmanager
@@ -57,12 +59,29 @@ def release_memory() -> None:
 
 
 def _release_later() -> None:
-    """One timer for the whole process: each call's end starts it again."""
+    """Release the blocks ``RELEASE_AFTER`` seconds after this call's end, unless another call
+    ends later (the one timer waits on) or uses them then."""
+    global _last_end
+    with _timer_lock:
+        _last_end = time.monotonic()
+        if _timer is None:
+            _arm(RELEASE_AFTER)
+
+
+def _arm(delay: float) -> None:
+    global _timer
+    _timer = threading.Timer(delay, _on_timer)
+    _timer.daemon = True  # (never keeps the process from ending)
+    _timer.name = "cercore-release-memory"
+    _timer.start()
+
+
+def _on_timer() -> None:
     global _timer
     with _timer_lock:
-        if _timer is not None:
-            _timer.cancel()
-        _timer = threading.Timer(RELEASE_AFTER, _memory.release)
-        _timer.daemon = True  # (never keeps the process from ending)
-        _timer.name = "cercore-release-memory"
-        _timer.start()
+        wait = _last_end + RELEASE_AFTER - time.monotonic()
+        if wait > 0:  # (a call ended since this timer started)
+            _arm(wait)
+            return
+        _timer = None
+    _memory.release()  # (nothing when a call runs now: its end starts the timer again)

@@ -23,6 +23,10 @@ SIZE = 300_000  # (int64s: 2.4 MB, a block of 4 MB)
 
 @pytest.fixture(autouse=True)
 def released():
+    with memory._timer_lock:  # (a timer an earlier call started would wait RELEASE_AFTER)
+        if memory._timer is not None:
+            memory._timer.cancel()
+            memory._timer = None
     memory.release_memory()
     yield
     memory.release_memory()
@@ -82,7 +86,7 @@ def test_blocks_are_kept_after_the_call_until_released_and_then_go_to_the_system
 
 
 def test_the_timer_releases_the_blocks_after_the_last_call_and_never_under_one(monkeypatch):
-    monkeypatch.setattr(memory, "RELEASE_AFTER", 0.05)
+    monkeypatch.setattr(memory, "RELEASE_AFTER", 0.5)
     with memory.kept_blocks():
         del_me = np.ones(SIZE)
         del del_me
@@ -90,6 +94,10 @@ def test_the_timer_releases_the_blocks_after_the_last_call_and_never_under_one(m
             pass
         assert not fast.release()  # (a call uses them)
         assert fast.kept_blocks() == (1, 4 << 20)
+    timer = memory._timer
+    with memory.kept_blocks():  # (a second call in a row: the same timer, waiting from its end)
+        pass
+    assert timer is not None and memory._timer is timer
     deadline = time.monotonic() + 10
     while fast.kept_blocks() != (0, 0) and time.monotonic() < deadline:
         time.sleep(0.01)
