@@ -171,10 +171,12 @@ class _Pool:
             self.idle += workers
 
     def take_table(self) -> SharedTable | None:
-        with self.lock:
+        with self.lock:  # (calls at once each gave one back: the others stay for later)
             mine = [t for t in self.tables if t.owner == os.getpid()]
-            self.tables = []
-        return mine.pop() if mine else None
+            if not mine:
+                return None
+            self.tables.remove(mine[-1])
+            return mine[-1]
 
     def give_back_table(self, table: SharedTable) -> None:
         with self.lock:
