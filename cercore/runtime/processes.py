@@ -347,7 +347,8 @@ def read_shared(path: str, length: int):
     """The table a ``SharedTable`` wrote (``length`` bytes), memory-mapped (no copy)."""
     import pyarrow as pa
 
-    return pa.ipc.open_file(pa.memory_map(path).read_at(length, 0)).read_all()
+    # (``read_buffer`` is a view of the map; ``read_at`` would copy the table: 11 ms for 25 MB)
+    return pa.ipc.open_file(pa.memory_map(path).read_buffer(length)).read_all()
 
 
 def run_elsewhere(function: Callable, calls: list[tuple], here: Callable[[], Any]

@@ -97,3 +97,47 @@ def test_watermarks_do_not_change_results(backend, seed):
         last = attrs["t"]
     rows += engine.flush()
     assert rows == q.run(events, backend=backend)
+
+
+def test_compiled_windows_stay_out_of_the_collector_and_are_freed():
+    """The compiled windows are not tracked by Python's cycle collector (one per window and
+    partition: tracked, the collector's passes took 16 % of a trend query's time), in every
+    mode (int64, exact Python numbers, handed to the reference); and, since a cycle through
+    one would never be collected, engines run one after another hold no more memory than
+    the first."""
+    import gc
+    import tracemalloc
+
+    pytest.importorskip("cercore_fast.trends")
+    schema = "CREATE STREAM S { EVENT A { v:int, c:int, t:primary_time } }"
+    text = ("RETURN c, COUNT(*), SUM(A.v) PATTERN A+ WHERE [c] AND A.v < NEXT(A).v "
+            "GROUP-BY c WITHIN 40 SLIDE 10")
+    rng = random.Random(3)
+    small = [("A", {"v": rng.randint(0, 50), "c": t % 3, "t": t}) for t in range(600)]
+    huge = [("A", {"v": 2 ** 60 + a["v"], "c": a["c"], "t": a["t"] + 600}) for _, a in small]
+    q = compile_trend(text, schema)
+
+    def run_once() -> set:
+        engine = q.engine("cython")
+        modes = set()
+        for chunk in (small, huge):
+            for k in range(0, len(chunk), 100):
+                list(engine.process(chunk[k:k + 100]))
+                windows = [w for parts in engine.open.values() for w in parts.values()]
+                assert windows and not any(gc.is_tracked(w) for w in windows)
+                modes |= {w.mode for w in windows}
+        engine.flush()
+        return modes
+
+    assert run_once() == {"int64", "reference"}
+    tracemalloc.start()
+    try:
+        run_once()
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0]
+        for _ in range(5):
+            run_once()
+        gc.collect()
+        assert tracemalloc.get_traced_memory()[0] - first < 64 * 1024
+    finally:
+        tracemalloc.stop()
