@@ -188,8 +188,7 @@ class PartitionIndex:
             miss = found < 0
             if miss.any():
                 # new partitions, numbered in the order their first events arrive
-                uniq, first, inverse = np.unique(codes[miss], return_index=True,
-                                                 return_inverse=True)
+                uniq, first, inverse = _distinct(codes[miss])
                 order = np.argsort(first, kind="stable")
                 fresh = np.empty(len(uniq), dtype=np.int64)
                 fresh[order] = self.next_id + np.arange(len(uniq), dtype=np.int64)
@@ -220,6 +219,9 @@ class CodedKeys:
         self.next_code = 0
         self.by_code: dict[int, int] = {}  # code -> id, of every key (the arrays' twin)
         self.pending: list[tuple[int, int]] = []  # (code, id) added since the last sync
+        # (lowest code, ids of codes lowest-1 .. highest+1, -1 where none) when the codes'
+        # range is compact, False when not; None: to build (``lookup``)
+        self._table: tuple[int, np.ndarray] | bool | None = None
 
     def __len__(self) -> int:
         return len(self.by_code)
@@ -258,9 +260,17 @@ class CodedKeys:
         return code
 
     def lookup(self, codes: np.ndarray) -> np.ndarray:
-        """Ids of ``codes`` (-1 where unknown)."""
+        """Ids of ``codes`` (-1 where unknown): one gather from a table over the known codes'
+        range when it is compact (interned strings, ids, bools), else a binary search."""
         if not len(self.keys):
             return np.full(len(codes), -1, dtype=np.int64)
+        if self._table is None:
+            self._table = _dense_table(self.keys, self.ids)
+        if self._table is not False:
+            lo, table = self._table
+            # (codes out of the range land on the table's -1 ends; a difference that wraps
+            # around int64 is beyond them too)
+            return table[np.clip(codes - lo, -1, len(table) - 2) + 1]
         at = np.minimum(np.searchsorted(self.keys, codes), len(self.keys) - 1)
         return np.where(self.keys[at] == codes, self.ids[at], -1)
 
@@ -270,16 +280,55 @@ class CodedKeys:
         self.keys = np.insert(self.keys, at, codes)
         self.ids = np.insert(self.ids, at, ids)
         self.by_code.update(zip(codes.tolist(), ids.tolist()))
+        self._table = None
 
     def keep(self, live) -> None:
         """Forget the keys of partitions not in ``live`` (and strings no key uses)."""
         self.sync()
         alive = np.isin(self.ids, np.fromiter(live, dtype=np.int64, count=len(live)))
         self.keys, self.ids = self.keys[alive], self.ids[alive]
+        self._table = None
         self.by_code = dict(zip(self.keys.tolist(), self.ids.tolist()))
         if self.strings is not None and len(self.strings) > len(self.keys):
             used = set(self.keys.tolist())
             self.strings = {s: c for s, c in self.strings.items() if c in used}
+
+
+# a table over a range of codes is used when the range holds at most this many slots per code
+# in it, plus ``_SPARE_SLOTS`` (a binary search or a sort otherwise)
+_SLOTS_PER_CODE, _SPARE_SLOTS = 4, 4096
+
+
+def _compact(lo: int, hi: int, n: int) -> bool:
+    """Whether codes ``lo .. hi``, ``n`` of them, are few enough for a table over the range."""
+    return hi - lo < _SLOTS_PER_CODE * n + _SPARE_SLOTS
+
+
+def _dense_table(keys: np.ndarray, ids: np.ndarray) -> tuple[int, np.ndarray] | bool:
+    """``CodedKeys._table`` of the sorted ``keys`` and their ``ids``."""
+    lo, hi = int(keys[0]), int(keys[-1])
+    if not _compact(lo, hi, len(keys)):
+        return False
+    table = np.full(hi - lo + 3, -1, dtype=np.int64)
+    table[keys - lo + 1] = ids
+    return lo, table
+
+
+def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_index=True, return_inverse=True)``: the sorted distinct codes,
+    where each first occurs, each code's index into them -- over a table of the codes' range
+    when it is compact (no sort: a batch's new keys are few distinct values, many events)."""
+    lo, hi = int(codes.min()), int(codes.max())
+    if not _compact(lo, hi, len(codes)):
+        uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        return uniq, first, inverse.reshape(-1)
+    offsets = codes - lo
+    first = np.full(hi - lo + 1, len(codes), dtype=np.int64)
+    np.minimum.at(first, offsets, np.arange(len(codes), dtype=np.int64))
+    present = np.flatnonzero(first < len(codes))
+    rank = np.empty(hi - lo + 1, dtype=np.int64)
+    rank[present] = np.arange(len(present), dtype=np.int64)
+    return present + lo, first[present], rank[offsets]
 
 
 def _distinct_keys(columns: list, rows: np.ndarray) -> tuple[list[tuple], np.ndarray, np.ndarray]:
