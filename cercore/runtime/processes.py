@@ -23,7 +23,7 @@ evaluated by one worker in the caller's thread (``evaluate_in_slices`` returns N
 is raised in the caller, with the worker's traceback as a note.
 
 Measured (2026-11-29, the stock trace x40, 995,480 events, a 2-core VM; docs/performance.md):
-a trend query with GROUP BY on two workers 1.46-1.70x one with a warm pool (ten runs); the
+a trend query with GROUP BY on two workers 1.57-1.76x one with a warm pool (six runs); the
 first call, starting the pool, 0.83-0.92 s against 0.50-0.59 s.
 """
 
