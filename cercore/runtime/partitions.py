@@ -219,9 +219,14 @@ class CodedKeys:
         self.next_code = 0
         self.by_code: dict[int, int] = {}  # code -> id, of every key (the arrays' twin)
         self.pending: list[tuple[int, int]] = []  # (code, id) added since the last sync
-        # (lowest code, ids of codes lowest-1 .. highest+1, -1 where none) when the codes'
-        # range is compact, False when not; None: to build (``lookup``)
-        self._table: tuple[int, np.ndarray] | bool | None = None
+
+    # (lowest code, ids of codes lowest-1 .. highest+1, -1 where none) when the codes' range is
+    # compact, False when not; None: to build (``lookup``). Rebuilt, not pickled (and absent
+    # from an engine pickled before it existed: the class's None)
+    _table: tuple[int, np.ndarray] | bool | None = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_table": None}
 
     def __len__(self) -> int:
         return len(self.by_code)
