@@ -325,8 +325,7 @@ def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     when it is compact (no sort: a batch's new keys are few distinct values, many events)."""
     lo, hi = int(codes.min()), int(codes.max())
     if not _compact(lo, hi, len(codes)):
-        uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        return uniq, first, inverse.reshape(-1)
+        return np.unique(codes, return_index=True, return_inverse=True)
     offsets = codes - lo
     first = np.full(hi - lo + 1, len(codes), dtype=np.int64)
     np.minimum.at(first, offsets, np.arange(len(codes), dtype=np.int64))
